@@ -1,0 +1,1 @@
+"""gdi package."""

@@ -1,0 +1,1 @@
+"""impala package."""
