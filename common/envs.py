@@ -1,0 +1,354 @@
+"""Batched environments with each paper's Atari protocol.
+
+`make_env` returns a `BatchedEnv`: a batch of `num_envs` environments stepped together, with
+same-step auto-reset and the bookkeeping every paper needs (reward clipping, life loss, whole-game
+scores).
+
+Two Atari backends produce the same frames:
+
+- `"vector"`: ale-py's C++ `AtariVectorEnv`: frame skip, max-pool, grayscale, resize, frame stack
+  and no-op starts run in C++ threads. This is the fast path for actors.
+- `"gym"`: gymnasium's `AtariPreprocessing` + `FrameStackObservation` over `ALE/<Game>-v5`, one
+  Python env per batch entry. It is the reference the vector backend is tested against.
+
+Both always max-pool the last 2 raw frames of each action repeat and convert to grayscale: every
+protocol here asks for exactly that (impala.md Table G.1, dice.md Table 5, gdi.md Table 5,
+lbc.md Table 3). Frames are stacked with zero padding after a reset (the C++ env's behaviour; the
+gym backend is configured to match).
+
+Life loss and reward clipping are applied in Python on top of either backend, identically: the
+emulator only resets at game over or at the episode cap, so an IMPALA "episode" that ends on a
+lost life continues with the next life's frames, and `episode_return` is always the whole game's
+raw score (the number the papers report).
+
+Where the backends differ (both documented in `tests/common/test_envs.py`):
+- No-op starts draw their count from different RNGs: the C++ env from its own generator (observed
+  range 0..noop_max-1 raw frames), `AtariPreprocessing` from the env's `np_random` (1..noop_max raw
+  frames). With `noop_max=0` and no sticky actions the two backends are frame-identical.
+- The four multi-player ROMs (combat, joust, maze_craze, warlords) have no `ALE/<Game>-v5`
+  registration, so only the vector backend runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Callable, NamedTuple, Protocol
+
+import ale_py
+import ale_py.roms
+import gymnasium
+import numpy as np
+from ale_py.registration import rom_id_to_name
+from ale_py.vector_env import AtariVectorEnv
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+gymnasium.register_envs(ale_py)
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariProtocol:
+    """The Atari settings of one paper's experiments (what the agent sees and how episodes end)."""
+
+    name: str
+    frame_skip: int  # action repeat: each agent action is applied to this many emulator frames
+    screen_size: int  # frames are resized to screen_size x screen_size
+    frame_stack: int  # observation = the last frame_stack processed frames, channels last
+    noop_max: int  # random no-op starts: up to this many raw NOOP frames after each reset
+    repeat_action_probability: float  # sticky actions
+    full_action_space: bool  # 18 actions, or the game's minimal action set
+    terminal_on_life_loss: bool  # a lost life sets `terminated` (the game itself continues)
+    reward_clip: float | None  # reward = clip(raw, -c, c); None: reward = raw
+    max_episode_frames: int  # episode cap in emulator frames (action repeats included): truncation
+
+
+PROTOCOLS: dict[str, AtariProtocol] = {
+    "impala": AtariProtocol(
+        name="impala",
+        frame_skip=4,  # Table G.1 "Action repetitions 4"
+        screen_size=84,  # Table G.1 "84 x 84"
+        frame_stack=4,  # Table G.1 "Frame stacking 4"
+        noop_max=30,  # §4.3: evaluation starts with up to 30 no-ops; A18: used in training too
+        repeat_action_probability=0.0,  # A18: no sticky actions
+        full_action_space=False,  # §3.5: experts use the game's minimal action set
+        terminal_on_life_loss=True,  # Table G.1 "End of episode when life lost: yes"
+        reward_clip=1.0,  # Table G.1 "Reward clipping [-1, 1]"
+        max_episode_frames=108_000,  # A18 [conv]: 30 minutes of play
+    ),
+    "dice_gdi_lbc": AtariProtocol(
+        name="dice_gdi_lbc",
+        frame_skip=4,  # dice.md Table 5, gdi.md Table 5, lbc.md Table 3: action repeats 4
+        screen_size=84,  # same tables: image size (84, 84)
+        frame_stack=4,  # same tables: frame stacks 4
+        noop_max=30,  # same tables: random no-ops 30
+        repeat_action_probability=0.0,  # gdi.md Table 5, lbc.md Table 3; dice.md A2
+        full_action_space=True,  # gdi.md Table 5, lbc.md Table 3: full (18 actions)
+        terminal_on_life_loss=False,  # dice.md Table 5 "No"; gdi, lbc: life info "Not allowed"
+        reward_clip=None,  # "Reward Clip: No": the learners shape raw rewards themselves
+        max_episode_frames=108_000,  # dice.md A2, lbc.md §4.1 (30 min); GDI App. H says 100K
+    ),
+}
+
+CARTPOLE = "CartPole"  # CartPole-v1, for fast checks of the agent stack
+BACKENDS = ("vector", "gym")
+
+
+class StepResult(NamedTuple):
+    """One batched step. Arrays are [B] unless noted.
+
+    After a game ends (`terminated` at game over, or `truncated`), `observation` is already the
+    first observation of the next game; after a life loss under a protocol that ends episodes on
+    life loss, it is the next life's observation (the game continues).
+    """
+
+    observation: np.ndarray  # [B, ...]
+    reward: np.ndarray  # float32, processed by the protocol (e.g. clipped)
+    raw_reward: np.ndarray  # float32, the game's reward
+    terminated: np.ndarray  # bool; game over, or a life lost when the protocol says so
+    truncated: np.ndarray  # bool; episode cap reached
+    episode_return: np.ndarray  # float32; raw whole-game score where a game ended, else NaN
+    episode_length: np.ndarray  # int32; agent steps of the game that ended here, else 0
+
+
+class BatchedEnv(Protocol):
+    """What the actor needs from a batch of environments."""
+
+    num_envs: int
+    num_actions: int
+    observation_shape: tuple[int, ...]
+    observation_dtype: np.dtype
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, actions: np.ndarray) -> StepResult: ...
+
+    def close(self) -> None: ...
+
+
+class _RawStep(NamedTuple):
+    """What a backend returns: raw rewards, game ends, lives; same-step auto-reset done."""
+
+    observation: np.ndarray
+    reward: np.ndarray
+    game_over: np.ndarray
+    truncated: np.ndarray
+    lives: np.ndarray
+
+
+class _Backend(Protocol):
+    num_envs: int
+    num_actions: int
+    observation_space: gymnasium.spaces.Box  # of one env, as the backend emits it
+
+    def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def step(self, actions: np.ndarray) -> _RawStep: ...
+
+    def close(self) -> None: ...
+
+
+class _AleVectorBackend:
+    """ale-py's C++ vector env, with its own life-loss handling and reward clipping turned off."""
+
+    def __init__(self, game: str, num_envs: int, protocol: AtariProtocol):
+        self.num_envs = num_envs
+        self._env = AtariVectorEnv(
+            game,
+            num_envs,
+            # choice: one C++ thread per core (more threads than cores only adds switching).
+            num_threads=min(num_envs, len(os.sched_getaffinity(0))),
+            max_num_frames_per_episode=protocol.max_episode_frames,
+            repeat_action_probability=protocol.repeat_action_probability,
+            full_action_space=protocol.full_action_space,
+            autoreset_mode="SameStep",
+            img_height=protocol.screen_size,
+            img_width=protocol.screen_size,
+            grayscale=True,
+            stack_num=protocol.frame_stack,
+            frameskip=protocol.frame_skip,
+            maxpool=True,
+            noop_max=protocol.noop_max,
+            episodic_life=False,  # life loss is handled in _ProtocolEnv, for both backends alike
+            reward_clipping=False,  # raw rewards are needed for the reported score
+            use_fire_reset=False,  # choice: no paper presses FIRE at reset
+        )
+        self.num_actions = int(self._env.single_action_space.n)
+        self.observation_space = self._env.single_observation_space
+
+    def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        obs, info = self._env.reset(seed=seed)  # env i is seeded with seed + i
+        return obs, info["lives"]
+
+    def step(self, actions: np.ndarray) -> _RawStep:
+        obs, reward, terminated, truncated, info = self._env.step(actions)
+        return _RawStep(obs, reward, terminated, truncated, info["lives"])
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class _GymListBackend:
+    """A list of gymnasium envs stepped in turn, each reset on the step its episode ends."""
+
+    def __init__(self, make_one: Callable[[], gymnasium.Env], num_envs: int):
+        self.num_envs = num_envs
+        self._envs = [make_one() for _ in range(num_envs)]
+        self.num_actions = int(self._envs[0].action_space.n)
+        self.observation_space = self._envs[0].observation_space
+
+    def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        results = [env.reset(seed=None if seed is None else seed + i)
+                   for i, env in enumerate(self._envs)]
+        return (np.stack([obs for obs, _ in results]),
+                np.array([info.get("lives", 0) for _, info in results], np.int32))
+
+    def step(self, actions: np.ndarray) -> _RawStep:
+        obs, rewards, game_over, truncated, lives = [], [], [], [], []
+        for env, action in zip(self._envs, actions):
+            o, r, term, trunc, info = env.step(int(action))
+            if term or trunc:
+                o, info = env.reset()
+            obs.append(o)
+            rewards.append(r)
+            game_over.append(term)
+            truncated.append(trunc)
+            lives.append(info.get("lives", 0))
+        return _RawStep(np.stack(obs), np.asarray(rewards), np.asarray(game_over, bool),
+                        np.asarray(truncated, bool), np.asarray(lives, np.int32))
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+
+
+def _make_gym_atari(game: str, protocol: AtariProtocol) -> gymnasium.Env:
+    env = gymnasium.make(
+        f"ALE/{rom_id_to_name(game)}-v5",
+        frameskip=1,  # AtariPreprocessing does the action repeat (and the max-pool)
+        repeat_action_probability=protocol.repeat_action_probability,
+        full_action_space=protocol.full_action_space,
+        max_num_frames_per_episode=protocol.max_episode_frames,
+    )
+    env = AtariPreprocessing(
+        env,
+        noop_max=protocol.noop_max,
+        frame_skip=protocol.frame_skip,
+        screen_size=protocol.screen_size,
+        terminal_on_life_loss=False,  # life loss is handled in _ProtocolEnv
+        grayscale_obs=True,
+        scale_obs=False,
+    )
+    return FrameStackObservation(env, protocol.frame_stack, padding_type="zero")
+
+
+class _ProtocolEnv:
+    """Implements `BatchedEnv` on a backend: reward clipping, life loss and game scores.
+
+    `channels_last` moves Atari's stack axis last: [B, S, H, W] -> [B, H, W, S].
+    """
+
+    def __init__(self, backend: _Backend, seed: int, reward_clip: float | None,
+                 terminal_on_life_loss: bool, channels_last: bool):
+        self._backend = backend
+        self._seed = seed
+        self._reward_clip = reward_clip
+        self._terminal_on_life_loss = terminal_on_life_loss
+        self._channels_last = channels_last
+        self.num_envs = backend.num_envs
+        self.num_actions = backend.num_actions
+        shape = backend.observation_space.shape
+        self.observation_shape = shape[1:] + shape[:1] if channels_last else shape
+        self.observation_dtype = backend.observation_space.dtype
+        self._lives: np.ndarray | None = None  # None until the first reset
+        self._game_return = np.zeros(self.num_envs, np.float64)
+        self._game_length = np.zeros(self.num_envs, np.int32)
+
+    def _observation(self, obs: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(obs, 1, -1)) if self._channels_last else obs
+
+    def reset(self) -> np.ndarray:
+        """Starts new games in every env: [B, ...] observations.
+
+        The first reset seeds env i with seed + i; later resets continue the envs' RNG streams, so
+        a run is reproducible from the seed and the sequence of calls.
+        """
+        obs, self._lives = self._backend.reset(self._seed)
+        self._seed = None
+        self._game_return[:] = 0.0
+        self._game_length[:] = 0
+        return self._observation(obs)
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(f"actions must be an integer array of shape ({self.num_envs},), "
+                             f"got dtype {actions.dtype} and shape {actions.shape}")
+        if self._lives is None:
+            raise RuntimeError("call reset() before step()")
+        if np.any((actions < 0) | (actions >= self.num_actions)):
+            raise ValueError(f"actions must lie in [0, {self.num_actions}), got {actions}")
+        raw = self._backend.step(actions.astype(np.int32))
+        raw_reward = raw.reward.astype(np.float32)
+        reward = raw_reward if self._reward_clip is None else np.clip(
+            raw_reward, -self._reward_clip, self._reward_clip)
+        game_end = raw.game_over | raw.truncated
+        # At a game end the backend already reports the next game's lives: not a life loss.
+        life_lost = (raw.lives < self._lives) & ~game_end
+        self._lives = raw.lives
+        terminated = raw.game_over | (life_lost & self._terminal_on_life_loss)
+
+        self._game_return += raw_reward
+        self._game_length += 1
+        episode_return = np.where(game_end, self._game_return, np.nan).astype(np.float32)
+        episode_length = np.where(game_end, self._game_length, 0).astype(np.int32)
+        self._game_return[game_end] = 0.0
+        self._game_length[game_end] = 0
+        return StepResult(self._observation(raw.observation), reward, raw_reward, terminated,
+                          raw.truncated, episode_return, episode_length)
+
+    def close(self) -> None:
+        self._backend.close()
+
+
+_ROM_IDS = ale_py.roms.get_all_rom_ids()
+_ROM_BY_KEY = {rom.replace("_", ""): rom for rom in _ROM_IDS}
+
+
+def atari_game(env: str) -> str | None:
+    """The ale-py ROM id for "Pong", "pong", "MsPacman", "ms_pacman" or "ALE/MsPacman-v5"."""
+    name = re.sub(r"-v\d+$", "", env.removeprefix("ALE/"))
+    return _ROM_BY_KEY.get(name.replace("_", "").lower())
+
+
+def make_env(env: str, num_envs: int, seed: int, protocol: str | AtariProtocol = "impala",
+             backend: str = "vector") -> BatchedEnv:
+    """A batch of `num_envs` envs; the first `reset()` seeds env i with `seed + i`.
+
+    `env`: an Atari game (see `atari_game`) or "CartPole" (CartPole-v1; `protocol` does not
+    apply, `backend` is ignored). `protocol`: a name in `PROTOCOLS`, or an `AtariProtocol`.
+    `backend`: "vector" (ale-py C++) or "gym" (gymnasium wrappers), see the module docstring.
+    """
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if env in (CARTPOLE, "CartPole-v1", "cartpole"):
+        return _ProtocolEnv(_GymListBackend(lambda: gymnasium.make("CartPole-v1"), num_envs),
+                            seed, reward_clip=None, terminal_on_life_loss=False,
+                            channels_last=False)
+    game = atari_game(env)
+    if game is None:
+        raise ValueError(f"unknown env {env!r}: use {CARTPOLE!r} or an Atari game, written "
+                         f"'Pong', 'pong', 'MsPacman', 'ms_pacman' or 'ALE/MsPacman-v5'; "
+                         f"games: {', '.join(_ROM_IDS)}")
+    if isinstance(protocol, str):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r}: use one of {sorted(PROTOCOLS)}")
+        protocol = PROTOCOLS[protocol]
+    if backend == "vector":
+        atari = _AleVectorBackend(game, num_envs, protocol)
+    elif backend == "gym":
+        atari = _GymListBackend(lambda: _make_gym_atari(game, protocol), num_envs)
+    else:
+        raise ValueError(f"unknown backend {backend!r}: use one of {BACKENDS}")
+    return _ProtocolEnv(atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss,
+                        channels_last=True)

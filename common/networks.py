@@ -1,0 +1,324 @@
+"""IMPALA's networks (impala.md §3): torsos, the LSTM core with its reset mask, and the heads.
+
+`ImpalaNet` serves both sides of the actor-learner split with the same weights:
+- `step`: one time step for a batch of envs (actors);
+- `unroll`: T steps (learner). The torso runs once on the time-folded batch [T*B, ...]
+  (impala.md §3.3, "apply the CNN to [T·B, H, W, C]"), the LSTM steps over T with `tf.scan`,
+  zeroing its state where an episode starts.
+
+Everything is channels-last (NHWC), the layout CPU convolutions want; Atari frames arrive as
+uint8 and are scaled by 1/255 inside the torso (§3.1).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+LSTMState = tuple[tf.Tensor, ...]  # (h, c) of the core, or () without one
+
+
+def _kernel_initializer() -> tf.keras.initializers.Initializer:
+    # A23 [conv]: truncated normal with std 1/sqrt(fan_in) (Sonnet-1's default), zero biases.
+    # A fresh instance per layer: Keras repeats the values of a reused unseeded initializer.
+    return tf.keras.initializers.VarianceScaling(1.0, "fan_in", "truncated_normal")
+
+
+def _conv(filters: int, kernel: int, stride: int, padding: str) -> tf.keras.layers.Conv2D:
+    return tf.keras.layers.Conv2D(filters, kernel, stride, padding,
+                                  kernel_initializer=_kernel_initializer())
+
+
+def _dense(units: int, activation: str | None = None) -> tf.keras.layers.Dense:
+    return tf.keras.layers.Dense(units, activation, kernel_initializer=_kernel_initializer())
+
+
+def _scale_frames(frames: tf.Tensor) -> tf.Tensor:
+    """uint8 pixels -> float32 in [0, 1] (§3.1 [conv: /255])."""
+    return tf.cast(frames, tf.float32) / 255.0
+
+
+def _flatten(x: tf.Tensor) -> tf.Tensor:
+    """[N, H, W, C] -> [N, H*W*C] with the static size, as the FC layer needs."""
+    return tf.reshape(x, [-1, int(np.prod(x.shape[1:]))])
+
+
+class ShallowTorso(tf.keras.layers.Layer):
+    """§3.1 shallow torso (A3C's feed-forward net): conv 8x8/4 16, conv 4x4/2 32 (VALID), FC 256.
+
+    VALID padding is what reproduces the caption's 1.2M parameters (§3.4).
+    """
+
+    def __init__(self, output_units: int = 256, **kwargs):  # §3.1: FC 256
+        super().__init__(**kwargs)
+        self.output_units = output_units
+        self._convs = [_conv(16, 8, 4, "valid"), _conv(32, 4, 2, "valid")]  # §3.1
+        self._fc = _dense(output_units, "relu")
+
+    def call(self, frames: tf.Tensor) -> tf.Tensor:
+        x = _scale_frames(frames)
+        for conv in self._convs:
+            x = tf.nn.relu(conv(x))
+        return self._fc(_flatten(x))
+
+
+class ResidualBlock(tf.keras.layers.Layer):
+    """§3.2 pre-activation residual block: x + conv(relu(conv(relu(x)))), 3x3 SAME convs."""
+
+    def __init__(self, channels: int, **kwargs):
+        super().__init__(**kwargs)
+        self._conv_a = _conv(channels, 3, 1, "same")
+        self._conv_b = _conv(channels, 3, 1, "same")
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        return x + self._conv_b(tf.nn.relu(self._conv_a(tf.nn.relu(x))))
+
+
+class DeepTorso(tf.keras.layers.Layer):
+    """§3.2 deep residual torso: 3 sections (conv 3x3, max-pool 3x3/2 SAME, 2 residual blocks),
+    then ReLU, flatten, FC 256 ReLU. 15 conv layers; SAME pooling gives the caption's 1.6M (§3.4).
+    """
+
+    def __init__(self, channels: Sequence[int] = (16, 32, 32),  # §3.2 (Fig. 3)
+                 blocks_per_section: int = 2,  # §3.2 (Fig. 3)
+                 output_units: int = 256,  # §3.2: FC 256
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.output_units = output_units
+        self._sections = [
+            (_conv(ch, 3, 1, "same"), tf.keras.layers.MaxPool2D(3, 2, "same"),
+             [ResidualBlock(ch) for _ in range(blocks_per_section)])
+            for ch in channels
+        ]
+        self._fc = _dense(output_units, "relu")
+
+    def call(self, frames: tf.Tensor) -> tf.Tensor:
+        x = _scale_frames(frames)
+        for conv, pool, blocks in self._sections:
+            x = pool(conv(x))
+            for block in blocks:
+                x = block(x)
+        return self._fc(_flatten(tf.nn.relu(x)))
+
+
+class NatureTorso(tf.keras.layers.Layer):
+    """The Nature-DQN torso (impala.md §3.5 / A16 "three convolutional layers"; lbc.md §3
+    "agent57" torso): conv 8x8/4 32, conv 4x4/2 64, conv 3x3/1 64 (VALID), FC 512.
+    """
+
+    def __init__(self, output_units: int = 512, **kwargs):  # §3.5: FC512
+        super().__init__(**kwargs)
+        self.output_units = output_units
+        self._convs = [_conv(32, 8, 4, "valid"), _conv(64, 4, 2, "valid"),
+                       _conv(64, 3, 1, "valid")]
+        self._fc = _dense(output_units, "relu")
+
+    def call(self, frames: tf.Tensor) -> tf.Tensor:
+        x = _scale_frames(frames)
+        for conv in self._convs:
+            x = tf.nn.relu(conv(x))
+        return self._fc(_flatten(x))
+
+
+class MLPTorso(tf.keras.layers.Layer):
+    """Float vector observations (CartPole): ReLU MLP. choice: 2 x 64 units, small and fast."""
+
+    def __init__(self, hidden_units: Sequence[int] = (64, 64), **kwargs):
+        super().__init__(**kwargs)
+        self.output_units = hidden_units[-1]
+        self._layers = [_dense(units, "relu") for units in hidden_units]
+
+    def call(self, observations: tf.Tensor) -> tf.Tensor:
+        x = tf.cast(observations, tf.float32)
+        for layer in self._layers:
+            x = layer(x)
+        return x
+
+
+TORSOS = {"deep": DeepTorso, "shallow": ShallowTorso, "nature": NatureTorso, "mlp": MLPTorso}
+
+
+def instruction_tokens(instructions: Sequence[str], max_length: int,
+                       vocab_size: int = 1000) -> np.ndarray:
+    """§3.3 / A22: whitespace words hashed into buckets 1..vocab_size-1; 0 pads. [N, max_length].
+
+    crc32 (not Python's `hash`) so that every process maps a word to the same bucket.
+    """
+    tokens = np.zeros((len(instructions), max_length), np.int32)
+    for i, text in enumerate(instructions):
+        words = text.split()[:max_length]
+        tokens[i, :len(words)] = [1 + zlib.crc32(w.encode()) % (vocab_size - 1) for w in words]
+    return tokens
+
+
+class InstructionEncoder(tf.keras.layers.Layer):
+    """§3.3 language channel: embedding 20 -> LSTM 64 -> output after the last word.
+
+    Padding tokens (0) leave the LSTM state unchanged, so an empty instruction encodes to zeros.
+    """
+
+    def __init__(self, vocab_size: int = 1000,  # A22 [conv]: 1,000 hash buckets
+                 embedding_dim: int = 20,  # §3.3 [Fig]
+                 units: int = 64,  # §3.3 [Fig]
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self._embed = tf.keras.layers.Embedding(vocab_size, embedding_dim)
+        self._cell = tf.keras.layers.LSTMCell(units)
+        self._cell.build((None, embedding_dim))
+
+    def call(self, tokens: tf.Tensor) -> tf.Tensor:
+        words = tf.transpose(self._embed(tokens), [1, 0, 2])  # [L, N, E]: scan over words
+        is_word = tf.transpose(tokens > 0)  # [L, N]
+        zeros = tf.zeros([tf.shape(tokens)[0], self.units])
+
+        def read(state, inputs):
+            word, valid = inputs
+            _, new_state = self._cell(word, list(state))
+            return tuple(tf.where(valid[:, None], new, old) for new, old in zip(new_state, state))
+
+        hidden, _ = tf.foldl(read, (words, is_word), initializer=(zeros, zeros))
+        return hidden
+
+
+def _fold_time(fn, x: tf.Tensor) -> tf.Tensor:
+    """Applies fn to [T*B, ...] and restores [T, B, ...] (§3.3: one torso call per unroll)."""
+    outer = tf.shape(x)[:2]
+    y = fn(tf.reshape(x, [-1, *x.shape[2:]]))
+    return tf.reshape(y, tf.concat([outer, tf.shape(y)[1:]], 0))
+
+
+def _head(units: int, hidden: int | None) -> tf.keras.layers.Layer:
+    """Linear (§3.1), or Dense(hidden)-ReLU-Dense when `hidden` is set (lbc.md §3)."""
+    if hidden is None:
+        return _dense(units)
+    return tf.keras.Sequential([_dense(hidden, "relu"), _dense(units)])
+
+
+class ImpalaNet(tf.keras.Model):
+    """IMPALA agent network (§3): torso -> [LSTM core] -> policy logits and value.
+
+    Core input (§3.1-3.3): concat[torso output, previous reward clipped to [-1, 1], one-hot
+    previous action, (instruction encoding)]. Where `reset` marks the first step of an episode,
+    the core state, the previous action and the previous reward are zeroed before the step
+    (§3.3, A21 [conv]). Without the LSTM (the Atari nets of §3.5 / A17) the previous action and
+    reward are not inputs and the heads read the torso directly.
+
+    Args:
+      num_actions: size of the policy.
+      torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16) or "mlp" (vector inputs).
+      use_lstm: the LSTM core (DMLab, §3; DiCE/GDI/LBC); False for IMPALA's Atari nets (A17).
+      lstm_units: §3.1: 256.
+      prev_reward_clip: A21: 1.0; None feeds the previous reward unclipped (DiCE/GDI/LBC feed
+        their shaped reward, dice.md A13).
+      instruction_vocab: if set, adds the §3.3 language channel (hash buckets; A22: 1,000), and
+        `step` / `unroll` take `instruction` tokens (see `instruction_tokens`).
+      head_hidden: if set, each head is Dense(head_hidden)-ReLU-Dense (lbc.md §3) instead of
+        linear (§3.1).
+    """
+
+    def __init__(self, num_actions: int, torso: str = "deep", use_lstm: bool = True,
+                 lstm_units: int = 256, prev_reward_clip: float | None = 1.0,
+                 instruction_vocab: int | None = None, head_hidden: int | None = None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if torso not in TORSOS:
+            raise ValueError(f"unknown torso {torso!r}: use one of {sorted(TORSOS)}")
+        if num_actions < 1:
+            raise ValueError(f"num_actions must be >= 1, got {num_actions}")
+        self.num_actions = num_actions
+        self.use_lstm = use_lstm
+        self.lstm_units = lstm_units
+        self.prev_reward_clip = prev_reward_clip
+        self.torso = TORSOS[torso]()
+        self.instruction_encoder = (
+            InstructionEncoder(instruction_vocab) if instruction_vocab is not None else None)
+        if use_lstm:
+            self.core = tf.keras.layers.LSTMCell(lstm_units)  # unit_forget_bias: A23 bias +1
+            # Built here, not on first use: variables cannot be created inside tf.scan.
+            core_input_units = self.torso.output_units + 1 + num_actions + (
+                self.instruction_encoder.units if self.instruction_encoder is not None else 0)
+            self.core.build((None, core_input_units))
+        self.policy_head = _head(num_actions, head_hidden)
+        self.value_head = _head(1, head_hidden)
+
+    def initial_state(self, batch_size: int) -> LSTMState:
+        """Zero (h, c) for `batch_size` envs; () without an LSTM."""
+        if not self.use_lstm:
+            return ()
+        zeros = tf.zeros([batch_size, self.lstm_units])
+        return (zeros, zeros)
+
+    def _core_inputs(self, features, prev_action, prev_reward, reset, instruction):
+        """concat[features, clipped prev reward, one-hot prev action, instruction] ([..., D])."""
+        keep = 1.0 - tf.cast(reset, tf.float32)[..., None]  # zero the previous step at a reset
+        prev_reward = tf.cast(prev_reward, tf.float32)[..., None]
+        if self.prev_reward_clip is not None:
+            prev_reward = tf.clip_by_value(prev_reward, -self.prev_reward_clip,
+                                           self.prev_reward_clip)
+        parts = [features, keep * prev_reward,
+                 keep * tf.one_hot(prev_action, self.num_actions)]
+        if self.instruction_encoder is not None:
+            if instruction is None:
+                raise ValueError("this network has a language channel: pass `instruction`")
+            parts.append(instruction)
+        return tf.concat(parts, -1)
+
+    def _core_step(self, inputs, reset, state):
+        """One LSTM step; the state of envs whose episode starts here is zeroed first."""
+        state = [tf.where(reset[:, None], tf.zeros_like(s), s) for s in state]
+        output, new_state = self.core(inputs, state)
+        return output, tuple(new_state)
+
+    def _heads(self, x):
+        return self.policy_head(x), tf.squeeze(self.value_head(x), -1)
+
+    def step(self, obs, prev_action, prev_reward, reset, state, instruction=None):
+        """One step for B envs (actors).
+
+        obs [B, ...]; prev_action [B] int32; prev_reward [B] float32; reset [B] bool (the episode
+        starts at this step); state from `initial_state` or the previous step; instruction
+        [B, L] int32 tokens when the net has a language channel.
+        Returns ((logits [B, A], value [B]), new_state).
+        """
+        features = self.torso(obs)
+        if not self.use_lstm:
+            return self._heads(features), ()
+        if self.instruction_encoder is not None and instruction is not None:
+            instruction = self.instruction_encoder(instruction)
+        inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
+        output, state = self._core_step(inputs, tf.convert_to_tensor(reset), state)
+        return self._heads(output), state
+
+    def unroll(self, obs, prev_action, prev_reward, reset, state, instruction=None):
+        """T steps for B envs (learner); equals T calls of `step`.
+
+        obs [T, B, ...]; prev_action, prev_reward, reset [T, B]; state at the unroll's start;
+        instruction [T, B, L] tokens when the net has a language channel.
+        Returns ((logits [T, B, A], values [T, B]), final_state).
+        """
+        features = _fold_time(self.torso, obs)
+        if not self.use_lstm:
+            return self._heads(features), ()
+        if self.instruction_encoder is not None and instruction is not None:
+            instruction = _fold_time(self.instruction_encoder, instruction)
+        inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
+
+        def scan_step(carry, step_inputs):
+            return self._core_step(*step_inputs, carry[1])
+
+        zeros = tf.zeros_like(state[0])
+        outputs, states = tf.scan(scan_step, (inputs, tf.convert_to_tensor(reset)),
+                                  initializer=(zeros, tuple(state)))
+        return self._heads(outputs), tuple(s[-1] for s in states)
+
+    def create_variables(self, observation_shape: Sequence[int], observation_dtype=tf.uint8,
+                         instruction_length: int = 1) -> None:
+        """Builds every weight by running one step on zeros (e.g. before publishing weights)."""
+        instruction = (tf.zeros([1, instruction_length], tf.int32)
+                       if self.instruction_encoder is not None else None)
+        self.step(tf.zeros([1, *observation_shape], observation_dtype), tf.zeros([1], tf.int32),
+                  tf.zeros([1]), tf.ones([1], tf.bool), self.initial_state(1), instruction)

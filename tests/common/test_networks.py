@@ -1,0 +1,202 @@
+"""Tests for common/networks.py: impala.md §3.4 / §9 T14 parameter counts, shapes, unroll == step,
+LSTM reset semantics, compiled == eager, gradient flow."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.networks import (DeepTorso, ImpalaNet, ShallowTorso, instruction_tokens)
+
+ATARI = (84, 84, 4)
+DMLAB = (72, 96, 3)  # A19: RGB 72x96
+
+
+def _count(variables):
+    return sum(int(np.prod(v.shape)) for v in variables)
+
+
+def _built(observation_shape, dtype=tf.uint8, **kwargs):
+    net = ImpalaNet(**kwargs)
+    net.create_variables(observation_shape, dtype, instruction_length=4)
+    return net
+
+
+@pytest.mark.parametrize("kwargs, observation_shape, expected", [
+    # impala.md §3.4 / T14: DMLab nets with the language channel, 9 actions.
+    (dict(num_actions=9, torso="shallow", instruction_vocab=1000), DMLAB, 1_230_426),
+    (dict(num_actions=9, torso="deep", instruction_vocab=1000), DMLAB, 1_628_010),
+    # T14: Atari deep feed-forward net (§3.5, A17), 18 actions.
+    (dict(num_actions=18, torso="deep", use_lstm=False), ATARI, 1_094_115),
+    # dice.md §3 / §9: IMPALA-deep + LSTM-256 with previous action and reward inputs.
+    (dict(num_actions=18, torso="deep"), ATARI, 1_638_883),
+    # ... with lbc.md §3's Dense 512-ReLU heads: linear heads (4,883) replaced by
+    # policy 256*512+512 + 512*18+18 and value 256*512+512 + 512+1 (272,915).
+    (dict(num_actions=18, torso="deep", head_hidden=512), ATARI, 1_906_915),
+    # §3.5 "about 1.69M": Nature torso 8,224 + 32,832 + 36,928 conv, 3136*512+512 FC,
+    # heads 512*18+18 + 512+1.
+    (dict(num_actions=18, torso="nature", use_lstm=False), ATARI, 1_693_875),
+])
+def test_parameter_counts_match_the_specs(kwargs, observation_shape, expected):
+    assert _count(_built(observation_shape, **kwargs).trainable_variables) == expected
+
+
+def test_torso_layouts():
+    # §3.4 table: shallow convs 11,312 params, flatten 2,240 (7x10x32); deep convs 97,600,
+    # flatten 3,456 (9x12x32) from 72x96 -> 36x48 -> 18x24 -> 9x12; Atari 84 -> 11: 3,872.
+    shallow, deep, atari = ShallowTorso(), DeepTorso(), DeepTorso()
+    shallow(tf.zeros([1, *DMLAB], tf.uint8))
+    deep(tf.zeros([1, *DMLAB], tf.uint8))
+    atari(tf.zeros([1, *ATARI], tf.uint8))
+    convs = lambda torso: [m for m in torso.submodules if isinstance(m, tf.keras.layers.Conv2D)]
+    assert _count(v for c in convs(shallow) for v in c.trainable_variables) == 11_312
+    assert _count(v for c in convs(deep) for v in c.trainable_variables) == 97_600
+    assert len(convs(deep)) == 15  # Fig. 3 caption: 15 conv layers
+    assert shallow._fc.kernel.shape == (2_240, 256)
+    assert deep._fc.kernel.shape == (3_456, 256)
+    assert atari._fc.kernel.shape == (3_872, 256)
+
+
+def _inputs(rng, T, B, num_actions, observation_shape=ATARI, reset_prob=0.3):
+    obs = rng.integers(0, 256, (T, B, *observation_shape)).astype(np.uint8)
+    prev_action = rng.integers(0, num_actions, (T, B)).astype(np.int32)
+    prev_reward = rng.normal(0, 2, (T, B)).astype(np.float32)  # crosses the [-1, 1] clip
+    reset = rng.random((T, B)) < reset_prob
+    return obs, prev_action, prev_reward, reset
+
+
+def _random_state(rng, B, units=256):
+    return tuple(tf.constant(rng.normal(0, 1, (B, units)), tf.float32) for _ in range(2))
+
+
+def test_step_and_unroll_shapes():
+    net = _built(ATARI, num_actions=6, torso="deep")
+    state = net.initial_state(3)
+    assert [s.shape for s in state] == [(3, 256), (3, 256)]
+    obs, a, r, reset = _inputs(np.random.default_rng(0), 5, 3, 6)
+    (logits, value), new_state = net.step(obs[0], a[0], r[0], reset[0], state)
+    assert logits.shape == (3, 6) and value.shape == (3,)
+    assert [s.shape for s in new_state] == [(3, 256), (3, 256)]
+    (logits, values), final = net.unroll(obs, a, r, reset, state)
+    assert logits.shape == (5, 3, 6) and values.shape == (5, 3)
+    assert [s.shape for s in final] == [(3, 256), (3, 256)]
+
+
+def test_feed_forward_net_has_no_state_and_ignores_previous_action_and_reward():
+    net = _built(ATARI, num_actions=6, torso="deep", use_lstm=False)  # A17
+    assert net.initial_state(2) == ()
+    obs, a, r, reset = _inputs(np.random.default_rng(1), 4, 2, 6)
+    (logits, values), final = net.unroll(obs, a, r, reset, ())
+    (logits2, values2), _ = net.unroll(obs, (a + 1) % 6, r + 3, ~reset, ())
+    assert final == () and logits.shape == (4, 2, 6)
+    np.testing.assert_array_equal(logits, logits2)
+    np.testing.assert_array_equal(values, values2)
+
+
+@pytest.mark.parametrize("torso, observation_shape, dtype", [
+    ("deep", ATARI, np.uint8), ("mlp", (4,), np.float32)])
+def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
+    # §3.3 time folding: the torso on [T*B, ...] and the scanned core equal T separate steps,
+    # including resets in the middle of the unroll and a non-zero initial state.
+    rng = np.random.default_rng(2)
+    net = _built(observation_shape, tf.as_dtype(dtype), num_actions=5, torso=torso)
+    obs, a, r, reset = _inputs(rng, 6, 3, 5, observation_shape)
+    obs = obs.astype(dtype) if dtype == np.uint8 else rng.normal(0, 1, obs.shape).astype(dtype)
+    state = _random_state(rng, 3)
+    (logits, values), final = net.unroll(obs, a, r, reset, state)
+    step_state = state
+    for t in range(6):
+        (step_logits, step_value), step_state = net.step(obs[t], a[t], r[t], reset[t], step_state)
+        np.testing.assert_allclose(logits[t], step_logits, atol=1e-5)
+        np.testing.assert_allclose(values[t], step_value, atol=1e-5)
+    for s, s_step in zip(final, step_state):
+        np.testing.assert_allclose(s, s_step, atol=1e-5)
+
+
+def test_reset_zeroes_the_state_and_the_previous_action_and_reward():
+    # §3.3 / A21: at an episode start the output equals that of a fresh zero state with no
+    # previous action or reward, whatever stale values are passed in.
+    rng = np.random.default_rng(3)
+    net = _built(ATARI, num_actions=4, torso="deep")
+    obs, a, r, _ = _inputs(rng, 1, 2, 4)
+    stale = _random_state(rng, 2)
+    reset = np.array([True, False])
+    (logits, value), state = net.step(obs[0], a[0], r[0] + 3.0, reset, stale)
+    (fresh_logits, fresh_value), fresh_state = net.step(
+        obs[0], np.zeros(2, np.int32), np.zeros(2, np.float32), np.ones(2, bool),
+        net.initial_state(2))
+    np.testing.assert_allclose(logits[0], fresh_logits[0], atol=1e-6)
+    np.testing.assert_allclose(value[0], fresh_value[0], atol=1e-6)
+    np.testing.assert_allclose(state[0][0], fresh_state[0][0], atol=1e-6)
+    # Without the reset the stale state and previous inputs do matter.
+    assert np.abs(logits[1] - fresh_logits[1]).max() > 1e-4
+
+
+def test_previous_reward_is_clipped_inside_the_net():
+    rng = np.random.default_rng(4)
+    obs, a, _, _ = _inputs(rng, 1, 1, 3)
+    no_reset = np.zeros(1, bool)
+    outputs = {}
+    for clip in (1.0, None):  # A21: [-1, 1]; None for DiCE/GDI/LBC's shaped rewards
+        net = _built(ATARI, num_actions=3, torso="shallow", prev_reward_clip=clip)
+        state = _random_state(rng, 1)
+        outputs[clip] = [net.step(obs[0], a[0], np.array([r], np.float32), no_reset, state)[0][1]
+                         for r in (1.0, 5.0, 0.5)]
+    at_one, at_five, at_half = outputs[1.0]
+    np.testing.assert_array_equal(at_one, at_five)
+    assert abs(float(at_one[0] - at_half[0])) > 1e-6
+    unclipped_one, unclipped_five, _ = outputs[None]
+    assert abs(float(unclipped_one[0] - unclipped_five[0])) > 1e-6
+
+
+def test_compiled_equals_eager():
+    rng = np.random.default_rng(5)
+    net = _built(ATARI, num_actions=6, torso="deep")
+    obs, a, r, reset = _inputs(rng, 4, 2, 6)
+    state = _random_state(rng, 2)
+    eager = net.unroll(obs, a, r, reset, state)
+    compiled = tf.function(net.unroll, jit_compile=True)(obs, a, r, reset, state)
+    tf.nest.map_structure(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), eager,
+                          compiled)
+    eager_step = net.step(obs[0], a[0], r[0], reset[0], state)
+    compiled_step = tf.function(net.step, jit_compile=True)(obs[0], a[0], r[0], reset[0], state)
+    tf.nest.map_structure(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), eager_step,
+                          compiled_step)
+
+
+def test_gradients_reach_every_variable():
+    rng = np.random.default_rng(6)
+    net = _built(DMLAB, num_actions=9, torso="deep", instruction_vocab=1000)
+    obs, a, r, reset = _inputs(rng, 3, 2, 9, DMLAB, reset_prob=0.0)
+    instruction = np.stack([instruction_tokens(["go to the red hat", "pick the key"], 4)] * 3)
+    with tf.GradientTape() as tape:
+        (logits, values), _ = net.unroll(obs, a, r, reset, _random_state(rng, 2), instruction)
+        loss = tf.reduce_sum(tf.nn.log_softmax(logits)[..., 0]) + tf.reduce_sum(values ** 2)
+    grads = tape.gradient(loss, net.trainable_variables)
+    for variable, grad in zip(net.trainable_variables, grads):
+        assert grad is not None, variable.name
+        assert float(tf.norm(tf.convert_to_tensor(grad))) > 0, variable.name
+
+
+def test_instruction_channel():
+    # A22: words hash into buckets 1..999, 0 pads; padding does not change the encoding and an
+    # empty instruction encodes to zeros.
+    tokens = instruction_tokens(["Go to the red hat", ""], max_length=6)
+    assert tokens.shape == (2, 6) and tokens.dtype == np.int32
+    assert (tokens[0, :5] >= 1).all() and (tokens[0, :5] < 1000).all()
+    assert (tokens[0, 5:] == 0).all() and (tokens[1] == 0).all()
+    np.testing.assert_array_equal(tokens, instruction_tokens(["Go to the red hat", ""], 6))
+    net = _built(DMLAB, num_actions=9, torso="shallow", instruction_vocab=1000)
+    encoder = net.instruction_encoder
+    encoded = encoder(tokens)
+    np.testing.assert_allclose(encoded[0], encoder(tokens[:1, :5])[0], atol=1e-6)
+    np.testing.assert_array_equal(encoded[1], np.zeros(64))
+    assert np.abs(encoded[0]).max() > 0
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="unknown torso 'resnet'.*deep.*mlp.*nature.*shallow"):
+        ImpalaNet(4, torso="resnet")
+    net = _built(DMLAB, num_actions=9, torso="shallow", instruction_vocab=1000)
+    obs, a, r, reset = _inputs(np.random.default_rng(7), 1, 1, 9, DMLAB)
+    with pytest.raises(ValueError, match="instruction"):
+        net.step(obs[0], a[0], r[0], reset[0], net.initial_state(1))
