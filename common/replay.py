@@ -1,0 +1,717 @@
+"""Reverb replay: tables, sequence writers, datasets and the parameter table (DESIGN.md §2, §4).
+
+Three replay patterns, all on plain `reverb.Table`s fed by `reverb.TrajectoryWriter`s:
+
+| pattern               | table                  | writer                 | used by         |
+|-----------------------|------------------------|------------------------|-----------------|
+| queue                 | `queue_table`          | `UnrollWriter`         | IMPALA          |
+| prioritised sequences | `prioritized_table`    | `SequenceWriter`       | Reactor         |
+| sample k times        | `sample_k_table`       | `BurnInSequenceWriter` | DiCE, GDI, LBC  |
+
+plus `params_table` with `ParamsPublisher` / `ParamsSubscriber` for the learner's latest weights.
+
+Item layout (every table of this module): a dict with
+
+- `"steps"`: the actor's step structure, every field with a leading time axis `[L, ...]`;
+- `"first_step_extras"` (optional): fields stored once per item, taken at the item's first step
+  (the recurrent core state at the start of the sequence, impala.md §5.1 / dice.md §5).
+
+`sequence_signature` / `burn_in_signature` build the matching table signature from the step spec;
+`unroll_dataset` reads any of these tables and yields time-major batches `[L, B, ...]`.
+
+Writers take one *batched* actor step per `append` (every field has a leading `num_envs` axis) and
+keep one `TrajectoryWriter` per environment, so the environments' streams never mix. Writers bound
+their run-ahead and every wait has a timeout (DESIGN.md §4): a full table raises
+`reverb.DeadlineExceededError` instead of blocking the actor forever.
+"""
+
+from __future__ import annotations
+
+from absl import logging
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import reverb
+import tensorflow as tf
+import tree
+
+STEPS = "steps"
+FIRST_STEP_EXTRAS = "first_step_extras"
+MASK = "mask"
+
+# choice: an actor that cannot insert for this long raises instead of blocking forever (DESIGN §4);
+# long enough to cover a learner's first XLA compilation, short enough to notice a dead learner.
+DEFAULT_FLUSH_TIMEOUT_MS = 60_000
+
+Nest = Any  # a nested structure (dicts, lists, tuples) of arrays or specs
+
+
+# ----------------------------------------------------------------------------------------------
+# Signatures
+
+
+def sequence_signature(
+    step_spec: Mapping[str, Nest], sequence_length: int, first_step_extras_spec: Nest = None
+) -> dict:
+    """Table signature of items of `sequence_length` steps (the module's item layout).
+
+    `step_spec` is the per-step structure of `tf.TensorSpec` (no batch or time axis); every field
+    gets a leading time axis. `first_step_extras_spec` (optional) is stored once per item.
+    """
+    _check_positive("sequence_length", sequence_length)
+    signature = {
+        STEPS: tree.map_structure(
+            lambda s: tf.TensorSpec([sequence_length, *s.shape], s.dtype), dict(step_spec)
+        )
+    }
+    if first_step_extras_spec is not None:
+        signature[FIRST_STEP_EXTRAS] = first_step_extras_spec
+    return signature
+
+
+def burn_in_signature(
+    step_spec: Mapping[str, Nest], burn_in: int, length: int, first_step_extras_spec: Nest = None
+) -> dict:
+    """Signature of `BurnInSequenceWriter` items: `burn_in + length + 1` steps plus a `mask`."""
+    _check_mask_free(step_spec)
+    masked_spec = {**step_spec, MASK: tf.TensorSpec([], tf.float32)}
+    return sequence_signature(masked_spec, burn_in + length + 1, first_step_extras_spec)
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables
+
+
+def queue_table(name: str, max_size: int, signature: Nest) -> reverb.Table:
+    """IMPALA's queue (impala.md §5.4): each item is sampled exactly once, in insertion order.
+
+    Inserts block (writers time out) while `max_size` items wait for the learner.
+    """
+    _check_positive("max_size", max_size)
+    return reverb.Table(
+        name=name,
+        sampler=reverb.selectors.Fifo(),
+        remover=reverb.selectors.Fifo(),
+        max_size=max_size,
+        max_times_sampled=1,
+        rate_limiter=reverb.rate_limiters.Queue(max_size),
+        signature=signature,
+    )
+
+
+def prioritized_table(
+    name: str,
+    max_size: int,
+    priority_exponent: float,
+    signature: Nest,
+    min_size: int = 1,
+    samples_per_insert: float | None = None,
+    error_buffer: float | None = None,
+) -> reverb.Table:
+    """Reactor's prioritised sequence replay (reactor.md §2.8, §5.4).
+
+    Sampling is proportional to `priority ** priority_exponent` (reactor.md proposes exponent 1);
+    the oldest item is evicted first. The learner writes priorities back with `update_priorities`.
+    By default only `min_size` gates sampling; give `samples_per_insert` (and `error_buffer`) to
+    hold the replay ratio instead (reactor.md §5.4 proposes about 0.8).
+    """
+    _check_positive("max_size", max_size)
+    _check_positive("min_size", min_size)
+    if not priority_exponent >= 0:
+        raise ValueError(f"priority_exponent must be >= 0, got {priority_exponent}")
+    if samples_per_insert is None:
+        rate_limiter = reverb.rate_limiters.MinSize(min_size)
+    else:
+        if error_buffer is None:
+            raise ValueError("error_buffer is required when samples_per_insert is given")
+        rate_limiter = reverb.rate_limiters.SampleToInsertRatio(
+            samples_per_insert, min_size, error_buffer
+        )
+    return reverb.Table(
+        name=name,
+        sampler=reverb.selectors.Prioritized(priority_exponent),
+        remover=reverb.selectors.Fifo(),
+        max_size=max_size,
+        rate_limiter=rate_limiter,
+        signature=signature,
+    )
+
+
+def sample_k_table(
+    name: str,
+    max_size: int,
+    times_sampled: int,
+    samples_per_insert: float,
+    min_size_to_sample: int,
+    error_buffer: float | tuple[float, float],
+    signature: Nest,
+) -> reverb.Table:
+    """DiCE / GDI / LBC replay: uniform sampling, each item sampled at most `times_sampled` times.
+
+    An item is removed after its `times_sampled`-th sample (or when evicted, oldest first); the
+    `SampleToInsertRatio` limiter keeps sampled items per inserted item near `samples_per_insert`
+    (dice.md §5: k = 2, samples_per_insert = 2.0).
+    """
+    _check_positive("max_size", max_size)
+    _check_positive("times_sampled", times_sampled)
+    return reverb.Table(
+        name=name,
+        sampler=reverb.selectors.Uniform(),
+        remover=reverb.selectors.Fifo(),
+        max_size=max_size,
+        max_times_sampled=times_sampled,
+        rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
+            samples_per_insert, min_size_to_sample, error_buffer
+        ),
+        signature=signature,
+    )
+
+
+def params_table(name: str = "params") -> reverb.Table:
+    """A one-item table holding the learner's latest weights; a new insert evicts the old one."""
+    return reverb.Table(
+        name=name,
+        sampler=reverb.selectors.Fifo(),
+        remover=reverb.selectors.Fifo(),
+        max_size=1,
+        rate_limiter=reverb.rate_limiters.MinSize(1),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Server and client
+
+
+def start_server(
+    tables: Sequence[reverb.Table], port: int | None = None, checkpoint_dir: str | None = None
+) -> reverb.Server:
+    """Starts a Reverb server (`port=None` picks a free port).
+
+    With `checkpoint_dir`, `client.checkpoint()` writes the tables there and a server started on
+    the same directory restores the latest checkpoint (DESIGN §6).
+    """
+    checkpointer = None
+    if checkpoint_dir is not None:
+        checkpointer = reverb.checkpointers.DefaultCheckpointer(path=str(checkpoint_dir))
+    return reverb.Server(tables=list(tables), port=port, checkpointer=checkpointer)
+
+
+def address_of(server: reverb.Server) -> str:
+    """The address clients on this machine use: `"localhost:PORT"`."""
+    return f"localhost:{server.port}"
+
+
+def connect(address: str, timeout_s: float = 10.0) -> reverb.Client:
+    """A client for the Reverb server at `address`, once the server answers.
+
+    Raises `ConnectionError` after about `timeout_s` seconds (rounded up to whole seconds, the
+    granularity of Reverb's `server_info` deadline) if nothing answers there.
+    """
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+    client = reverb.Client(address)
+    try:
+        client.server_info(timeout=math.ceil(timeout_s))
+    except (reverb.DeadlineExceededError, RuntimeError) as error:
+        raise ConnectionError(
+            f"no Reverb server answered at --replay_address={address} within {timeout_s} s "
+            f"({error}); start the learner / replay role first or fix --replay_address"
+        ) from error
+    return client
+
+
+# ----------------------------------------------------------------------------------------------
+# Writers
+
+
+class _EnvStream:
+    """One environment's `TrajectoryWriter`, inserting an item every `period` appended steps.
+
+    After `count` appended steps, an item of the last `length` steps is inserted whenever
+    `count >= length` and `(count - length) % period == 0`, so items start at steps
+    0, period, 2 * period, ... of the stream. Steps are appended as flat lists of leaves (step
+    leaves, then first-step-extras leaves, which are kept only at item starts): flattening once
+    per batched step is much cheaper than per environment. `make_item(step_columns,
+    first_step_columns)` rebuilds the item's structure from the referenced columns.
+    """
+
+    def __init__(self, client: reverb.Client, table: str, length: int, period: int, make_item):
+        self.writer = client.trajectory_writer(num_keep_alive_refs=length)
+        self.table = table
+        self.length = length
+        self.period = period
+        self.make_item = make_item
+        self.count = 0
+
+    def items_inserted(self) -> int:
+        """Items inserted since the stream (re)started."""
+        return 0 if self.count < self.length else (self.count - self.length) // self.period + 1
+
+    def push(self, step_leaves: list, first_step_leaves: list, priority: float) -> None:
+        if self.count % self.period != 0:
+            first_step_leaves = [None] * len(first_step_leaves)  # None: not stored at this step
+        self.writer.append(step_leaves + first_step_leaves)
+        self.count += 1
+        if self.count >= self.length and (self.count - self.length) % self.period == 0:
+            columns = self.writer.history
+            num_step_leaves = len(step_leaves)
+            item = self.make_item(
+                [column[-self.length :] for column in columns[:num_step_leaves]],
+                [column[-self.length] for column in columns[num_step_leaves:]],
+            )
+            self.writer.create_item(self.table, priority, item)
+
+
+class _BatchedWriter:
+    """Shared machinery: one `_EnvStream` per environment, input checks, bounded flushing."""
+
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str,
+        length: int,
+        period: int,
+        num_envs: int,
+        max_in_flight_items: int | None,
+        flush_timeout_ms: int,
+    ):
+        _check_positive("num_envs", num_envs)
+        _check_positive("flush_timeout_ms", flush_timeout_ms)
+        if max_in_flight_items is None:
+            # choice: let about one sequence's worth of items wait, so chunks can grow to about a
+            # sequence (compression) and a finished unroll (stride = length - 1) is sent at once.
+            max_in_flight_items = length // period - 1
+        if max_in_flight_items < 0:
+            raise ValueError(f"max_in_flight_items must be >= 0, got {max_in_flight_items}")
+        self.num_envs = num_envs
+        self._max_in_flight_items = max_in_flight_items
+        self._flush_timeout_ms = flush_timeout_ms
+        self._streams = [
+            _EnvStream(client, table, length, period, self._make_item) for _ in range(num_envs)
+        ]
+        self._step_structure = None  # both fixed by the first append
+        self._extras_structure = None
+        self._closed = False
+
+    def flush(self, timeout_ms: int | None = None) -> None:
+        """Waits until every created item is in the table; raises `DeadlineExceededError` after
+        `timeout_ms` (default: the writer's `flush_timeout_ms`)."""
+        self._flush(0, self._flush_timeout_ms if timeout_ms is None else timeout_ms)
+
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Flushes (bounded by `timeout_ms`) and closes the streams. Never blocks forever: items
+        the server has not accepted by then are dropped with a warning."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush(timeout_ms)
+        except reverb.DeadlineExceededError:
+            logging.warning("replay writer closed with items the server had not accepted")
+        finally:
+            for stream in self._streams:
+                stream.writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _flush(self, max_pending: int, timeout_ms: int) -> None:
+        for stream in self._streams:
+            stream.writer.flush(block_until_num_items=max_pending, timeout_ms=timeout_ms)
+
+    def _flush_run_ahead(self) -> None:
+        """Bounds items in flight per environment; a full table raises after the timeout."""
+        self._flush(self._max_in_flight_items, self._flush_timeout_ms)
+
+    def _make_item(self, step_columns: list, first_step_columns: list) -> dict:
+        item = {STEPS: tree.unflatten_as(self._step_structure, step_columns)}
+        if self._extras_structure is not None:
+            item[FIRST_STEP_EXTRAS] = tree.unflatten_as(self._extras_structure, first_step_columns)
+        return item
+
+    def _per_env_leaves(self, step: Nest, first_step_extras: Nest) -> tuple[list, list]:
+        """Each environment's flat step leaves and extras leaves, after checking the inputs."""
+        if self._step_structure is None:  # structures only: keep no arrays alive
+            self._step_structure = tree.map_structure(lambda _: None, step)
+            if first_step_extras is not None:
+                self._extras_structure = tree.map_structure(lambda _: None, first_step_extras)
+        tree.assert_same_structure(self._step_structure, step)
+        if (self._extras_structure is None) != (first_step_extras is None):
+            raise ValueError(
+                "first_step_extras must be given on every append or on none (first append: "
+                f"{'None' if self._extras_structure is None else 'given'})"
+            )
+        steps = self._env_slices(step, "step")
+        if first_step_extras is None:
+            return steps, [[] for _ in range(self.num_envs)]
+        tree.assert_same_structure(self._extras_structure, first_step_extras)
+        return steps, self._env_slices(first_step_extras, "first_step_extras")
+
+    def _env_slices(self, batched: Nest, what: str) -> list[list]:
+        leaves = tree.flatten(batched)
+        for leaf in leaves:
+            if np.ndim(leaf) == 0 or np.shape(leaf)[0] != self.num_envs:
+                path = next(p for p, x in tree.flatten_with_path(batched) if x is leaf)
+                raise ValueError(
+                    f"{what} field {'/'.join(map(str, path))} has shape {np.shape(leaf)}; "
+                    f"every field needs a leading num_envs={self.num_envs} axis"
+                )
+        return [[leaf[i] for leaf in leaves] for i in range(self.num_envs)]
+
+
+class SequenceWriter(_BatchedWriter):
+    """Fixed-length overlapping sequences per environment (Reactor, reactor.md §2.8, §5.4).
+
+    Every `stride` steps each environment inserts an item of its last `sequence_length` steps
+    (Reactor: 33 steps, stride 1: "one key per time step"). Sequences run across episode
+    boundaries; store per-step episode flags in `step` so the learner can cut traces and reset
+    the core there (reactor.md §3.6).
+
+    Lazy priorities (reactor.md §5.4): Reverb has no "unknown" priority, so new items enter with
+    the provisional `initial_priority` (a public attribute the actor may update, e.g. to the
+    latest estimate the learner publishes; the max priority seen gives PER's rule) and the
+    learner corrects it with `update_priorities` once the item has been through a train step.
+
+    `append(step, first_step_extras=None)`: `step` is one batched actor step (every field has a
+    leading `num_envs` axis). `first_step_extras` (same batching) is stored only at steps where
+    an item starts; pass it on every call (e.g. the core state *before* this step) or never.
+    Fields needed at every step (e.g. Reactor's two LSTM states, reactor.md §3.6) go in `step`.
+    """
+
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str,
+        sequence_length: int,
+        stride: int,
+        num_envs: int,
+        *,
+        initial_priority: float = 1.0,
+        max_in_flight_items: int | None = None,
+        flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
+    ):
+        _check_positive("sequence_length", sequence_length)
+        if not 1 <= stride <= sequence_length:
+            raise ValueError(
+                f"stride must be in [1, sequence_length={sequence_length}] so that every step "
+                f"lands in an item, got {stride}"
+            )
+        super().__init__(
+            client, table, sequence_length, stride, num_envs, max_in_flight_items, flush_timeout_ms
+        )
+        self.initial_priority = initial_priority
+
+    def append(self, step: Mapping[str, Nest], first_step_extras: Nest = None) -> None:
+        """Appends one batched actor step; inserts the items it completes (see class docstring).
+
+        Raises `reverb.DeadlineExceededError` if the table does not accept items within
+        `flush_timeout_ms`; the step is kept and its items stay queued in the writer.
+        """
+        priority = self.initial_priority
+        if not (math.isfinite(priority) and priority >= 0):
+            raise ValueError(f"initial_priority must be finite and >= 0, got {priority}")
+        steps, extras = self._per_env_leaves(step, first_step_extras)
+        for stream, env_step, env_extras in zip(self._streams, steps, extras):
+            stream.push(env_step, env_extras, priority)
+        self._flush_run_ahead()
+
+
+class UnrollWriter(SequenceWriter):
+    """IMPALA's unrolls (impala.md §5.1, §5.4): items of `unroll_length + 1` steps, one every
+    `unroll_length` steps, so consecutive unrolls of an environment share one step: the last
+    (bootstrap) step of one item is the first step of the next. Unrolls run across episodes
+    (the per-step discounts cut the returns). `first_step_extras` holds e.g. the core state at
+    the start of the unroll (impala.md §5.1: "the initial LSTM state")."""
+
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str,
+        unroll_length: int,
+        num_envs: int,
+        *,
+        max_in_flight_items: int | None = None,
+        flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
+    ):
+        _check_positive("unroll_length", unroll_length)
+        super().__init__(
+            client,
+            table,
+            unroll_length + 1,
+            unroll_length,
+            num_envs,
+            max_in_flight_items=max_in_flight_items,
+            flush_timeout_ms=flush_timeout_ms,
+        )
+
+
+class BurnInSequenceWriter(_BatchedWriter):
+    """R2D2-style sequences of DiCE / GDI / LBC: `burn_in + length + 1` steps per item.
+
+    Layout (dice.md §5 and §8 A15, gdi.md §5, lbc.md §5): an item holds `burn_in` steps to warm
+    up the core from the stored state, `length` trained steps and 1 bootstrap step; items start
+    every `period` steps (default `length`, so the trained windows tile each episode and
+    consecutive items overlap by `burn_in + 1` steps).
+
+    Episodes are never mixed (lbc.md §5 choice): each episode of each environment is its own
+    stream, written as `burn_in` zero steps, the episode's steps, then zero steps until the last
+    real step lies in some item's trained window. So the first item's burn-in is all padding
+    (dice.md A15) and its trained window starts at the episode's first step. Every step carries
+    `mask` (float32, 1 real, 0 padding); padding steps are zeros in every field. The learner must
+    keep padding from changing the core state (e.g. start from the stored state at the first
+    unmasked step) and drop masked steps from the losses.
+
+    `append(step, episode_end, first_step_extras=None)`: `step` is one batched actor step without
+    a `mask` field; `episode_end[i]` is True when this is the last step of environment i's episode
+    (the next step starts a new episode). The item's last step is only a bootstrap step if the
+    actor appends it: a truncated episode bootstraps only if its final observation is appended.
+    `first_step_extras` (e.g. the core state before this step; pass it on every call or never) is
+    stored at item starts; items whose start is padding store the extras of the episode's first
+    step, i.e. the initial state (zeros for a fresh LSTM, dice.md A15 "a zero state").
+    """
+
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str,
+        burn_in: int,
+        length: int,
+        num_envs: int,
+        *,
+        period: int | None = None,
+        max_in_flight_items: int | None = None,
+        flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
+    ):
+        if burn_in < 0:
+            raise ValueError(f"burn_in must be >= 0, got {burn_in}")
+        _check_positive("length", length)
+        period = length if period is None else period  # dice.md §5: stride 80 = length
+        if not 1 <= period <= length:
+            raise ValueError(
+                f"period must be in [1, length={length}] so that every step is trained, "
+                f"got {period}"
+            )
+        super().__init__(
+            client,
+            table,
+            burn_in + length + 1,
+            period,
+            num_envs,
+            max_in_flight_items,
+            flush_timeout_ms,
+        )
+        self.burn_in = burn_in
+
+    def append(
+        self, step: Mapping[str, Nest], episode_end: np.ndarray, first_step_extras: Nest = None
+    ) -> None:
+        """Appends one batched actor step; pads and closes the episodes that end here.
+
+        Raises `reverb.DeadlineExceededError` if the table does not accept items within
+        `flush_timeout_ms`; the step is kept and its items stay queued in the writer.
+        """
+        _check_mask_free(step)
+        episode_end = np.asarray(episode_end, dtype=bool)
+        if episode_end.shape != (self.num_envs,):
+            raise ValueError(
+                f"episode_end must have shape ({self.num_envs},), got {episode_end.shape}"
+            )
+        steps, extras = self._per_env_leaves(step, first_step_extras)
+        # The mask is the last leaf of every appended step (`_make_item` puts it back by name).
+        for stream, env_step, env_extras, end in zip(self._streams, steps, extras, episode_end):
+            if stream.count == 0:  # first step of an episode: pad the burn-in (dice.md A15)
+                padding = _padding_like(env_step)
+                for _ in range(self.burn_in):
+                    stream.push(padding, env_extras, 1.0)
+            stream.push(env_step + [_REAL], env_extras, 1.0)
+            if end:
+                self._close_episode(stream, _padding_like(env_step), len(env_extras))
+        self._flush_run_ahead()
+
+    def _close_episode(self, stream: _EnvStream, padding: list, num_extras: int) -> None:
+        """Pads until the last real step is in an inserted item's trained window, then restarts."""
+        last_real = stream.count - 1
+        # The next item to insert trains on stream steps [k*period + burn_in, ... + length).
+        while stream.items_inserted() * stream.period + self.burn_in <= last_real:
+            stream.push(padding, [None] * num_extras, 1.0)
+        stream.count = 0
+
+    def _make_item(self, step_columns: list, first_step_columns: list) -> dict:
+        item = super()._make_item(step_columns[:-1], first_step_columns)
+        item[STEPS][MASK] = step_columns[-1]
+        return item
+
+
+_REAL, _PAD = np.float32(1.0), np.float32(0.0)  # mask values
+
+
+def _padding_like(step_leaves: list) -> list:
+    """A padding step: zeros in every field, then mask 0."""
+    return [np.zeros_like(leaf) for leaf in step_leaves] + [_PAD]
+
+
+# ----------------------------------------------------------------------------------------------
+# Learner side
+
+
+def unroll_dataset(
+    address: str,
+    table: str,
+    signature: Nest,
+    batch_size: int,
+    *,
+    max_in_flight_samples_per_worker: int | None = None,
+    num_workers_per_iterator: int = -1,
+    rate_limiter_timeout_ms: int = -1,
+    prefetch: int = 1,
+) -> tf.data.Dataset:
+    """Batches of items from any table of this module, time-major.
+
+    Yields `reverb.ReplaySample(info, data)`:
+    - `data[STEPS]`: every field `[L, batch_size, ...]` (Reverb's batch-major items transposed);
+    - `data[FIRST_STEP_EXTRAS]` (if in `signature`): `[batch_size, ...]`;
+    - `info`: `SampleInfo` of `[batch_size]` tensors: `key` (for `update_priorities`),
+      `probability` and `table_size` (importance weights, reactor.md §2.8), `times_sampled`.
+
+    Sampling runs in tf.data, outside any compiled train step (DESIGN §2). Defaults:
+    `max_in_flight_samples_per_worker = 2 * batch_size` (Reverb's rule of thumb: 2-3x the batch;
+    more is faster but samples older priorities); `prefetch=1` batch is prepared while the
+    learner computes (impala.md §5.1) without adding more policy lag. `rate_limiter_timeout_ms`
+    ends the dataset if the table cannot be sampled for that long (-1: wait forever).
+
+    Shutdown: while the read-ahead waits on an empty or rate-limited table, deleting the iterator
+    blocks until that sample returns. Stop the Reverb server first (pending samples then fail) or
+    set `rate_limiter_timeout_ms`, so that shutdown never waits forever (DESIGN §4).
+    """
+    _check_positive("batch_size", batch_size)
+    if STEPS not in signature:
+        raise ValueError(
+            f"signature needs a '{STEPS}' entry (build it with sequence_signature), "
+            f"got keys {sorted(signature)}"
+        )
+    if max_in_flight_samples_per_worker is None:
+        max_in_flight_samples_per_worker = 2 * batch_size
+    dataset = reverb.TrajectoryDataset(
+        server_address=address,
+        table=table,
+        dtypes=tree.map_structure(lambda spec: spec.dtype, signature),
+        shapes=tree.map_structure(lambda spec: spec.shape, signature),
+        max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+        num_workers_per_iterator=num_workers_per_iterator,
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+    )
+    options = tf.data.Options()
+    # The transpose is cheap: a parallelised map would only read more batches ahead (more policy
+    # lag on a queue); `prefetch` is the one read-ahead stage.
+    options.experimental_optimization.map_parallelization = False
+    dataset = dataset.batch(batch_size, drop_remainder=True).with_options(options)
+    return dataset.map(_time_major).prefetch(prefetch)
+
+
+def _time_major(sample: reverb.ReplaySample) -> reverb.ReplaySample:
+    def swap_batch_and_time(x: tf.Tensor) -> tf.Tensor:
+        return tf.transpose(x, [1, 0, *range(2, x.shape.rank)])
+
+    data = dict(sample.data)
+    data[STEPS] = tf.nest.map_structure(swap_batch_and_time, data[STEPS])
+    return reverb.ReplaySample(info=sample.info, data=data)
+
+
+def update_priorities(
+    client: reverb.Client, table: str, keys: Any, priorities: Any
+) -> None:
+    """Writes new priorities for sampled items (reactor.md §2.8 step 8) via `mutate_priorities`.
+
+    `keys` are `info.key` of sampled items (any array-like of uint64); keys no longer in the table
+    are ignored by Reverb. If a key repeats, its last priority wins.
+    """
+    # dtype given: numpy would turn a list mixing keys above and below 2**63 into float64.
+    keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
+    priorities = np.asarray(priorities, dtype=np.float64).reshape(-1)
+    if keys.shape != priorities.shape:
+        raise ValueError(
+            f"keys and priorities must have the same size, got {keys.size} and {priorities.size}"
+        )
+    bad = ~(np.isfinite(priorities) & (priorities >= 0))
+    if bad.any():
+        raise ValueError(f"priorities must be finite and >= 0, got {priorities[bad][:5]}")
+    client.mutate_priorities(
+        table, updates={int(key): float(p) for key, p in zip(keys, priorities)}
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters
+
+
+class ParamsPublisher:
+    """Publishes the learner's weights to the one-item `params_table` (DESIGN §2, §5).
+
+    Each `publish` inserts `(step, weights)` and Reverb evicts the previous item, so the table
+    always holds only the latest weights.
+    """
+
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str = "params",
+        timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
+    ):
+        self._writer = client.trajectory_writer(num_keep_alive_refs=1)
+        self._table = table
+        self._timeout_ms = timeout_ms
+
+    def publish(self, step: int, weights: Sequence[np.ndarray]) -> None:
+        """Inserts the weights of learner step `step`; returns once the server holds them."""
+        self._writer.append([np.int64(step), *map(np.asarray, weights)])
+        item = [column[-1] for column in self._writer.history]
+        self._writer.create_item(self._table, priority=1.0, trajectory=item)
+        self._writer.flush(timeout_ms=self._timeout_ms)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class ParamsSubscriber:
+    """Reads the latest published weights (actors pull them every few steps, DESIGN §5)."""
+
+    def __init__(self, client: reverb.Client, table: str = "params"):
+        self._client = client
+        self._table = table
+
+    def latest(self, timeout_ms: int = 1000) -> tuple[int, list[np.ndarray]] | None:
+        """`(step, weights)` last published, or None if nothing was published yet.
+
+        Never waits for a publish: it asks the server whether the table holds an item (bounded by
+        `timeout_ms`, rounded up to whole seconds; `reverb.DeadlineExceededError` if the server
+        does not answer) and only then samples it, which cannot block.
+        """
+        info = self._client.server_info(timeout=max(1, math.ceil(timeout_ms / 1000)))
+        if self._table not in info:
+            raise ValueError(f"no table '{self._table}' on the server; it has {sorted(info)}")
+        if info[self._table].current_size == 0:
+            return None
+        sample = next(self._client.sample(self._table, emit_timesteps=False))
+        step, *weights = sample.data
+        return int(step), [np.asarray(w) for w in weights]
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not value >= 1:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+
+
+def _check_mask_free(step: Mapping[str, Any]) -> None:
+    if MASK in step:
+        raise ValueError(
+            f"step must not contain a '{MASK}' field: BurnInSequenceWriter adds it "
+            "(1 for real steps, 0 for padding)"
+        )

@@ -1,0 +1,287 @@
+"""Tests for common/replay.py against real Reverb servers started in the tests (no fakes).
+
+Step values encode (environment, time) so item contents can be checked exactly: field `x` of
+environment e at its step t is `100 * e + t`, and the first-step extra `core` is `1000 * e + t`.
+"""
+
+import collections
+
+import numpy as np
+import portpicker
+import pytest
+import reverb
+import tensorflow as tf
+
+from common import replay
+
+STEP_SPEC = {"x": tf.TensorSpec([], tf.int32), "pair": tf.TensorSpec([2], tf.int32)}
+EXTRAS_SPEC = {"core": tf.TensorSpec([3], tf.float32)}
+
+
+@pytest.fixture
+def serve():
+    """Starts servers for a test and always stops them."""
+    servers = []
+
+    def start(*tables, **kwargs):
+        server = replay.start_server(tables, **kwargs)
+        servers.append(server)
+        return server, replay.connect(replay.address_of(server), timeout_s=5)
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def batched_step(num_envs, t):
+    """One batched actor step at time t (same t in every environment)."""
+    envs = np.arange(num_envs, dtype=np.int32)
+    return {"x": 100 * envs + t, "pair": np.stack([envs, np.full_like(envs, t)], axis=1)}
+
+
+def batched_extras(num_envs, t):
+    envs = np.arange(num_envs, dtype=np.float32)
+    return {"core": np.repeat((1000 * envs + t)[:, None], 3, axis=1)}
+
+
+def sample_all(client, table, n):
+    """n samples as (info, data) via the Python client (data unpacked as the table signature)."""
+    samples = client.sample(table, n, emit_timesteps=False, unpack_as_table_signature=True)
+    return [(s.info, s.data) for s in samples]
+
+
+# ----------------------------------------------------------------------------------------------
+# Queue pattern (IMPALA)
+
+
+def test_unroll_items_overlap_by_one_step_keep_envs_apart_and_store_first_step_extras(serve):
+    num_envs, unroll, steps = 3, 4, 13  # 13 steps -> unrolls starting at t = 0, 4, 8 per env
+    signature = replay.sequence_signature(STEP_SPEC, unroll + 1, EXTRAS_SPEC)
+    server, client = serve(replay.queue_table("queue", 100, signature))
+    with replay.UnrollWriter(client, "queue", unroll, num_envs) as writer:
+        for t in range(steps):
+            writer.append(batched_step(num_envs, t), first_step_extras=batched_extras(num_envs, t))
+        writer.flush()
+    assert client.server_info()["queue"].current_size == num_envs * 3
+
+    # The dataset ends once the queue stays empty for 500 ms: after exactly 9 items.
+    dataset = replay.unroll_dataset(
+        replay.address_of(server), "queue", signature, batch_size=3, rate_limiter_timeout_ms=500
+    )
+    batches = list(dataset)
+    assert len(batches) == 3
+    seen = []
+    for sample in batches:
+        x = sample.data["steps"]["x"].numpy()
+        assert x.shape == (unroll + 1, 3)  # time-major [T+1, B]
+        pair = sample.data["steps"]["pair"].numpy()
+        core = sample.data["first_step_extras"]["core"].numpy()
+        assert pair.shape == (unroll + 1, 3, 2) and core.shape == (3, 3)
+        np.testing.assert_array_equal(sample.info.times_sampled.numpy(), 1)
+        for b in range(3):
+            env, start = divmod(int(x[0, b]), 100)
+            np.testing.assert_array_equal(x[:, b], 100 * env + start + np.arange(unroll + 1))
+            np.testing.assert_array_equal(pair[:, b, 0], env)
+            np.testing.assert_array_equal(pair[:, b, 1], start + np.arange(unroll + 1))
+            np.testing.assert_array_equal(core[b], 1000 * env + start)
+            seen.append((env, start))
+    # Starts 0, 4, 8: item k ends at t = 4k + 4, the first step of item k + 1 (overlap by one).
+    assert sorted(seen) == [(e, s) for e in range(num_envs) for s in (0, 4, 8)]
+    assert client.server_info()["queue"].current_size == 0  # each item sampled once, then gone
+
+
+def test_unroll_writer_times_out_instead_of_blocking_on_a_full_queue(serve):
+    signature = replay.sequence_signature(STEP_SPEC, 3)
+    _, client = serve(replay.queue_table("queue", 1, signature))
+    writer = replay.UnrollWriter(client, "queue", 2, num_envs=1, flush_timeout_ms=200)
+    for t in range(3):  # completes the first unroll; the queue (size 1) accepts it
+        writer.append(batched_step(1, t))
+    writer.append(batched_step(1, 3))
+    with pytest.raises(reverb.DeadlineExceededError):
+        writer.append(batched_step(1, 4))  # second unroll: nobody samples, the queue stays full
+    writer.close(timeout_ms=100)  # returns: shutdown never waits forever
+    assert client.server_info()["queue"].current_size == 1
+
+
+def test_writer_rejects_steps_without_the_env_axis_and_inconsistent_extras(serve):
+    _, client = serve(replay.queue_table("queue", 10, replay.sequence_signature(STEP_SPEC, 3)))
+    with replay.UnrollWriter(client, "queue", 2, num_envs=2) as writer:
+        with pytest.raises(ValueError, match="step field x .* num_envs=2"):
+            writer.append({"x": np.zeros(3, np.int32), "pair": np.zeros((2, 2), np.int32)})
+        writer.append(batched_step(2, 0))
+        with pytest.raises(ValueError, match="first_step_extras must be given on every append"):
+            writer.append(batched_step(2, 1), first_step_extras=batched_extras(2, 1))
+    with pytest.raises(ValueError, match="stride"):
+        replay.SequenceWriter(client, "queue", sequence_length=3, stride=4, num_envs=1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Prioritised sequences (Reactor)
+
+
+def test_sequence_writer_inserts_one_sequence_per_stride_per_env(serve):
+    num_envs, length, steps = 2, 3, 5  # stride 1: sequences start at t = 0, 1, 2
+    signature = replay.sequence_signature(STEP_SPEC, length, EXTRAS_SPEC)
+    _, client = serve(replay.prioritized_table("prio", 100, 1.0, signature))
+    with replay.SequenceWriter(client, "prio", length, 1, num_envs, initial_priority=2.5) as w:
+        for t in range(steps):
+            w.append(batched_step(num_envs, t), first_step_extras=batched_extras(num_envs, t))
+    assert client.server_info()["prio"].current_size == num_envs * 3
+    starts = set()
+    for info, data in sample_all(client, "prio", 200):
+        assert info.priority == 2.5
+        env, start = divmod(int(data["steps"]["x"][0]), 100)
+        np.testing.assert_array_equal(data["steps"]["x"], 100 * env + start + np.arange(length))
+        np.testing.assert_array_equal(data["first_step_extras"]["core"], 1000 * env + start)
+        starts.add((env, start))
+    assert starts == {(e, s) for e in range(num_envs) for s in range(3)}
+
+
+def test_priority_updates_set_the_sampling_probabilities(serve):
+    signature = replay.sequence_signature(STEP_SPEC, 2)
+    server, client = serve(replay.prioritized_table("prio", 100, 0.5, signature))
+    with replay.SequenceWriter(client, "prio", 2, 1, num_envs=1) as writer:
+        for t in range(5):  # 4 sequences, all at the initial priority 1
+            writer.append(batched_step(1, t))
+    keys_by_start = {}
+    for info, data in sample_all(client, "prio", 200):
+        keys_by_start[int(data["steps"]["x"][0])] = info.key
+        assert info.probability == pytest.approx(0.25)
+    assert sorted(keys_by_start) == [0, 1, 2, 3]
+
+    # Exponent 0.5: priorities (4, 1, 1, 0) -> weights (2, 1, 1, 0) -> P = (1/2, 1/4, 1/4, 0).
+    replay.update_priorities(
+        client, "prio", [keys_by_start[s] for s in range(4)], np.array([4.0, 1.0, 1.0, 0.0])
+    )
+    expected = {0: 0.5, 1: 0.25, 2: 0.25}
+    counts = collections.Counter()
+    dataset = replay.unroll_dataset(replay.address_of(server), "prio", signature, batch_size=4)
+    for sample in dataset.take(100):
+        starts = sample.data["steps"]["x"].numpy()[0]
+        for start, probability in zip(starts, sample.info.probability.numpy()):
+            assert probability == pytest.approx(expected[int(start)])  # never the priority-0 item
+            counts[int(start)] += 1
+    # 400 draws: item 0 is drawn ~200 times, items 1 and 2 ~100 (5 sigma bands, never flaky).
+    assert 150 < counts[0] < 250 and 60 < counts[1] < 140 and 60 < counts[2] < 140
+
+
+def test_update_priorities_rejects_bad_values(serve):
+    signature = replay.sequence_signature(STEP_SPEC, 2)
+    _, client = serve(replay.prioritized_table("prio", 10, 1.0, signature))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        replay.update_priorities(client, "prio", [1, 2], [1.0, -1.0])
+    with pytest.raises(ValueError, match="same size"):
+        replay.update_priorities(client, "prio", [1, 2], [1.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Sample-k sequences with burn-in (DiCE, GDI, LBC)
+
+BURN_IN, LENGTH = 2, 3  # items of 2 + 3 + 1 = 6 steps, one every 3 steps
+P = None  # a padding step in the expected layouts below
+
+
+def expected_items(episode_length, env=0):
+    """Hand-derived layouts (dice.md A15): 2 padding steps, the episode, padding at the end."""
+    layouts = {
+        # stream: P P 0 1 2 3 4 5 6 -> items at stream steps 0, 3, 6 (trained 2-4, 5-7, 8-10)
+        7: [[P, P, 0, 1, 2, 3], [1, 2, 3, 4, 5, 6], [4, 5, 6, P, P, P]],
+        # stream: P P 0 1 2 -> one item whose trained window (stream steps 2-4) holds the episode
+        3: [[P, P, 0, 1, 2, P]],
+        # stream: P P 0 1 2 3 -> item 0 trains on 0 1 2 and bootstraps on 3; step 3 needs item 1
+        4: [[P, P, 0, 1, 2, 3], [1, 2, 3, P, P, P]],
+    }
+    return [[P if t is None else 100 * env + t for t in item] for item in layouts[episode_length]]
+
+
+def test_burn_in_sequences_are_padded_masked_and_never_mix_episodes(serve):
+    signature = replay.burn_in_signature(STEP_SPEC, BURN_IN, LENGTH, EXTRAS_SPEC)
+    _, client = serve(replay.sample_k_table("seq", 100, 2, 2.0, 1, 100.0, signature))
+    # env 0 plays episodes of 7 and then 3 steps; env 1 one episode of 4 steps, then 6 steps of
+    # an unfinished episode, whose first item is complete (and inserted) after 4 of them.
+    ends = {0: {6, 9}, 1: {3}}
+    with replay.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=2) as writer:
+        for t in range(10):
+            episode_end = np.array([t in ends[0], t in ends[1]])
+            writer.append(batched_step(2, t), episode_end, first_step_extras=batched_extras(2, t))
+
+    # Episode of env 0 starting at t = 7 appears with times shifted by 7 (x = t_global).
+    want = {tuple(i) for i in expected_items(7)}
+    want |= {tuple(P if v is None else v + 7 for v in i) for i in expected_items(3)}
+    want |= {tuple(i) for i in expected_items(4, env=1)} | {(P, P, 104, 105, 106, 107)}
+    assert client.server_info()["seq"].current_size == len(want)  # (else sampling would block)
+    got = {}
+    samples = sample_all(client, "seq", 2 * len(want))  # k = 2 samples of every item
+    for info, data in samples:
+        mask = data["steps"]["mask"]
+        x = data["steps"]["x"]
+        assert set(np.unique(mask)) <= {0.0, 1.0}
+        np.testing.assert_array_equal(x[mask == 0], 0)  # padding is zeros in every field
+        np.testing.assert_array_equal(data["steps"]["pair"][mask == 0], 0)
+        layout = tuple(int(v) if m else P for v, m in zip(x, mask))
+        got.setdefault(layout, collections.Counter())[info.key] += 1
+        # Extras: the core state at the item's first step or, when that is padding, at the
+        # episode's first step; either way at the item's first real step.
+        env, t = divmod(int(x[mask == 1][0]), 100)
+        np.testing.assert_array_equal(data["first_step_extras"]["core"], 1000 * env + t)
+    assert set(got) == want
+    # Each item was sampled exactly k = 2 times (max_times_sampled), then removed from the table.
+    assert all(list(c.values()) == [2] for c in got.values())
+    assert client.server_info()["seq"].current_size == 0
+
+
+def test_burn_in_writer_rejects_a_mask_field(serve):
+    signature = replay.burn_in_signature(STEP_SPEC, BURN_IN, LENGTH)
+    _, client = serve(replay.sample_k_table("seq", 10, 2, 2.0, 1, 10.0, signature))
+    with replay.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=1) as writer:
+        with pytest.raises(ValueError, match="must not contain a 'mask'"):
+            writer.append({**batched_step(1, 0), "mask": np.ones(1, np.float32)}, np.array([False]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters, connection, checkpoints
+
+
+def test_params_publish_and_latest_keep_only_the_newest(serve):
+    _, client = serve(replay.params_table())
+    subscriber = replay.ParamsSubscriber(client)
+    assert subscriber.latest() is None  # nothing published yet: no blocking
+    publisher = replay.ParamsPublisher(client)
+    first = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.5], np.float32)]
+    publisher.publish(7, first)
+    second = [w + 10 for w in first]
+    publisher.publish(8, second)
+    step, weights = subscriber.latest()
+    assert step == 8 and len(weights) == 2
+    for got, want in zip(weights, second):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert client.server_info()["params"].current_size == 1
+    assert subscriber.latest()[0] == 8  # reading does not consume the weights
+    publisher.close()
+
+
+def test_connect_to_an_unreachable_address_names_the_flag_and_the_address():
+    address = f"localhost:{portpicker.pick_unused_port()}"
+    with pytest.raises(ConnectionError, match="--replay_address") as error:
+        replay.connect(address, timeout_s=1.0)
+    assert address in str(error.value) and "1.0 s" in str(error.value)
+
+
+def test_checkpoint_restores_the_table(serve, tmp_path):
+    signature = replay.sequence_signature(STEP_SPEC, 3)
+
+    def table():
+        return replay.sample_k_table("seq", 10, 2, 2.0, 1, 100.0, signature)
+
+    server, client = serve(table(), checkpoint_dir=str(tmp_path))
+    with replay.SequenceWriter(client, "seq", 3, 3, num_envs=2) as writer:
+        for t in range(6):
+            writer.append(batched_step(2, t))
+    client.checkpoint()
+    server.stop()
+
+    _, restored = serve(table(), checkpoint_dir=str(tmp_path))
+    assert restored.server_info()["seq"].current_size == 4
+    starts = {int(data["steps"]["x"][0]) for _, data in sample_all(restored, "seq", 8)}
+    assert starts == {0, 3, 100, 103}
