@@ -13,6 +13,9 @@ gymnasium), so flags are validated in milliseconds.
 import dataclasses
 from typing import Any
 
+from common.config import (atari_protocol_overrides, check_all, check_choice, check_tuple, field,
+                           prefixed_kwargs)
+
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
 # no life-loss ends, no reward clipping (Table 5); the fields below set the rest.
 PROTOCOL = "dice_gdi_lbc"
@@ -33,113 +36,110 @@ BANDIT_EDGES = ("valid", "zero_pad")
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
-def _field(default, doc: str):
-    return dataclasses.field(default=default, metadata={"help": doc})
-
 
 @dataclasses.dataclass(frozen=True)
 class DiceConfig:
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment (Table 5; the rest of the protocol is `PROTOCOL`) -----------------------
-    env: str = _field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
-    total_frames: int = _field(200_000_000, "Environment frames (action repeats included).")
+    env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
+    total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
     # Table 5 "Num. States 200M" read as frames (dice.md A1; Table 2 says "Num. Frames 200M").
-    full_action_set: bool = _field(True, "All 18 Atari actions.")  # Table 5 "Action Space Full"
-    noop_max: int = _field(30, "Random no-ops at episode start (training and evaluation).")
+    full_action_set: bool = field(True, "All 18 Atari actions.")  # Table 5 "Action Space Full"
+    noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
     # Table 5 "Random No-ops 30".
-    max_episode_frames: int = _field(108_000, "Episode cap in frames (a truncation, not an end).")
+    max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
     # choice (dice.md A2): 30 minutes of play, the usual Atari cap.
-    sticky_action_probability: float = _field(0.0, "Sticky-action probability.")
+    sticky_action_probability: float = field(0.0, "Sticky-action probability.")
     # choice (dice.md A2): no sticky actions, as GDI's Table 5 states for the same agent.
-    reward_shaping: str = _field("asymmetric_log", "Reward transform of the learner's targets.")
+    reward_shaping: str = field("asymmetric_log", "Reward transform of the learner's targets.")
     # Table 5 "Reward Shape log(abs(r)+1)(2*1{r>=0} - 1{r<0})", "Reward Clip No".
 
     # --- Network (Table 5, §3) -----------------------------------------------------------------
-    network: str = _field("deep", "Torso: deep (IMPALA, 15 conv), shallow or nature.")
+    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow or nature.")
     # Table 5 "Backbone IMPALA,deep".
-    lstm_units: int = _field(256, "LSTM core size.")  # Table 5 "LSTM Units 256"
-    head_hidden: int = _field(0, "Hidden units of the A and V heads (0: linear heads).")
+    lstm_units: int = field(256, "LSTM core size.")  # Table 5 "LSTM Units 256"
+    head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
     # choice (dice.md A13): linear heads, as IMPALA.
 
     # --- Loss (Table 5, §2.5 of dice.md) -------------------------------------------------------
-    discount: float = _field(0.997, "Discount gamma.")  # Table 5
-    v_loss_scale: float = _field(1.0, "xi: weight of the V-trace value loss.")  # Table 5
-    q_loss_scale: float = _field(10.0, "alpha: weight of the Retrace Q loss.")  # Table 5
-    pi_loss_scale: float = _field(10.0, "beta: weight of the tau-scaled policy loss.")  # Table 5
-    entropy_cost: float = _field(0.0, "Entropy regulariser (the `entropy` ablation: 1.0).")
+    discount: float = field(0.997, "Discount gamma.")  # Table 5
+    v_loss_scale: float = field(1.0, "xi: weight of the V-trace value loss.")  # Table 5
+    q_loss_scale: float = field(10.0, "alpha: weight of the Retrace Q loss.")  # Table 5
+    pi_loss_scale: float = field(10.0, "beta: weight of the tau-scaled policy loss.")  # Table 5
+    entropy_cost: float = field(0.0, "Entropy regulariser (the `entropy` ablation: 1.0).")
     # Table 5 "Entropy Regularization No"; §4.3: the entropy ablation uses coefficient 1.
-    clip_rho_threshold: float = _field(1.05, "rho-bar of V-trace and the policy gradient.")
+    clip_rho_threshold: float = field(1.05, "rho-bar of V-trace and the policy gradient.")
     # Table 5 "Importance Sampling Clip rho-bar 1.05".
-    clip_c_threshold: float = _field(1.05, "c-bar of V-trace and Retrace.")  # Table 5
-    retrace_form: str = _field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
+    clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 5
+    retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # Eq. (2) prints Q(s_{t+1}, a_{t+1}) (DESIGN.md §3); dice.md A3 proposes "expected".
-    q_centering: str = _field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
+    q_centering: str = field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
     # choice (dice.md A4): makes E_pi Q = V, as GDI's Eq. (9) for the same agent.
 
     # --- Optimiser (Table 5) ---------------------------------------------------------------------
-    learning_rate: float = _field(5e-4, "Peak learning rate, annealed linearly to 0.")  # Table 5
-    warmup_steps: int = _field(4000, "Learner steps of linear warm-up from 0.")  # Table 5
-    adam_beta1: float = _field(0.9, "AdamW beta1.")  # Table 5
-    adam_beta2: float = _field(0.98, "AdamW beta2.")  # Table 5
-    adam_epsilon: float = _field(1e-6, "AdamW epsilon.")  # Table 5
-    weight_decay: float = _field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 5
-    max_grad_norm: float = _field(50.0, "Global gradient-norm clip (0 disables).")
+    learning_rate: float = field(5e-4, "Peak learning rate, annealed linearly to 0.")  # Table 5
+    warmup_steps: int = field(4000, "Learner steps of linear warm-up from 0.")  # Table 5
+    adam_beta1: float = field(0.9, "AdamW beta1.")  # Table 5
+    adam_beta2: float = field(0.98, "AdamW beta2.")  # Table 5
+    adam_epsilon: float = field(1e-6, "AdamW epsilon.")  # Table 5
+    weight_decay: float = field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 5
+    max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).")
     # Table 5 "AdamW Clip Norm 50.0".
 
     # --- Replay (Table 5; the sample-k pattern of DESIGN.md §4) --------------------------------
-    batch_size: int = _field(64, "Sequences per learner batch.")  # Table 5
-    burn_in: int = _field(40, "Burn-in steps from the stored LSTM state (no gradient).")
+    batch_size: int = field(64, "Sequences per learner batch.")  # Table 5
+    burn_in: int = field(40, "Burn-in steps from the stored LSTM state (no gradient).")
     # Table 5 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
-    sequence_length: int = _field(80, "Trained steps per sequence (plus 1 bootstrap step).")
+    sequence_length: int = field(80, "Trained steps per sequence (plus 1 bootstrap step).")
     # Table 5 "Seq-length 80", "Bootstrap Yes".
-    times_sampled: int = _field(2, "Times each sequence is trained on.")
+    times_sampled: int = field(2, "Times each sequence is trained on.")
     # Table 5 "Sample Reuse 2"; §4.1 "We train each sample twice".
-    reuse_mode: str = _field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
+    reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
     # choice (dice.md A11): Reverb max_times_sampled = k.
-    replay_capacity: int = _field(8192, "Sequences the replay table holds.")
+    replay_capacity: int = field(8192, "Sequences the replay table holds.")
     # choice (dice.md §5): data is near on-policy, each item lives for two samples.
 
     # --- Actors and behaviour (Algorithm 1, §3.3, App. A) --------------------------------------
-    num_actors: int = _field(2, "Actor processes.")  # choice: one per core on 2 cores
-    envs_per_actor: int = _field(80, "Environments stepped together by one actor.")
+    num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
+    envs_per_actor: int = field(80, "Environments stepped together by one actor.")
     # Table 5 "Num. Environments 160" = 2 x 80.
-    params_pull_interval: int = _field(64, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(64, "Actor steps between parameter pulls.")
     # Table 5 "Actor Pull Model Every n Steps 64".
-    publish_interval: int = _field(25, "Learner steps between parameter publications.")
+    publish_interval: int = field(25, "Learner steps between parameter publications.")
     # Table 5 "Learner Push Model Every n Steps 25".
-    controller_scope: str = _field("per_env", "One bandit ensemble per env, or one global.")
+    controller_scope: str = field("per_env", "One bandit ensemble per env, or one global.")
     # choice (dice.md A8): Algorithm 1 initialises the bandits inside each actor.
-    fixed_behaviour: bool = _field(False, "Act with --fixed_eta, no bandits (`baseline`).")
+    fixed_behaviour: bool = field(False, "Act with --fixed_eta, no bandits (`baseline`).")
     # §4.3: the baseline replaces "Sample tau ~ Omega" by tau = 1 and never updates Omega.
-    fixed_eta: float = _field(1.0, "Inverse temperature 1/tau of --fixed_behaviour.")  # §4.3
-    bandit_space: str = _field("log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.")
+    fixed_eta: float = field(1.0, "Inverse temperature 1/tau of --fixed_behaviour.")  # §4.3
+    bandit_space: str = field("log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.")
     # choice (dice.md A6): x = log(1 + 1/tau) (App. A) over Table 5's range of 1/tau.
-    bandit_eta_max: float = _field(50.0, "Upper end of the 1/tau search range.")
+    bandit_eta_max: float = field(50.0, "Upper end of the 1/tau search range.")
     # Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]".
-    bandit_num_blocks: int = _field(50, "Tiles of the search range.")
+    bandit_num_blocks: int = field(50, "Tiles of the search range.")
     # choice (dice.md A6): acc is not printed; 50 tiles, as GDI's accuracy 1.0 on [0, 50].
-    bandit_num_bandits: int = _field(7, "Bandits in the vote.")  # Table 5 "Num. Bandits 7"
-    bandit_num_candidates: int = _field(7, "Candidates each bandit offers.")
+    bandit_num_bandits: int = field(7, "Bandits in the vote.")  # Table 5 "Num. Bandits 7"
+    bandit_num_candidates: int = field(7, "Candidates each bandit offers.")
     # Table 5 "Num. Bandit Candidates 7".
-    bandit_ucb_scale: float = _field(1.0, "UCB coefficient c.")  # Table 5 "Bandit UCB Scaling"
-    bandit_learning_rates: tuple[float, ...] = _field(
+    bandit_ucb_scale: float = field(1.0, "UCB coefficient c.")  # Table 5 "Bandit UCB Scaling"
+    bandit_learning_rates: tuple[float, ...] = field(
         (0.05, 0.1, 0.2), "Each bandit's learning rate is drawn from these.")
     # Table 5 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
-    bandit_widths: tuple[int, ...] = _field((1, 2, 3), "Each bandit's tiling width is drawn from.")
+    bandit_widths: tuple[int, ...] = field((1, 2, 3), "Each bandit's tiling width is drawn from.")
     # Table 5 "Bandit Tiling Width Uniform([1, 2, 3])".
-    bandit_edge: str = _field("valid", "Eq. (9) at the borders: valid tiles only, or zero_pad.")
+    bandit_edge: str = field("valid", "Eq. (9) at the borders: valid tiles only, or zero_pad.")
     # choice (dice.md A7): averaging the tiles that exist keeps the update exact.
-    bandit_selection: str = _field("bandits", "bandits, or uniform (the `random` ablation).")
+    bandit_selection: str = field("bandits", "bandits, or uniform (the `random` ablation).")
     # §3.3; §4.3 `random` keeps the initial, never-updated Omega (uniform on the box).
 
     # --- Evaluation (§3.3, §4.1, dice.md A2/A9) ------------------------------------------------
-    eval_episodes: int = _field(32, "Episodes per evaluation.")
+    eval_episodes: int = field(32, "Episodes per evaluation.")
     # choice (dice.md A2): not stated; 32, the count GDI §4.1 averages for the same agent.
-    eval_policy: str = _field("best_region", "best_region: 1/tau from the bandits' best tile.")
+    eval_policy: str = field("best_region", "best_region: 1/tau from the bandits' best tile.")
     # §3.3/§4.1: "We use taus sampled from the best region to evaluate"; best = argmax of the
     # ensemble-mean value (dice.md A9). `bandits` evaluates the training behaviour instead.
-    seed: int = _field(0, "Seed of environments, networks and bandits.")
+    seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "DiceConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
@@ -149,21 +149,21 @@ class DiceConfig:
                               ("eval_policy", EVAL_POLICIES), ("bandit_space", BANDIT_SPACES),
                               ("bandit_edge", BANDIT_EDGES),
                               ("bandit_selection", BANDIT_SELECTIONS)):
-            _check_choice(name, getattr(self, name), allowed)
-        _check_all(self, "> 0", lambda v: v > 0, (
+            check_choice(name, getattr(self, name), allowed)
+        check_all(self, "> 0", lambda v: v > 0, (
             "total_frames", "max_episode_frames", "lstm_units", "learning_rate", "adam_epsilon",
             "batch_size", "sequence_length", "times_sampled", "replay_capacity", "num_actors",
             "envs_per_actor", "params_pull_interval", "publish_interval", "clip_rho_threshold",
             "bandit_eta_max", "bandit_num_blocks", "bandit_num_bandits",
             "bandit_num_candidates", "eval_episodes"))
-        _check_all(self, ">= 0", lambda v: v >= 0, (
+        check_all(self, ">= 0", lambda v: v >= 0, (
             "noop_max", "head_hidden", "v_loss_scale", "q_loss_scale", "pi_loss_scale",
             "entropy_cost", "clip_c_threshold", "warmup_steps", "weight_decay", "max_grad_norm",
             "burn_in", "fixed_eta", "bandit_ucb_scale"))
-        _check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
             "sticky_action_probability", "discount", "adam_beta1", "adam_beta2"))
-        _check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
-        _check_tuple(self, "bandit_widths", "positive integers",
+        check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
+        check_tuple(self, "bandit_widths", "positive integers",
                      lambda v: isinstance(v, int) and v > 0)
         if self.bandit_num_candidates > self.bandit_num_blocks:
             raise ValueError(f"--bandit_num_candidates={self.bandit_num_candidates} must be <= "
@@ -178,15 +178,12 @@ class DiceConfig:
 
     def bandit_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `common.bandits.DiceController` (add `seed` per actor)."""
-        return {f.name.removeprefix("bandit_"): getattr(self, f.name)
-                for f in dataclasses.fields(self) if f.name.startswith("bandit_")}
+        return prefixed_kwargs(self, "bandit_")
 
     def protocol_overrides(self) -> dict[str, Any]:
         """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
         evaluation use the same protocol)."""
-        return dict(full_action_space=self.full_action_set, noop_max=self.noop_max,
-                    max_episode_frames=self.max_episode_frames,
-                    repeat_action_probability=self.sticky_action_probability)
+        return atari_protocol_overrides(self)
 
     @property
     def num_envs(self) -> int:
@@ -208,20 +205,3 @@ class DiceConfig:
         """Learner steps in --total_frames: the horizon of the lr / weight-decay schedules
         (dice.md A18)."""
         return self.total_frames // self.frames_per_learner_step
-
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
-
-
-def _check_all(config, requirement: str, ok, names: tuple[str, ...]) -> None:
-    for name in names:
-        if not ok(getattr(config, name)):
-            raise ValueError(f"--{name}={getattr(config, name)} must be {requirement}")
-
-
-def _check_tuple(config, name: str, requirement: str, ok) -> None:
-    values = getattr(config, name)
-    if not (isinstance(values, tuple) and values and all(ok(v) for v in values)):
-        raise ValueError(f"--{name}={values!r} must be a non-empty tuple of {requirement}")

@@ -19,6 +19,9 @@ import dataclasses
 import math
 from typing import Any
 
+from common.config import (atari_protocol_overrides, check_all, check_choice, check_tuple, field,
+                           prefixed_kwargs)
+
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
 # life information not allowed, no reward clipping (Tables 5, 6); the fields below set the rest.
 PROTOCOL = "dice_gdi_lbc"
@@ -40,130 +43,127 @@ BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
-def _field(default, doc: str):
-    return dataclasses.field(default=default, metadata={"help": doc})
-
 
 @dataclasses.dataclass(frozen=True)
 class GdiConfig:
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
-    variant: str = _field("i3", "i3: one network (Eqs. (9)-(10)); h3: two (Eqs. (11)-(12)).")
+    variant: str = field("i3", "i3: one network (Eqs. (9)-(10)); h3: two (Eqs. (11)-(12)).")
     # choice: GDI-I3 trains one network, half the learner cost of H3 on a 2-core machine.
 
     # --- Environment (Tables 5 and 6; the rest of the protocol is `PROTOCOL`) ------------------
-    env: str = _field("Pong", "Atari game, e.g. Pong, Seaquest.")  # choice: quick smoke game
-    total_frames: int = _field(200_000_000, "Environment frames (action repeats included).")
+    env: str = field("Pong", "Atari game, e.g. Pong, Seaquest.")  # choice: quick smoke game
+    total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
     # Table 6 "Num. Frames 200M".
-    full_action_set: bool = _field(True, "All 18 Atari actions.")  # Table 5 "Action Space Full"
-    noop_max: int = _field(30, "Random no-ops at episode start (training and evaluation).")
+    full_action_set: bool = field(True, "All 18 Atari actions.")  # Table 5 "Action Space Full"
+    noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
     # Table 5 "Random noops range 30".
-    max_episode_frames: int = _field(100_000, "Episode cap in frames (a truncation, not an end).")
+    max_episode_frames: int = field(100_000, "Episode cap in frames (a truncation, not an end).")
     # Table 5 "Max episode length 100000"; App. H "truncated at 100K frames (or 30 minutes)".
-    sticky_action_probability: float = _field(0.0, "Sticky-action probability.")  # Table 5
-    reward_shaping: str = _field("asymmetric_log", "Reward transform of network 1's targets.")
+    sticky_action_probability: float = field(0.0, "Sticky-action probability.")  # Table 5
+    reward_shaping: str = field("asymmetric_log", "Reward transform of network 1's targets.")
     # Table 6 "GDI-I3 Reward Shape" = "GDI-H3 Reward Shape 1": log(|r|+1)(2*1{r>=0} - 1{r<0}).
-    reward_shaping_2: str = _field("fourth_root", "Reward transform of GDI-H3's network 2.")
+    reward_shaping_2: str = field("fourth_root", "Reward transform of GDI-H3's network 2.")
     # Table 6 "GDI-H3 Reward Shape 2": sign(r)((|r|+1)^0.25 - 1) + 0.001 r.
 
     # --- Network (Table 6, gdi.md §3) ------------------------------------------------------------
-    network: str = _field("deep", "Torso: deep (IMPALA, 15 conv), shallow or nature.")
+    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow or nature.")
     # Table 6 "Backbone IMPALA,deep".
-    lstm_units: int = _field(256, "LSTM core size.")  # Table 6 "LSTM Units 256"
-    head_hidden: int = _field(0, "Hidden units of the A and V heads (0: linear heads).")
+    lstm_units: int = field(256, "LSTM core size.")  # Table 6 "LSTM Units 256"
+    head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
     # choice (gdi.md §8.1 #15): linear heads, as IMPALA.
-    aux_forward_weight: float = _field(1.0, "Weight of the forward-dynamics auxiliary loss.")
+    aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
     # Table 6 "Auxiliary Forward Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
-    aux_inverse_weight: float = _field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
+    aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
     # Table 6 "Auxiliary Inverse Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
 
     # --- Loss (Table 6, App. B, gdi.md §2.5) ---------------------------------------------------
-    discount: float = _field(0.997, "Discount gamma.")  # Table 6
-    v_loss_scale: float = _field(1.0, "xi: weight of the V-trace value loss.")  # Table 6
-    q_loss_scale: float = _field(10.0, "alpha: weight of the Retrace Q loss.")  # Table 6
-    pi_loss_scale: float = _field(10.0, "beta: weight of the policy loss.")  # Table 6
-    clip_rho_threshold: float = _field(1.05, "rho-bar of V-trace and the policy gradient.")
+    discount: float = field(0.997, "Discount gamma.")  # Table 6
+    v_loss_scale: float = field(1.0, "xi: weight of the V-trace value loss.")  # Table 6
+    q_loss_scale: float = field(10.0, "alpha: weight of the Retrace Q loss.")  # Table 6
+    pi_loss_scale: float = field(10.0, "beta: weight of the policy loss.")  # Table 6
+    clip_rho_threshold: float = field(1.05, "rho-bar of V-trace and the policy gradient.")
     # Table 6 "Importance Sampling Clip rho-bar 1.05".
-    clip_c_threshold: float = _field(1.05, "c-bar of V-trace and Retrace.")  # Table 6
-    retrace_form: str = _field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
+    clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 6
+    retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # Eq. (3) prints Q(s_{t+1}, a_{t+1}) (gdi.md §8.1 #12).
-    q_centering: str = _field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
+    q_centering: str = field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
     # Eqs. (9), (11): A-bar = A - E_pi[A], Q = A-bar + V.
-    pg_mode: str = _field("tau_free", "Policy-gradient log term: tau_free or log_mixture.")
+    pg_mode: str = field("tau_free", "Policy-gradient log term: tau_free or log_mixture.")
     # choice (gdi.md §8.1 #11): DiCE's tau-scaled gradient generalised to the mixture of Eq. (2).
 
     # --- Optimiser (Table 6) ---------------------------------------------------------------------
-    learning_rate: float = _field(5e-4, "Peak learning rate, annealed linearly to 0.")  # Table 6
-    warmup_steps: int = _field(4000, "Learner steps of linear warm-up from 0.")  # Table 6
-    adam_beta1: float = _field(0.9, "AdamW beta1.")  # Table 6
-    adam_beta2: float = _field(0.98, "AdamW beta2.")  # Table 6
-    adam_epsilon: float = _field(1e-6, "AdamW epsilon.")  # Table 6
-    weight_decay: float = _field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 6
-    max_grad_norm: float = _field(50.0, "Global gradient-norm clip (0 disables).")
+    learning_rate: float = field(5e-4, "Peak learning rate, annealed linearly to 0.")  # Table 6
+    warmup_steps: int = field(4000, "Learner steps of linear warm-up from 0.")  # Table 6
+    adam_beta1: float = field(0.9, "AdamW beta1.")  # Table 6
+    adam_beta2: float = field(0.98, "AdamW beta2.")  # Table 6
+    adam_epsilon: float = field(1e-6, "AdamW epsilon.")  # Table 6
+    weight_decay: float = field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 6
+    max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).")
     # Table 6 "AdamW Clip Norm 50.0".
 
     # --- Replay (Table 6; the sample-k pattern of DESIGN.md §4) --------------------------------
-    batch_size: int = _field(64, "Sequences per learner batch.")  # Table 6
-    burn_in: int = _field(40, "Burn-in steps from the stored LSTM state (no gradient).")
+    batch_size: int = field(64, "Sequences per learner batch.")  # Table 6
+    burn_in: int = field(40, "Burn-in steps from the stored LSTM state (no gradient).")
     # Table 6 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
-    sequence_length: int = _field(80, "Trained steps per sequence (plus 1 bootstrap step).")
+    sequence_length: int = field(80, "Trained steps per sequence (plus 1 bootstrap step).")
     # Table 6 "Seq-length 80", "Bootstrap Yes".
-    times_sampled: int = _field(2, "Times each sequence is trained on.")
+    times_sampled: int = field(2, "Times each sequence is trained on.")
     # Table 6 "Replay 2"; §4.1 "we train each sample twice".
-    reuse_mode: str = _field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
+    reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
     # choice (gdi.md §8.1 #18): Reverb max_times_sampled = k.
-    replay_capacity: int = _field(8192, "Sequences the replay table holds.")
+    replay_capacity: int = field(8192, "Sequences the replay table holds.")
     # choice (gdi.md §5): "a small capacity (a few thousand items)", data is near on-policy.
 
     # --- Actors and behaviour (Algorithms 2-4, Eq. (2), App. G) --------------------------------
-    num_actors: int = _field(2, "Actor processes.")  # choice: one per core on 2 cores
-    envs_per_actor: int = _field(80, "Environments stepped together by one actor.")
+    num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
+    envs_per_actor: int = field(80, "Environments stepped together by one actor.")
     # Table 6 "Num. Environments 160" = 2 x 80.
-    params_pull_interval: int = _field(64, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(64, "Actor steps between parameter pulls.")
     # Table 6 "Actor Pull Model Every N Steps 64".
-    publish_interval: int = _field(25, "Learner steps between parameter publications.")
+    publish_interval: int = field(25, "Learner steps between parameter publications.")
     # Table 6 "Learner Push Model Every N Steps 25".
-    controller_scope: str = _field("per_env", "One bandit ensemble per env, or one global.")
+    controller_scope: str = field("per_env", "One bandit ensemble per env, or one global.")
     # choice (gdi.md §8.1 #7): Algorithms 2-3 initialise the bandits inside each actor.
-    fixed_behaviour: bool = _field(False, "Act with the --fixed_* lambda, no bandits.")
+    fixed_behaviour: bool = field(False, "Act with the --fixed_* lambda, no bandits.")
     # App. K.1 "Fix Selection" (GDI-I0 w/o E).
-    fixed_eta1: float = _field(1.0, "1/tau_1 of --fixed_behaviour.")
+    fixed_eta1: float = field(1.0, "1/tau_1 of --fixed_behaviour.")
     # Table 6 "Fixed Selection for [1/tau_1, 1/tau_2, eps] [1.0, 0.0, 1.0]": pi = Softmax(A).
-    fixed_eta2: float = _field(0.0, "1/tau_2 of --fixed_behaviour.")  # Table 6
-    fixed_epsilon: float = _field(1.0, "epsilon of --fixed_behaviour.")  # Table 6
-    bandit_space: str = _field("log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.")
+    fixed_eta2: float = field(0.0, "1/tau_2 of --fixed_behaviour.")  # Table 6
+    fixed_epsilon: float = field(1.0, "epsilon of --fixed_behaviour.")  # Table 6
+    bandit_space: str = field("log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.")
     # choice (gdi.md §8.1 #1): x = log(1 + 1/tau) (App. G) over Table 6's range of 1/tau.
-    bandit_factorized: bool = _field(True, "One ensemble per coordinate, or one on the 3-D grid.")
+    bandit_factorized: bool = field(True, "One ensemble per coordinate, or one on the 3-D grid.")
     # choice (gdi.md §8.1 #2): the joint 25,000-block grid locks in (gdi.md App. A).
-    bandit_eta_max: float = _field(50.0, "Upper end of the 1/tau_1 and 1/tau_2 search ranges.")
+    bandit_eta_max: float = field(50.0, "Upper end of the 1/tau_1 and 1/tau_2 search ranges.")
     # Table 6 "Bandit Search Range for 1/tau_1 (and 1/tau_2) [0.0, 50.0]".
-    bandit_eta_acc: float = _field(1.0, "Block width of the 1/tau ranges (50 blocks).")
+    bandit_eta_acc: float = field(1.0, "Block width of the 1/tau ranges (50 blocks).")
     # Table 6 "Accuracy of Search Range for [1/tau_1, 1/tau_2, eps] [1.0, 1.0, 0.1]".
-    bandit_epsilon_acc: float = _field(0.1, "Block width of the epsilon range [0, 1].")  # Table 6
-    bandit_num_bandits: int = _field(7, "Bandits per ensemble.")  # Table 6 "Num. Bandits 7"
-    bandit_num_candidates: int = _field(3, "Candidates each bandit offers.")
+    bandit_epsilon_acc: float = field(0.1, "Block width of the epsilon range [0, 1].")  # Table 6
+    bandit_num_bandits: int = field(7, "Bandits per ensemble.")  # Table 6 "Num. Bandits 7"
+    bandit_num_candidates: int = field(3, "Candidates each bandit offers.")
     # Table 6 "Num. Bandit Candidates 3".
-    bandit_ucb_scale: float = _field(1.0, "UCB coefficient c.")  # Table 6 "Bandit UCB Scaling"
-    bandit_learning_rates: tuple[float, ...] = _field(
+    bandit_ucb_scale: float = field(1.0, "UCB coefficient c.")  # Table 6 "Bandit UCB Scaling"
+    bandit_learning_rates: tuple[float, ...] = field(
         (0.05, 0.1, 0.2), "Each bandit's learning rate is drawn from these.")
     # Table 6 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
-    bandit_num_tilings: tuple[int, ...] = _field((2, 3, 4), "Each bandit's tiling count from.")
+    bandit_num_tilings: tuple[int, ...] = field((2, 3, 4), "Each bandit's tiling count from.")
     # Table 6 "Bandit Tiling Width Uniform([2, 3, 4])", read as gdi.md §8.1 #3.
-    bandit_tile_sizes: tuple[int, ...] = _field((2, 3, 4), "Each tiling's tile size (blocks).")
+    bandit_tile_sizes: tuple[int, ...] = field((2, 3, 4), "Each tiling's tile size (blocks).")
     # Table 6 "Accuracy of Tile coding Uniform([2, 3, 4])", read as gdi.md §8.1 #3.
-    bandit_tile_offset_percent: tuple[float, float] = _field(
+    bandit_tile_offset_percent: tuple[float, float] = field(
         (0.0, 60.0), "Tile offsets, uniform in this range (percent of a tile).")
     # Table 6 "Offset of Tile coding Uniform([0, 60])", read as gdi.md §8.1 #3.
-    bandit_selection: str = _field("bandits", "bandits, or uniform (Random Selection).")
+    bandit_selection: str = field("bandits", "bandits, or uniform (Random Selection).")
     # App. G; App. K.1 "Random Selection" draws lambda uniformly.
 
     # --- Evaluation (§4.1, gdi.md §8.1 #9) -----------------------------------------------------
-    eval_episodes: int = _field(32, "Episodes per evaluation.")
+    eval_episodes: int = field(32, "Episodes per evaluation.")
     # §4.1: "undiscounted episode returns averaged over 32 environments with different seeds".
-    eval_policy: str = _field("bandits", "bandits: evaluators run their own bandit ensembles.")
+    eval_policy: str = field("bandits", "bandits: evaluators run their own bandit ensembles.")
     # choice (gdi.md §8.1 #9): the paper evaluates in "additional environments"; `best_region`
     # is DiCE's rule (dice.md A9).
-    seed: int = _field(0, "Seed of environments, networks and bandits.")
+    seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "GdiConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
@@ -174,24 +174,24 @@ class GdiConfig:
                               ("controller_scope", CONTROLLER_SCOPES),
                               ("eval_policy", EVAL_POLICIES), ("bandit_space", BANDIT_SPACES),
                               ("bandit_selection", BANDIT_SELECTIONS)):
-            _check_choice(name, getattr(self, name), allowed)
-        _check_all(self, "> 0", lambda v: v > 0, (
+            check_choice(name, getattr(self, name), allowed)
+        check_all(self, "> 0", lambda v: v > 0, (
             "total_frames", "max_episode_frames", "lstm_units", "learning_rate", "adam_epsilon",
             "batch_size", "sequence_length", "times_sampled", "replay_capacity", "num_actors",
             "envs_per_actor", "params_pull_interval", "publish_interval", "clip_rho_threshold",
             "bandit_eta_max", "bandit_eta_acc", "bandit_epsilon_acc", "bandit_num_bandits",
             "bandit_num_candidates", "eval_episodes"))
-        _check_all(self, ">= 0", lambda v: v >= 0, (
+        check_all(self, ">= 0", lambda v: v >= 0, (
             "noop_max", "head_hidden", "aux_forward_weight", "aux_inverse_weight",
             "v_loss_scale", "q_loss_scale", "pi_loss_scale", "clip_c_threshold", "warmup_steps",
             "weight_decay", "max_grad_norm", "burn_in", "fixed_eta1", "fixed_eta2",
             "bandit_ucb_scale"))
-        _check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
             "sticky_action_probability", "discount", "adam_beta1", "adam_beta2", "fixed_epsilon",
             "bandit_epsilon_acc"))
-        _check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
+        check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
         for name in ("bandit_num_tilings", "bandit_tile_sizes"):
-            _check_tuple(self, name, "positive integers", lambda v: isinstance(v, int) and v > 0)
+            check_tuple(self, name, "positive integers", lambda v: isinstance(v, int) and v > 0)
         low, high = self.bandit_tile_offset_percent
         if not 0 <= low <= high < 100:
             raise ValueError(f"--bandit_tile_offset_percent={self.bandit_tile_offset_percent!r} "
@@ -207,15 +207,12 @@ class GdiConfig:
 
     def bandit_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `common.bandits.GdiController` (add `seed` per actor)."""
-        return {f.name.removeprefix("bandit_"): getattr(self, f.name)
-                for f in dataclasses.fields(self) if f.name.startswith("bandit_")}
+        return prefixed_kwargs(self, "bandit_")
 
     def protocol_overrides(self) -> dict[str, Any]:
         """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
         evaluation use the same protocol)."""
-        return dict(full_action_space=self.full_action_set, noop_max=self.noop_max,
-                    max_episode_frames=self.max_episode_frames,
-                    repeat_action_probability=self.sticky_action_probability)
+        return atari_protocol_overrides(self)
 
     @property
     def reward_shapings(self) -> tuple[str, ...]:
@@ -251,20 +248,3 @@ class GdiConfig:
         """Learner steps in --total_frames: the horizon of the lr / weight-decay schedules
         (gdi.md §4.3)."""
         return self.total_frames // self.frames_per_learner_step
-
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
-
-
-def _check_all(config, requirement: str, ok, names: tuple[str, ...]) -> None:
-    for name in names:
-        if not ok(getattr(config, name)):
-            raise ValueError(f"--{name}={getattr(config, name)} must be {requirement}")
-
-
-def _check_tuple(config, name: str, requirement: str, ok) -> None:
-    values = getattr(config, name)
-    if not (isinstance(values, tuple) and values and all(ok(v) for v in values)):
-        raise ValueError(f"--{name}={values!r} must be a non-empty tuple of {requirement}")

@@ -20,6 +20,9 @@ import dataclasses
 import math
 from typing import Any
 
+from common.config import (atari_protocol_overrides, check_all, check_choice, check_tuple, field,
+                           prefixed_kwargs)
+
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
 # life information not allowed, no reward clipping (Table 3); the fields below set the rest.
 PROTOCOL = "dice_gdi_lbc"
@@ -42,128 +45,125 @@ BANDIT_UCB_SUMS = ("all", "others")
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
-def _field(default, doc: str):
-    return dataclasses.field(default=default, metadata={"help": doc})
-
 
 @dataclasses.dataclass(frozen=True)
 class LbcConfig:
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment (Table 3; the rest of the protocol is `PROTOCOL`) -------------------------
-    env: str = _field("Pong", "Atari game, e.g. Pong, ChopperCommand.")  # choice: smoke game
-    total_frames: int = _field(1_000_000_000, "Environment frames (action repeats included).")
+    env: str = field("Pong", "Atari game, e.g. Pong, ChopperCommand.")  # choice: smoke game
+    total_frames: int = field(1_000_000_000, "Environment frames (action repeats included).")
     # Abstract, §1: "within 1B training frames".
-    full_action_set: bool = _field(True, "All 18 Atari actions.")  # Table 3 "Action Space Full"
-    noop_max: int = _field(30, "Random no-ops at episode start (training and evaluation).")
+    full_action_set: bool = field(True, "All 18 Atari actions.")  # Table 3 "Action Space Full"
+    noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
     # Table 3 "Random noops range 30".
-    max_episode_frames: int = _field(108_000, "Episode cap in frames (a truncation, not an end).")
+    max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
     # Table 3 "Max episode length 30 min" = 108,000 frames (lbc.md §8 #19; App. H.2 says 100K).
-    sticky_action_probability: float = _field(0.0, "Sticky-action probability.")  # Table 3
+    sticky_action_probability: float = field(0.0, "Sticky-action probability.")  # Table 3
 
     # --- Policy population H (§5.1.2, Table 3) -------------------------------------------------
-    discounts: tuple[float, ...] = _field(
+    discounts: tuple[float, ...] = field(
         (0.997, 0.999, 0.99), "gamma_i of each learned network.")  # Table 3 gamma_1..gamma_3
-    reward_shapings: tuple[str, ...] = _field(
+    reward_shapings: tuple[str, ...] = field(
         ("value_rescaling", "asymmetric_log", "optimistic_asymmetric"),
         "RS_i of each learned network (common.transforms names).")
     # Table 3 RS_1 = sign(x)(sqrt(|x|+1) - 1) + 0.001 x, RS_2 = log scaling,
     # RS_3 = 0.3 min(tanh x, 0) + 5 max(tanh x, 0).
 
     # --- Network (Table 3, App. L, lbc.md §3) --------------------------------------------------
-    network: str = _field("nature", "Torso: nature (Agent57/R2D2), deep (IMPALA) or shallow.")
+    network: str = field("nature", "Torso: nature (Agent57/R2D2), deep (IMPALA) or shallow.")
     # choice (lbc.md §8 #16): App. L "the same as that of Agent57", the Nature-DQN torso.
-    lstm_units: int = _field(256, "LSTM core size.")  # Table 3 "LSTM Units 256"
-    head_hidden: int = _field(512, "Hidden units of the A and V heads (0: linear heads).")
+    lstm_units: int = field(256, "LSTM core size.")  # Table 3 "LSTM Units 256"
+    head_hidden: int = field(512, "Hidden units of the A and V heads (0: linear heads).")
     # choice (lbc.md §3): Agent57's dueling streams, Dense 512 - ReLU - Dense.
-    aux_forward_weight: float = _field(1.0, "Weight of the forward-dynamics auxiliary loss.")
+    aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
     # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice (lbc.md §8 #15): weight 1.
-    aux_inverse_weight: float = _field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
+    aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
     # Table 3 "Auxiliary Inverse Dynamic Task Yes"; choice (lbc.md §8 #15): weight 1.
 
     # --- Loss of each learner (Table 3, App. B, lbc.md §2.6) ------------------------------------
-    v_loss_scale: float = _field(1.0, "xi: weight of the V-trace value loss.")  # Table 3
-    q_loss_scale: float = _field(5.0, "alpha: weight of the Retrace Q loss.")  # Table 3
-    pi_loss_scale: float = _field(5.0, "beta: weight of the policy loss.")  # Table 3
-    clip_rho_threshold: float = _field(1.05, "rho-bar of V-trace and the policy gradient.")
+    v_loss_scale: float = field(1.0, "xi: weight of the V-trace value loss.")  # Table 3
+    q_loss_scale: float = field(5.0, "alpha: weight of the Retrace Q loss.")  # Table 3
+    pi_loss_scale: float = field(5.0, "beta: weight of the policy loss.")  # Table 3
+    clip_rho_threshold: float = field(1.05, "rho-bar of V-trace and the policy gradient.")
     # Table 3 "Importance Sampling Clip rho-bar 1.05".
-    clip_c_threshold: float = _field(1.05, "c-bar of V-trace and Retrace.")  # Table 3
-    retrace_form: str = _field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
+    clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 3
+    retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # App. B.3 prints Q(s_{t+1}, a_{t+1}) (lbc.md §8 #11).
-    q_centering: str = _field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
+    q_centering: str = field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
     # choice (lbc.md §8 #12): GDI's Eqs. (9), (11); §5.1.2 only says A = Q - V.
-    pg_advantage: str = _field("vtrace", "Policy-gradient advantage: vtrace or retrace.")
+    pg_advantage: str = field("vtrace", "Policy-gradient advantage: vtrace or retrace.")
     # choice (lbc.md §8 #13): rho (r + gamma v_{t+1} - V), as DiCE and GDI.
 
     # --- Optimiser of each learner (Table 3) ---------------------------------------------------
-    learning_rate: float = _field(5.3e-4, "Peak learning rate, annealed linearly to 0.")
+    learning_rate: float = field(5.3e-4, "Peak learning rate, annealed linearly to 0.")
     # Table 3 "Learning Rate 5.3e-4".
-    warmup_steps: int = _field(4000, "Learner steps of linear warm-up from 0.")  # Table 3
-    adam_beta1: float = _field(0.9, "AdamW beta1.")  # Table 3
-    adam_beta2: float = _field(0.98, "AdamW beta2.")  # Table 3
-    adam_epsilon: float = _field(1e-6, "AdamW epsilon.")  # Table 3
-    weight_decay: float = _field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 3
-    max_grad_norm: float = _field(50.0, "Global gradient-norm clip (0 disables).")
+    warmup_steps: int = field(4000, "Learner steps of linear warm-up from 0.")  # Table 3
+    adam_beta1: float = field(0.9, "AdamW beta1.")  # Table 3
+    adam_beta2: float = field(0.98, "AdamW beta2.")  # Table 3
+    adam_epsilon: float = field(1e-6, "AdamW epsilon.")  # Table 3
+    weight_decay: float = field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 3
+    max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).")
     # Table 3 "AdamW Clip Norm 50.0".
 
     # --- Replay (Table 3; the sample-k pattern of DESIGN.md §4) --------------------------------
-    batch_size: int = _field(64, "Sequences per learner batch.")  # Table 3
-    burn_in: int = _field(40, "Burn-in steps from the stored LSTM state (no gradient).")
+    batch_size: int = field(64, "Sequences per learner batch.")  # Table 3
+    burn_in: int = field(40, "Burn-in steps from the stored LSTM state (no gradient).")
     # Table 3 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
-    sequence_length: int = _field(80, "Trained steps per sequence (plus 1 bootstrap step).")
+    sequence_length: int = field(80, "Trained steps per sequence (plus 1 bootstrap step).")
     # Table 3 "Seq-length 80", "Bootstrap Yes".
-    times_sampled: int = _field(2, "Times each learner trains on each sequence.")
+    times_sampled: int = field(2, "Times each learner trains on each sequence.")
     # Table 3 "Replay 2"; App. H.1 "twice train each sample" (lbc.md §8 #22: per learner).
-    reuse_mode: str = _field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
+    reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
     # choice (lbc.md §5): Reverb max_times_sampled = k, one table per learner.
-    replay_capacity: int = _field(10_000, "Sequences each learner's replay table holds.")
+    replay_capacity: int = field(10_000, "Sequences each learner's replay table holds.")
     # choice (lbc.md §5: 10k-50k): the low end; with reuse 2 and FIFO it behaves like a queue.
 
     # --- Actors and behaviour (Algorithms 1-2, Eq. (10), App. E) -------------------------------
-    num_actors: int = _field(2, "Actor processes.")  # choice: one per core on 2 cores
-    envs_per_actor: int = _field(80, "Environments stepped together by one actor.")
+    num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
+    envs_per_actor: int = field(80, "Environments stepped together by one actor.")
     # choice (lbc.md §8 #18): not stated; 2 x 80 = DiCE's and GDI's 160 environments.
-    params_pull_interval: int = _field(64, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(64, "Actor steps between parameter pulls.")
     # Table 3 "Actor Pull Model Every d_pull Steps 64".
-    publish_interval: int = _field(25, "Learner steps between parameter publications.")
+    publish_interval: int = field(25, "Learner steps between parameter publications.")
     # Table 3 "Learner Push Model Every d_push Steps 25".
-    controller_scope: str = _field("per_env", "One bandit population per env, or one global.")
+    controller_scope: str = field("per_env", "One bandit population per env, or one global.")
     # Algorithm 1 is "Actor-Wise" (lbc.md §8 #9).
-    bandit_num_policies: int = _field(3, "Mixture components N of psi = (tau_1..N, omega_1..N).")
+    bandit_num_policies: int = field(3, "Mixture components N of psi = (tau_1..N, omega_1..N).")
     # §5.1.2: N = 3; Table 12 "Reducing H and Psi" uses 1.
-    bandit_eta_space: str = _field("log1p", "Bandit coordinate of tau_i: log1p or linear.")
+    bandit_eta_space: str = field("log1p", "Bandit coordinate of tau_i: log1p or linear.")
     # choice (lbc.md §8 #2): x = log(1 + tau_i) on [0, 4] in 20 arms, GDI's coordinate.
-    bandit_eta_max: float = _field(math.exp(4.0), "Upper end of the tau_i range.")
+    bandit_eta_max: float = field(math.exp(4.0), "Upper end of the tau_i range.")
     # Table 3 "Range of tau_i [0, exp 4]" (LBC's tau_i multiplies the logits: an eta).
-    bandit_eta_acc: float = _field(0.2, "Arm width of tau_i.")  # Table 3 "Discrete Accuracy 0.2"
-    bandit_omega_acc: float = _field(0.1, "Arm width of omega_i in [0, 1].")
+    bandit_eta_acc: float = field(0.2, "Arm width of tau_i.")  # Table 3 "Discrete Accuracy 0.2"
+    bandit_omega_acc: float = field(0.1, "Arm width of omega_i in [0, 1].")
     # Table 3 "Range of omega_i [0, 1]", "Discrete Accuracy of omega_i 0.1".
-    bandit_factorized: bool = _field(True, "One population per coordinate, or one joint grid.")
+    bandit_factorized: bool = field(True, "One population per coordinate, or one joint grid.")
     # choice (lbc.md §8 #1): the joint grid has 8,000,000 arms.
-    bandit_num_bandits: int = _field(7, "Bandits per population.")  # Table 3 "Population Num. 7"
-    bandit_top_d: int = _field(4, "Arms each bandit votes for.")  # Table 3 "D of Top-D 4"
-    bandit_ucb_range: tuple[float, float] = _field(
+    bandit_num_bandits: int = field(7, "Bandits per population.")  # Table 3 "Population Num. 7"
+    bandit_top_d: int = field(4, "Arms each bandit votes for.")  # Table 3 "D of Top-D 4"
+    bandit_ucb_range: tuple[float, float] = field(
         (0.5, 1.5), "Each bandit's UCB c is uniform in this range ((0, 0): w/o UCB).")
     # Table 3 "UCB c Uniformly sampled from [0.5, 1.5]"; App. K.3 "without the UCB item".
-    bandit_replace_every: int = _field(50, "Episodes between replacements of one bandit.")
+    bandit_replace_every: int = field(50, "Episodes between replacements of one bandit.")
     # Table 3 "Replacement Interval T_replace 50".
-    bandit_pick: str = _field("top", "top: Algorithm 1's top-D vote; softmax: §4.2's sampling.")
+    bandit_pick: str = field("top", "top: Algorithm 1's top-D vote; softmax: §4.2's sampling.")
     # choice (lbc.md §8 #4): Algorithm 1, which Table 3 configures.
-    bandit_standardise: bool = _field(True, "Z-score the arm values (Eq. (25)) or not (Eq. (24)).")
+    bandit_standardise: bool = field(True, "Z-score the arm values (Eq. (25)) or not (Eq. (24)).")
     # App. E.3: "Z-score normalization" is used in practice.
-    bandit_ucb_sum: str = _field("all", "UCB count sum over all arms (Eqs. (24)-(25)) or others.")
+    bandit_ucb_sum: str = field("all", "UCB count sum over all arms (Eqs. (24)-(25)) or others.")
     # choice (lbc.md §8 #5): Eqs. (24)-(25); §4.2 prints the sum over j != k.
-    bandit_selection: str = _field("bandits", "bandits, or uniform (Random Selection).")
+    bandit_selection: str = field("bandits", "bandits, or uniform (Random Selection).")
     # Table 12 "Random Selection".
 
     # --- Evaluation (§5.1.1, App. H.2) ---------------------------------------------------------
-    eval_episodes: int = _field(32, "Episodes in the windowed mean of the reported return.")
+    eval_episodes: int = field(32, "Episodes in the windowed mean of the reported return.")
     # §5.1.1: "undiscounted episodic returns averaged over five seeds using a windowed mean
     # over 32 episodes".
-    eval_policy: str = _field("bandits", "bandits: a separate evaluator acting as the actors do.")
+    eval_policy: str = field("bandits", "bandits: a separate evaluator acting as the actors do.")
     # §5.1.1 "a separate evaluation process"; App. H.2 "the population's average score from
     # model training": the MAB-driven behaviour (lbc.md §8 #20 proposes training_episodes).
-    seed: int = _field(0, "Seed of environments, networks and bandits.")
+    seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "LbcConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
@@ -174,22 +174,22 @@ class LbcConfig:
                               ("bandit_eta_space", BANDIT_ETA_SPACES),
                               ("bandit_pick", BANDIT_PICKS), ("bandit_ucb_sum", BANDIT_UCB_SUMS),
                               ("bandit_selection", BANDIT_SELECTIONS)):
-            _check_choice(name, getattr(self, name), allowed)
-        _check_tuple(self, "discounts", "numbers in [0, 1]",
+            check_choice(name, getattr(self, name), allowed)
+        check_tuple(self, "discounts", "numbers in [0, 1]",
                      lambda v: isinstance(v, (int, float)) and 0 <= v <= 1)
-        _check_tuple(self, "reward_shapings", f"names in {', '.join(REWARD_TRANSFORMS)}",
+        check_tuple(self, "reward_shapings", f"names in {', '.join(REWARD_TRANSFORMS)}",
                      lambda v: v in REWARD_TRANSFORMS)
-        _check_all(self, "> 0", lambda v: v > 0, (
+        check_all(self, "> 0", lambda v: v > 0, (
             "total_frames", "max_episode_frames", "lstm_units", "learning_rate", "adam_epsilon",
             "batch_size", "sequence_length", "times_sampled", "replay_capacity", "num_actors",
             "envs_per_actor", "params_pull_interval", "publish_interval", "clip_rho_threshold",
             "bandit_num_policies", "bandit_eta_max", "bandit_eta_acc", "bandit_omega_acc",
             "bandit_num_bandits", "bandit_top_d", "bandit_replace_every", "eval_episodes"))
-        _check_all(self, ">= 0", lambda v: v >= 0, (
+        check_all(self, ">= 0", lambda v: v >= 0, (
             "noop_max", "head_hidden", "aux_forward_weight", "aux_inverse_weight",
             "v_loss_scale", "q_loss_scale", "pi_loss_scale", "clip_c_threshold", "warmup_steps",
             "weight_decay", "max_grad_norm", "burn_in"))
-        _check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
             "sticky_action_probability", "adam_beta1", "adam_beta2"))
         low, high = self.bandit_ucb_range
         if not 0 <= low <= high:
@@ -212,15 +212,12 @@ class LbcConfig:
 
     def bandit_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `common.bandits.LbcController` (add `seed` per actor)."""
-        return {f.name.removeprefix("bandit_"): getattr(self, f.name)
-                for f in dataclasses.fields(self) if f.name.startswith("bandit_")}
+        return prefixed_kwargs(self, "bandit_")
 
     def protocol_overrides(self) -> dict[str, Any]:
         """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
         evaluation use the same protocol)."""
-        return dict(full_action_space=self.full_action_set, noop_max=self.noop_max,
-                    max_episode_frames=self.max_episode_frames,
-                    repeat_action_probability=self.sticky_action_probability)
+        return atari_protocol_overrides(self)
 
     @property
     def axis_arms(self) -> tuple[int, int]:
@@ -251,20 +248,3 @@ class LbcConfig:
         """Steps of each learner in --total_frames: the horizon of the lr / weight-decay
         schedules (lbc.md §4.1: about 97,656)."""
         return self.total_frames // self.frames_per_learner_step
-
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
-
-
-def _check_all(config, requirement: str, ok, names: tuple[str, ...]) -> None:
-    for name in names:
-        if not ok(getattr(config, name)):
-            raise ValueError(f"--{name}={getattr(config, name)} must be {requirement}")
-
-
-def _check_tuple(config, name: str, requirement: str, ok) -> None:
-    values = getattr(config, name)
-    if not (isinstance(values, tuple) and values and all(ok(v) for v in values)):
-        raise ValueError(f"--{name}={values!r} must be a non-empty tuple of {requirement}")

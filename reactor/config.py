@@ -13,6 +13,8 @@ milliseconds.
 import dataclasses
 from typing import Any
 
+from common.config import atari_protocol_overrides, check_all, check_choice, field
+
 # The common.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1 "the same
 # as DQN, including 4 action repeats"), raw rewards (the learner clips, `reward_shaping`) and no
 # life-loss ends (reactor.md §4.3). The "impala" protocol would clip in the environment and end
@@ -32,112 +34,109 @@ PRIORITISATIONS = ("lazy", "max", "uniform")
 EVAL_POLICIES = ("sample", "greedy")
 
 
-def _field(default, doc: str):
-    return dataclasses.field(default=default, metadata={"help": doc})
-
 
 @dataclasses.dataclass(frozen=True)
 class ReactorConfig:
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment (§4.1; the rest of the protocol is `PROTOCOL`) ----------------------------
-    env: str = _field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
-    total_frames: int = _field(200_000_000, "Environment frames (action repeats included).")
+    env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
+    total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
     # §4.1: 200M frames (500M for "Reactor 500m"); frames, not agent steps (reactor.md §8 #13).
-    frame_stack: int = _field(1, "Frames per observation (the LSTM provides the history).")
+    frame_stack: int = field(1, "Frames per observation (the LSTM provides the history).")
     # Table 3 input 84x84x1; §3.4.1 chose a recurrent network over frame stacking.
-    full_action_set: bool = _field(False, "All 18 Atari actions, not the game's minimal set.")
+    full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
     # choice (reactor.md §8 #17): the minimal set, the A3C / Rainbow convention.
-    noop_max: int = _field(30, "Random no-ops at episode start (training and evaluation).")
+    noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
     # §4.1: evaluated with "30 random no-op starts"; training: choice (reactor.md §4.3).
-    max_episode_frames: int = _field(108_000, "Episode cap in frames (a truncation, not an end).")
+    max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
     # choice (reactor.md §8 #15): 30 minutes of play, the Atari convention.
-    sticky_action_probability: float = _field(0.0, "Sticky-action probability.")
+    sticky_action_probability: float = field(0.0, "Sticky-action probability.")
     # choice: the 2017 no-op protocol predates sticky actions (as impala.md A18).
-    reward_shaping: str = _field("clip", "Reward transform of the learner's targets.")
+    reward_shaping: str = field("clip", "Reward transform of the learner's targets.")
     # choice (reactor.md §8 #1): clip to [-1, 1], part of the DQN pipeline §4.1 says it copies.
 
     # --- Network and critic (§3.2, §3.4.1, App. 6.4) -----------------------------------------
-    distributional: bool = _field(True, "Distributional critic; False: Reactor ND (scalar).")
+    distributional: bool = field(True, "Distributional critic; False: Reactor ND (scalar).")
     # §4.1: Reactor is distributional; "Reactor ND" is the non-distributional version.
-    num_atoms: int = _field(51, "Atoms of the categorical return distribution.")
+    num_atoms: int = field(51, "Atoms of the categorical return distribution.")
     # choice (reactor.md §8 #1): C51's 51 atoms.
-    v_min: float = _field(-10.0, "Lowest atom.")  # choice (reactor.md §8 #1): C51, clipped rewards
-    v_max: float = _field(10.0, "Highest atom.")  # choice (reactor.md §8 #1): C51
-    policy_epsilon: float = _field(0.01, "Uniform mixing of the policy head.")
+    v_min: float = field(-10.0, "Lowest atom.")  # choice (reactor.md §8 #1): C51, clipped rewards
+    v_max: float = field(10.0, "Highest atom.")  # choice (reactor.md §8 #1): C51
+    policy_epsilon: float = field(0.01, "Uniform mixing of the policy head.")
     # App. 6.4: epsilon = 0.01 "is hard-coded into the policy network".
 
     # --- Loss (§3.1-3.2, §4.1) -----------------------------------------------------------------
-    discount: float = _field(0.99, "Discount gamma.")  # choice (reactor.md §8 #1): Atari's usual
-    retrace_lambda: float = _field(1.0, "lambda of the Retrace traces.")
+    discount: float = field(0.99, "Discount gamma.")  # choice (reactor.md §8 #1): Atari's usual
+    retrace_lambda: float = field(1.0, "lambda of the Retrace traces.")
     # §4.1: lambda = 1.0.
-    clip_c_threshold: float = _field(1.0, "c-bar of the traces lambda min(c-bar, rho).")
+    clip_c_threshold: float = field(1.0, "c-bar of the traces lambda min(c-bar, rho).")
     # Eq. (4): c = lambda min(1, rho).
-    retrace_form: str = _field("expected", "Retrace bootstrap: expected E_pi Q(x', .) or sampled.")
+    retrace_form: str = field("expected", "Retrace bootstrap: expected E_pi Q(x', .) or sampled.")
     # Eq. (3): delta = r + gamma E_pi Q(x_{t+1}, .) - Q(x_t, a_t) (Munos et al., 2016).
-    trace_policy: str = _field("target", "Network whose pi makes the traces: target or online.")
+    trace_policy: str = field("target", "Network whose pi makes the traces: target or online.")
     # choice (reactor.md §8 #5): only the target network is evaluated at frame 33.
-    target_update_period: int = _field(1000, "Learner steps between target-network copies.")
+    target_update_period: int = field(1000, "Learner steps between target-network copies.")
     # §4.1: T_update = 1000; its unit is a choice (reactor.md §8 #11).
-    policy_gradient: str = _field("beta_loo", "Actor loss: beta_loo, or tislr (the ablation).")
+    policy_gradient: str = field("beta_loo", "Actor loss: beta_loo, or tislr (the ablation).")
     # §3.1; Fig. 3 ablates beta-LOO against ACER's TISLR.
-    beta_loo_c: float = _field(1.0, "c of beta = min(c, 1/mu(a)); 1 is plain leave-one-out.")
+    beta_loo_c: float = field(1.0, "c of beta = min(c, 1/mu(a)); 1 is plain leave-one-out.")
     # §4.1: "beta-LOO with beta = 1" (reactor.md §8 #7).
-    tislr_c: float = _field(10.0, "Truncation c of the TISLR ablation.")
+    tislr_c: float = field(10.0, "Truncation c of the TISLR ablation.")
     # choice (reactor.md §8 #8): ACER's value.
-    entropy_cost: float = _field(0.01, "Entropy regulariser of the policy loss.")
+    entropy_cost: float = field(0.01, "Entropy regulariser of the policy loss.")
     # App. 6.5: "the same entropy cost method used by A3C"; choice (reactor.md §8 #2): A3C's 0.01.
 
     # --- Optimiser (§3.4.1) ----------------------------------------------------------------------
-    learning_rate: float = _field(5e-5, "Adam learning rate.")  # §3.4.1: 5 x 10^-5
-    adam_beta1: float = _field(0.0, "Adam beta1 ('momentum').")  # §3.4.1: "zero momentum"
-    adam_beta2: float = _field(0.999, "Adam beta2.")  # choice (reactor.md §4.3): library default
-    adam_epsilon: float = _field(1e-8, "Adam epsilon.")  # choice (reactor.md §4.3): the default
-    max_grad_norm: float = _field(0.0, "Global gradient-norm clip (0 disables).")
+    learning_rate: float = field(5e-5, "Adam learning rate.")  # §3.4.1: 5 x 10^-5
+    adam_beta1: float = field(0.0, "Adam beta1 ('momentum').")  # §3.4.1: "zero momentum"
+    adam_beta2: float = field(0.999, "Adam beta2.")  # choice (reactor.md §4.3): library default
+    adam_epsilon: float = field(1e-8, "Adam epsilon.")  # choice (reactor.md §4.3): the default
+    max_grad_norm: float = field(0.0, "Global gradient-norm clip (0 disables).")
     # choice (reactor.md §4.3): none is mentioned.
 
     # --- Replay (§3.3, §3.4, App. 6.3, reactor.md §2.8) ----------------------------------------
-    batch_size: int = _field(4, "Sequences per learner batch.")  # §3.4: "in batches of 4"
-    sequence_length: int = _field(33, "Frames per replayed sequence (32 trained transitions).")
+    batch_size: int = field(4, "Sequences per learner batch.")  # §3.4: "in batches of 4"
+    sequence_length: int = field(33, "Frames per replayed sequence (32 trained transitions).")
     # §3.4: "sequences of length n = 33".
-    sequence_stride: int = _field(1, "Steps between the starts of consecutive sequences.")
+    sequence_stride: int = field(1, "Steps between the starts of consecutive sequences.")
     # §3.3: priorities are attached to all overlapping sequences, one key per time step.
-    replay_lstm_state: str = _field("stored", "Initial LSTM state of a sequence: stored or zero.")
+    replay_lstm_state: str = field("stored", "Initial LSTM state of a sequence: stored or zero.")
     # choice (reactor.md §3.6): the actor's state at the sequence start.
-    replay_capacity: int = _field(1_000_000, "Sequence keys the replay holds (FIFO eviction).")
+    replay_capacity: int = field(1_000_000, "Sequence keys the replay holds (FIFO eviction).")
     # choice (reactor.md §8 #3): the DQN / Rainbow 1M; the paper's per-worker size is not given.
-    prioritisation: str = _field("lazy", "lazy (§3.3), max (PER's max priority) or uniform.")
+    prioritisation: str = field("lazy", "lazy (§3.3), max (PER's max priority) or uniform.")
     # §3.3 lazy initialisation; App. 6.5 compares "max"; Fig. 3 ablates prioritisation.
-    priority_exponent: float = _field(1.0, "alpha: sample proportionally to priority^alpha.")
+    priority_exponent: float = field(1.0, "alpha: sample proportionally to priority^alpha.")
     # choice (reactor.md §8 #3): §3.3 samples "proportionally to" the estimated priority.
-    replay_uniform_epsilon: float = _field(0.01, "Probability of a uniform sample.")
+    replay_uniform_epsilon: float = field(0.01, "Probability of a uniform sample.")
     # §3.3: exists, value not given; choice (reactor.md §8 #3): 0.01.
-    priority_floor: float = _field(1e-6, "Added to every priority, so none is 0.")
+    priority_floor: float = field(1e-6, "Added to every priority, so none is 0.")
     # choice (reactor.md §8 #3).
-    importance_exponent: float = _field(1.0, "Exponent of the importance weights 1/(N P(k)).")
+    importance_exponent: float = field(1.0, "Exponent of the importance weights 1/(N P(k)).")
     # §3.3: prioritisation "purely as variance reduction", exponent 1.
-    normalise_importance_weights: bool = _field(True, "Divide the weights by the batch maximum.")
+    normalise_importance_weights: bool = field(True, "Divide the weights by the batch maximum.")
     # choice (reactor.md §8 #3): PER's convention.
-    acting_steps_per_learner_step: float = _field(5.0, "Environment steps per learner step.")
+    acting_steps_per_learner_step: float = field(5.0, "Environment steps per learner step.")
     # §3.4: "We typically execute 4-6 acting steps per each learning step"; choice: the middle.
 
     # --- Actors (§3.4, Fig. 2) -------------------------------------------------------------------
-    num_actors: int = _field(2, "Actor processes.")  # choice: one per core on 2 cores
-    envs_per_actor: int = _field(5, "Environments stepped together by one actor.")
+    num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
+    envs_per_actor: int = field(5, "Environments stepped together by one actor.")
     # Fig. 2: 10 actor-learner workers, one environment each = 2 x 5.
-    params_pull_interval: int = _field(5, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(5, "Actor steps between parameter pulls.")
     # §3.4: a worker downloads the parameters before each learning step, i.e. every
     # --acting_steps_per_learner_step acting steps.
-    publish_interval: int = _field(1, "Learner steps between parameter publications.")
+    publish_interval: int = field(1, "Learner steps between parameter publications.")
     # §3.4: a worker sends its update at the end of each learning step.
 
     # --- Evaluation (§4.1, App. 6.6) -----------------------------------------------------------
-    eval_episodes: int = _field(200, "Episodes per evaluation.")
+    eval_episodes: int = field(200, "Episodes per evaluation.")
     # §4.1: "We averaged scores over 200 episodes" (30 random no-op starts; the human starts
     # were never released, reactor.md §6.1).
-    eval_policy: str = _field("sample", "Evaluated policy: sample from pi, or greedy on Q.")
+    eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy on Q.")
     # choice (reactor.md §8 #15): the stochastic, epsilon-mixed pi, the agent's only policy.
-    seed: int = _field(0, "Seed of environments and networks.")
+    seed: int = field(0, "Seed of environments and networks.")
     # §4.1: "a fixed random seed across all games".
 
     def validate(self) -> "ReactorConfig":
@@ -149,16 +148,16 @@ class ReactorConfig:
                               ("replay_lstm_state", REPLAY_LSTM_STATES),
                               ("prioritisation", PRIORITISATIONS),
                               ("eval_policy", EVAL_POLICIES)):
-            _check_choice(name, getattr(self, name), allowed)
-        _check_all(self, "> 0", lambda v: v > 0, (
+            check_choice(name, getattr(self, name), allowed)
+        check_all(self, "> 0", lambda v: v > 0, (
             "total_frames", "frame_stack", "max_episode_frames", "target_update_period",
             "learning_rate", "adam_epsilon", "batch_size", "sequence_stride", "replay_capacity",
             "acting_steps_per_learner_step", "num_actors", "envs_per_actor",
             "params_pull_interval", "publish_interval", "eval_episodes"))
-        _check_all(self, ">= 0", lambda v: v >= 0, (
+        check_all(self, ">= 0", lambda v: v >= 0, (
             "noop_max", "clip_c_threshold", "entropy_cost", "max_grad_norm", "priority_floor"))
-        _check_all(self, ">= 1", lambda v: v >= 1, ("beta_loo_c", "tislr_c"))
-        _check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
+        check_all(self, ">= 1", lambda v: v >= 1, ("beta_loo_c", "tislr_c"))
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
             "sticky_action_probability", "policy_epsilon", "discount", "retrace_lambda",
             "adam_beta1", "adam_beta2", "priority_exponent", "replay_uniform_epsilon",
             "importance_exponent"))
@@ -181,9 +180,7 @@ class ReactorConfig:
     def protocol_overrides(self) -> dict[str, Any]:
         """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
         evaluation use the same protocol)."""
-        return dict(frame_stack=self.frame_stack, full_action_space=self.full_action_set,
-                    noop_max=self.noop_max, max_episode_frames=self.max_episode_frames,
-                    repeat_action_probability=self.sticky_action_probability)
+        return dict(atari_protocol_overrides(self), frame_stack=self.frame_stack)
 
     @property
     def num_envs(self) -> int:
@@ -205,14 +202,3 @@ class ReactorConfig:
     def learner_steps(self) -> int:
         """Learner steps in --total_frames (reactor.md §5.3: 8.3M-12.5M for 200M frames)."""
         return int(self.total_frames / ACTION_REPEAT / self.acting_steps_per_learner_step)
-
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"--{name}={value!r} is not one of {', '.join(allowed)}")
-
-
-def _check_all(config, requirement: str, ok, names: tuple[str, ...]) -> None:
-    for name in names:
-        if not ok(getattr(config, name)):
-            raise ValueError(f"--{name}={getattr(config, name)} must be {requirement}")

@@ -1,0 +1,46 @@
+"""What every paper's config shares: documented fields, validation with flag-named errors, and the
+pass-through of field groups to the objects they configure.
+
+A config is a frozen dataclass whose field names are the absl flag names; this module imports
+nothing heavy, so flags are validated in milliseconds.
+"""
+
+import dataclasses
+from typing import Any, Callable
+
+
+def field(default, doc: str):
+    """A dataclass field with its flag help text."""
+    return dataclasses.field(default=default, metadata={"help": doc})
+
+
+def check_choice(name: str, value, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ValueError(f"--{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+
+
+def check_all(config, requirement: str, ok: Callable[[Any], bool], names: tuple[str, ...]) -> None:
+    """Raises naming the first of `names` whose value fails `ok`; `requirement` says what is allowed."""
+    for name in names:
+        if not ok(getattr(config, name)):
+            raise ValueError(f"--{name}={getattr(config, name)} must be {requirement}")
+
+
+def check_tuple(config, name: str, requirement: str, ok: Callable[[Any], bool]) -> None:
+    values = getattr(config, name)
+    if not (isinstance(values, tuple) and values and all(ok(v) for v in values)):
+        raise ValueError(f"--{name}={values!r} must be a non-empty tuple of {requirement}")
+
+
+def prefixed_kwargs(config, prefix: str) -> dict[str, Any]:
+    """Fields named `<prefix><arg>` as keyword arguments `{arg: value}` (e.g. the bandit's)."""
+    return {f.name.removeprefix(prefix): getattr(config, f.name)
+            for f in dataclasses.fields(config) if f.name.startswith(prefix)}
+
+
+def atari_protocol_overrides(config) -> dict[str, Any]:
+    """`common.envs.AtariProtocol` fields set by a config's `full_action_set`, `noop_max`,
+    `max_episode_frames` and `sticky_action_probability` (training and evaluation share them)."""
+    return dict(full_action_space=config.full_action_set, noop_max=config.noop_max,
+                max_episode_frames=config.max_episode_frames,
+                repeat_action_probability=config.sticky_action_probability)
