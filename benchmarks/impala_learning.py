@@ -1,0 +1,119 @@
+"""IMPALA learning benchmarks: runs `python -m impala.main` and reads its episodes.csv.
+
+    python -m benchmarks.impala_learning --task=cartpole            # frames / time to mean 450
+    python -m benchmarks.impala_learning --task=pong --total_frames=10000000   # curve -> PNG
+
+cartpole: trains CartPole with its defaults (impala/config.py) and stops as soon as the mean
+  return of the last 100 training episodes reaches --target (450), printing the frames and wall
+  time it took (or the best mean if --total_frames ran out first).
+pong: trains Pong with the paper's deep network (Table G.1 defaults) for --total_frames and plots
+  the return curve (training episodes, mean of the last 20, against frames) to
+  <logdir>/returns.png.
+Extra flags after `--` go to impala.main (e.g. `-- --num_actors=1`).
+"""
+
+import csv
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from absl import app
+from absl import flags
+from matplotlib.figure import Figure
+
+_TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", "pong"], "Which benchmark.")
+_TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
+_TOTAL_FRAMES = flags.DEFINE_integer("total_frames", None,
+                                     "Frame budget (default: cartpole 1M, pong 10M).")
+_LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<task>).")
+_WINDOW = 100  # CartPole's usual "solved" window
+
+
+def read_episodes(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(frames, returns, wall_time) of the rows written so far."""
+    if not os.path.exists(path):
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("wall_time")]
+    column = lambda name: np.array([float(r[name]) for r in rows])
+    return column("frames"), column("episode_return"), column("wall_time")
+
+
+def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Mean of the last `window` values at every index (of all values before `window`)."""
+    cumulative = np.concatenate([[0.0], np.cumsum(values)])
+    ends = np.arange(1, len(values) + 1)
+    starts = np.maximum(ends - window, 0)
+    return (cumulative[ends] - cumulative[starts]) / (ends - starts)
+
+
+def start(env: str, logdir: str, total_frames: int, extra: list[str]) -> subprocess.Popen:
+    command = [sys.executable, "-m", "impala.main", f"--env={env}", f"--logdir={logdir}",
+               f"--total_frames={total_frames}", *extra]
+    print(" ".join(command), flush=True)
+    return subprocess.Popen(command)
+
+
+def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
+    process = start("CartPole", logdir, total_frames, extra)
+    path = os.path.join(logdir, "episodes.csv")
+    reached = None
+    while process.poll() is None and reached is None:
+        time.sleep(2.0)
+        frames, returns, wall = read_episodes(path)
+        if len(returns) >= _WINDOW:
+            means = trailing_mean(returns, _WINDOW)
+            hits = np.flatnonzero(means[_WINDOW - 1:] >= _TARGET.value)
+            if hits.size:
+                i = hits[0] + _WINDOW - 1
+                reached = (frames[i], wall[i])
+    if process.poll() is None:
+        process.terminate()  # SIGTERM: the launcher checkpoints and shuts down
+        process.wait(60)
+    frames, returns, wall = read_episodes(path)
+    if reached:
+        print(f"\nCartPole: mean return of the last {_WINDOW} episodes >= {_TARGET.value:.0f} "
+              f"after {reached[0]:,.0f} frames, {reached[1]:.0f} s of training")
+    else:
+        best = trailing_mean(returns, _WINDOW).max() if len(returns) else float("nan")
+        print(f"\nCartPole: target not reached in {total_frames:,} frames (best mean {best:.1f})")
+
+
+def pong(logdir: str, total_frames: int, extra: list[str]) -> None:
+    process = start("Pong", logdir, total_frames, extra)
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait(60)
+    frames, returns, wall = read_episodes(os.path.join(logdir, "episodes.csv"))
+    if not len(returns):
+        print("no finished episodes")
+        return
+    figure = Figure(figsize=(7, 4))
+    axes = figure.subplots()
+    axes.plot(frames, returns, ".", alpha=0.2, label="episode")
+    axes.plot(frames, trailing_mean(returns, 20), label="mean of last 20")
+    axes.set(xlabel="environment frames", ylabel="episode return (raw score)",
+             title=f"IMPALA deep, Pong, {wall[-1] / 3600:.1f} h")
+    axes.legend()
+    path = os.path.join(logdir, "returns.png")
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    print(f"\nPong: {len(returns)} episodes, {frames[-1]:,.0f} frames, {wall[-1]:.0f} s; last 20 "
+          f"mean {returns[-20:].mean():.1f}; curve in {path}")
+
+
+def main(argv):
+    extra = argv[1:]
+    task = _TASK.value
+    logdir = _LOGDIR.value or os.path.join("runs", f"bench_{task}")
+    if task == "cartpole":
+        cartpole(logdir, _TOTAL_FRAMES.value or 1_000_000, extra)
+    else:
+        pong(logdir, _TOTAL_FRAMES.value or 10_000_000, extra)
+
+
+if __name__ == "__main__":
+    app.run(main)

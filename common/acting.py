@@ -1,0 +1,356 @@
+"""Actors and the evaluator: batched envs -> one batched policy call per step -> Reverb.
+
+An actor (DESIGN.md §2, §5) steps `num_envs` environments together, makes one compiled policy
+call per step for all of them, and appends each batched step to an `UnrollWriter`
+(`common.replay`): items of `unroll_length + 1` steps overlapping by one, with the core state at
+each item's first step. It pulls the latest parameters from the params table every
+`params_pull_interval` steps.
+
+Per-step record (every field batched over envs), time index t:
+  observation x_t, prev_action a_{t-1}, prev_reward r_{t-1} (zeros where `reset`), reset (x_t is
+  the first observation of an episode), action a_t, reward r_t (the protocol's, e.g. clipped),
+  params_step (the learner step of the weights that chose a_t), episode_return / episode_length
+  (the raw whole-game score and length where a game ended at step t, else NaN / 0), plus the
+  policy's extras (e.g. `behaviour_logits`, impala.md §5.4).
+
+Finished episodes thus travel with the experience, through Reverb only (remote actors need no
+other channel): the learner reads them from steps 0..T-1 of each unroll it trains on (step T is
+step 0 of the next unroll), so each episode is counted once, at the frames when it is consumed.
+
+`run_actor` and `run_evaluator` are the bodies of spawned processes (`common.launch`): they take
+picklable settings and a picklable policy factory, and return when `stop` is set, when the parent
+process dies, or after `max_steps`.
+"""
+
+import dataclasses
+import os
+import time
+from typing import Any, Callable, NamedTuple, Protocol
+
+import numpy as np
+import reverb
+import tensorflow as tf
+
+from common import envs as envs_lib
+from common import metrics
+from common import replay
+from common import logging as run_logging
+
+UNROLLS_TABLE = "unrolls"
+PARAMS_TABLE = "params"
+CORE_STATE = "core_state"
+
+
+class Policy(Protocol):
+    """What an actor needs from a paper's agent."""
+
+    def initial_state(self, batch_size: int) -> Any: ...
+
+    def step(self, observation: np.ndarray, prev_action: np.ndarray, prev_reward: np.ndarray,
+             reset: np.ndarray, state: Any) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
+        """(actions [B] int32, extras {name: [B, ...]}, new core state)."""
+
+    def set_weights(self, weights: list[np.ndarray]) -> None: ...
+
+
+# (num_actions, observation_shape, observation_dtype, seed, greedy) -> Policy
+PolicyFactory = Callable[[int, tuple, np.dtype, int, bool], Policy]
+
+
+class CategoricalPolicy:
+    """a_t ~ softmax(logits) (or argmax with `greedy`) of a network with ImpalaNet's `step` API.
+
+    One compiled call per batched step (`tf.function`, optionally XLA). Extras:
+    `behaviour_logits` [B, A], the behaviour policy mu the learner's V-trace needs (§4.1).
+    """
+
+    def __init__(self, network, observation_shape: tuple, observation_dtype, seed: int,
+                 greedy: bool = False, jit_compile: bool = False):
+        network.create_variables(observation_shape, observation_dtype)
+        self.network = network
+        self.greedy = greedy
+        self._rng = tf.random.Generator.from_seed(seed)
+        self._step = tf.function(self._step_graph, jit_compile=jit_compile,
+                                 reduce_retracing=True)
+
+    def initial_state(self, batch_size: int):
+        return tf.nest.map_structure(lambda x: x.numpy(), self.network.initial_state(batch_size))
+
+    def _step_graph(self, observation, prev_action, prev_reward, reset, state):
+        (logits, _), new_state = self.network.step(observation, prev_action, prev_reward, reset,
+                                                   state)
+        if self.greedy:
+            return tf.argmax(logits, -1, output_type=tf.int32), logits, new_state
+        # Gumbel-max: argmax(logits + Gumbel noise) ~ softmax(logits), and unlike
+        # tf.random.categorical it compiles under XLA on CPU.
+        uniform = self._rng.uniform(tf.shape(logits), minval=np.finfo(np.float32).tiny, maxval=1.0)
+        gumbel = -tf.math.log(-tf.math.log(uniform))
+        return tf.argmax(logits + gumbel, -1, output_type=tf.int32), logits, new_state
+
+    def step(self, observation, prev_action, prev_reward, reset, state):
+        actions, logits, new_state = self._step(observation, prev_action, prev_reward, reset,
+                                                state)
+        return (actions.numpy(), {"behaviour_logits": logits.numpy()},
+                tf.nest.map_structure(lambda x: x.numpy(), new_state))
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        assign_weights(self.network.variables, weights)
+
+
+def assign_weights(variables, weights: list[np.ndarray]) -> None:
+    """Copies published weights into `variables` (same order), checking the shapes."""
+    if len(variables) != len(weights):
+        raise ValueError(f"got {len(weights)} weight arrays for {len(variables)} variables")
+    for var, value in zip(variables, weights):
+        if tuple(var.shape) != np.shape(value):
+            raise ValueError(f"weight for {var.name} has shape {np.shape(value)}, "
+                             f"expected {tuple(var.shape)}")
+        var.assign(value)
+
+
+def step_spec(observation_shape: tuple, observation_dtype, num_actions: int) -> dict:
+    """Per-step `tf.TensorSpec`s of the actor's record (module docstring), with logits."""
+    return {
+        "observation": tf.TensorSpec(observation_shape, tf.as_dtype(observation_dtype)),
+        "prev_action": tf.TensorSpec([], tf.int32),
+        "prev_reward": tf.TensorSpec([], tf.float32),
+        "reset": tf.TensorSpec([], tf.bool),
+        "action": tf.TensorSpec([], tf.int32),
+        "reward": tf.TensorSpec([], tf.float32),
+        "params_step": tf.TensorSpec([], tf.int64),
+        "episode_return": tf.TensorSpec([], tf.float32),
+        "episode_length": tf.TensorSpec([], tf.int32),
+        "behaviour_logits": tf.TensorSpec([num_actions], tf.float32),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorSettings:
+    """What one actor process runs (picklable)."""
+
+    env: str
+    num_envs: int
+    seed: int
+    unroll_length: int
+    params_pull_interval: int  # actor steps between parameter pulls
+    protocol: Any = "impala"  # a common.envs protocol name or AtariProtocol
+    flush_timeout_ms: int = 1000  # choice: short waits, so a stop request is seen within ~1 s
+    wait_for_params_s: float = 600.0  # choice: the learner's first publish may follow a compile
+    niceness: int = 0  # os.nice increment: > 0 lets a learner on the same cores go first
+
+
+class ShouldStop:
+    """True once `stop` is set or the parent process has died (a killed launcher)."""
+
+    def __init__(self, stop):
+        self._stop = stop
+        self._parent = os.getppid()
+
+    def __call__(self) -> bool:
+        return (self._stop is not None and self._stop.is_set()) or os.getppid() != self._parent
+
+
+class StepInputs(NamedTuple):
+    """The policy's inputs besides x_t: whether x_t starts an episode, a_{t-1} and r_{t-1}
+    (zeros at an episode start; A21)."""
+
+    reset: np.ndarray
+    prev_action: np.ndarray
+    prev_reward: np.ndarray
+
+    @classmethod
+    def first(cls, batch_size: int) -> "StepInputs":
+        return cls(np.ones(batch_size, bool), np.zeros(batch_size, np.int32),
+                   np.zeros(batch_size, np.float32))
+
+    @classmethod
+    def after(cls, result: envs_lib.StepResult, action: np.ndarray) -> "StepInputs":
+        reset = result.terminated | result.truncated
+        return cls(reset, np.where(reset, 0, action).astype(np.int32),
+                   np.where(reset, 0.0, result.reward).astype(np.float32))
+
+
+def configure_threads(intra_op: int, inter_op: int = 1) -> None:
+    """TensorFlow thread pools of this process; no-op once TensorFlow has started (e.g. when
+    a test runs an actor in its own process)."""
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(intra_op)
+        tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+    except RuntimeError:
+        pass
+
+
+def _wait_for_params(subscriber: replay.ParamsSubscriber, should_stop, timeout_s: float):
+    deadline = time.monotonic() + timeout_s
+    while not should_stop() and time.monotonic() < deadline:
+        latest = subscriber.latest(timeout_ms=1000)
+        if latest is not None:
+            return latest
+        time.sleep(0.2)
+    return None
+
+
+def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_address: str,
+              stop=None, max_steps: int | None = None, table: str = UNROLLS_TABLE,
+              intra_op_threads: int = 1) -> dict:
+    """The actor loop (module docstring). Returns counters: steps, params_updates, params_step."""
+    configure_threads(intra_op_threads)
+    os.nice(settings.niceness)
+    should_stop = ShouldStop(stop)
+    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol)
+    policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
+                         settings.seed, False)
+    client = replay.connect(replay_address, timeout_s=30.0)
+    subscriber = replay.ParamsSubscriber(client, PARAMS_TABLE)
+    params_step = -1  # -1: initial weights, no publication seen yet
+    latest = _wait_for_params(subscriber, should_stop, settings.wait_for_params_s)
+    if latest is not None:
+        params_step = latest[0]
+        policy.set_weights(latest[1])
+    writer = replay.UnrollWriter(client, table, settings.unroll_length, settings.num_envs,
+                                 flush_timeout_ms=settings.flush_timeout_ms)
+    B = settings.num_envs
+    observation = env.reset()
+    inputs = StepInputs.first(B)
+    state = policy.initial_state(B)
+    steps = params_updates = 0
+    try:
+        while not should_stop() and (max_steps is None or steps < max_steps):
+            action, extras, new_state = policy.step(observation, inputs.prev_action,
+                                                    inputs.prev_reward, inputs.reset, state)
+            result = env.step(action)
+            record = dict(observation=observation, **inputs._asdict(), action=action,
+                          reward=result.reward, params_step=np.full(B, params_step, np.int64),
+                          episode_return=result.episode_return,
+                          episode_length=result.episode_length, **extras)
+            core_state = {CORE_STATE: state} if tf.nest.flatten(state) else None
+            _append_until_accepted(writer, record, core_state, should_stop)
+            if steps % settings.params_pull_interval == 0 and steps > 0:
+                # With the default interval this follows the append that closed an unroll: it
+                # returns once the queue took the unroll, so the pull sees the freshest weights
+                # before the next unroll starts (§3: "before each new trajectory").
+                latest = subscriber.latest(timeout_ms=1000)
+                if latest is not None and latest[0] != params_step:
+                    params_step = latest[0]
+                    policy.set_weights(latest[1])
+                    params_updates += 1
+            inputs = StepInputs.after(result, action)
+            observation = result.observation
+            state = new_state
+            steps += 1
+    finally:
+        writer.close(timeout_ms=1000)
+        env.close()
+    return dict(steps=steps, params_updates=params_updates, params_step=params_step)
+
+
+def _append_until_accepted(writer: replay.UnrollWriter, record, core_state, should_stop) -> None:
+    """Appends; while the queue is full (learner busy or gone) waits in short slices."""
+    try:
+        writer.append(record, core_state)
+        return
+    except reverb.DeadlineExceededError:
+        pass
+    while not should_stop():
+        try:
+            writer.flush(timeout_ms=1000)
+            return
+        except reverb.DeadlineExceededError:
+            continue
+
+
+# ------------------------------------------------------------------------------------------------
+# Evaluator
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluatorSettings:
+    """A paper's evaluation protocol plus how often to run it (picklable)."""
+
+    env: str
+    protocol: Any  # AtariProtocol of the evaluation (no-ops, cap, sticky, action set)
+    num_envs: int  # episodes run side by side
+    round_episodes: int  # episodes per periodic round
+    final_episodes: int  # episodes of the protocol, run once when training ends
+    interval_s: float  # seconds between rounds
+    frames_per_learner_step: int  # to report frames from the published learner step
+    greedy: bool  # the evaluated policy: argmax instead of sampling
+    seed: int = 10_000  # choice: evaluation seeds differ from the actors' (seed + i)
+    niceness: int = 0  # os.nice increment, as ActorSettings
+
+
+def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False) -> list[float]:
+    """Raw whole-game scores of `num_episodes` episodes.
+
+    Env i contributes its first quota_i episodes (quotas split `num_episodes` evenly), so that
+    short episodes are not over-represented as they would be by taking the first to finish.
+    """
+    B = env.num_envs
+    quotas = np.full(B, num_episodes // B) + (np.arange(B) < num_episodes % B)
+    scores: list[list[float]] = [[] for _ in range(B)]
+    observation = env.reset()
+    inputs = StepInputs.first(B)
+    state = policy.initial_state(B)
+    while not should_stop() and any(len(s) < q for s, q in zip(scores, quotas)):
+        action, _, state = policy.step(observation, inputs.prev_action, inputs.prev_reward,
+                                       inputs.reset, state)
+        result = env.step(action)
+        for i in np.flatnonzero(~np.isnan(result.episode_return)):
+            if len(scores[i]) < quotas[i]:
+                scores[i].append(float(result.episode_return[i]))
+        inputs = StepInputs.after(result, action)
+        observation = result.observation
+    return [score for env_scores in scores for score in env_scores]
+
+
+def human_normalized_or_nan(env: str, score: float) -> float:
+    """HNS in percent (common.metrics), NaN for an env without reference scores (CartPole)."""
+    try:
+        return float(metrics.human_normalized_score(env, score))
+    except (KeyError, ValueError):
+        return float("nan")
+
+
+def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, replay_address: str,
+                  logdir: str, stop=None, finished=None, start_time: float | None = None,
+                  intra_op_threads: int = 1) -> None:
+    """Every `interval_s`, evaluates the latest published weights; when `finished` is set (the
+    learner reached its budget), runs the full protocol once. Writes eval.csv + TensorBoard."""
+    configure_threads(intra_op_threads)
+    os.nice(settings.niceness)
+    should_stop = ShouldStop(stop)
+    start_time = time.time() if start_time is None else start_time
+    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol)
+    policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
+                         settings.seed, settings.greedy)
+    subscriber = replay.ParamsSubscriber(replay.connect(replay_address, timeout_s=30.0),
+                                         PARAMS_TABLE)
+    log = run_logging.EvalLogger(logdir)
+    last_round = time.monotonic()  # choice: the first round after one interval, not at start
+    try:
+        while not should_stop():
+            final = finished is not None and finished.is_set()
+            if not final and time.monotonic() - last_round < settings.interval_s:
+                time.sleep(0.5)
+                continue
+            latest = subscriber.latest(timeout_ms=5000)
+            if latest is None:
+                time.sleep(1.0)
+                continue
+            last_round = time.monotonic()
+            learner_step, weights = latest
+            policy.set_weights(weights)
+            episodes = settings.final_episodes if final else settings.round_episodes
+            scores = evaluate(env, policy, episodes, should_stop)
+            frames = learner_step * settings.frames_per_learner_step
+            hns = [human_normalized_or_nan(settings.env, s) for s in scores]
+            for score, h in zip(scores, hns):
+                log.episode(frames, score, h, time.time() - start_time)
+            if scores:
+                log.round(frames, scores, hns)
+            if final:
+                break
+    finally:
+        log.close()
+        env.close()
+

@@ -1,0 +1,41 @@
+"""IMPALA's behaviour and evaluation policies and its Atari protocols.
+
+The behaviour policy is mu = softmax(logits) of the actor's (possibly stale) copy of the network
+(§3, §4.1): `common.acting.CategoricalPolicy`. Evaluation samples from pi as well unless
+`--eval_policy=greedy` (impala.md A18).
+"""
+
+import dataclasses
+
+from common import acting
+from common import envs
+from impala import config as config_lib
+from impala import networks
+
+
+def make_policy(config: config_lib.ImpalaConfig, num_actions: int, observation_shape: tuple,
+                observation_dtype, seed: int, greedy: bool) -> acting.CategoricalPolicy:
+    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
+    return acting.CategoricalPolicy(networks.make_network(config, num_actions),
+                                    observation_shape, observation_dtype, seed, greedy=greedy,
+                                    jit_compile=config.jit_compile)
+
+
+def training_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
+    """Table G.1 preprocessing (common.envs "impala"), with the configured action set."""
+    return dataclasses.replace(envs.PROTOCOLS["impala"],
+                               full_action_space=config.full_action_set)
+
+
+def evaluation_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
+    """§5.3.2 evaluation: no-op starts, episode cap and sticky actions of the config.
+
+    Scores are whole games (common.envs reports the raw game score), so the life-loss flag of
+    training does not change them.
+    """
+    return dataclasses.replace(
+        training_protocol(config),
+        noop_max=config.eval_noop_max,
+        max_episode_frames=config.eval_max_episode_frames,
+        # choice: 0.25 is the usual sticky probability (Machado et al., 2018) when asked for.
+        repeat_action_probability=0.25 if config.eval_sticky_actions else 0.0)

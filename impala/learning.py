@@ -1,0 +1,133 @@
+"""The IMPALA train step: unroll batch in, V-trace loss, clipped gradients, RMSProp step out.
+
+The generic loop (sampling, publishing, checkpoints, logging) is `common.learning`; this module
+supplies what is IMPALA's: the optimiser with TF1 semantics (impala.md §8 A10), the linear
+learning-rate anneal (Table G.1, A11) and the step itself (§4.2, impala.md §2.9).
+"""
+
+from typing import Callable, Sequence
+
+import tensorflow as tf
+
+from impala import config as config_lib
+from impala import losses
+
+
+class RMSProp(tf.Module):
+    """RMSProp as TF1's `tf.compat.v1.train.RMSPropOptimizer` (uncentred) computes it:
+
+        ms  <- ms + (1 - decay) (g^2 - ms)
+        mom <- momentum mom + lr g / sqrt(ms + epsilon)
+        w   <- w - mom
+
+    with `ms` initialised to `initial_mean_square`. TF1 starts it at 1.0 (impala.md §8 A10), which
+    damps the first updates; Keras 2.15's `RMSprop` computes the same update from 0.0 (its epsilon
+    is also inside the square root), so `initial_mean_square=0` reproduces Keras.
+    """
+
+    def __init__(self, decay: float, momentum: float, epsilon: float,
+                 initial_mean_square: float = 1.0, name: str = "rmsprop"):
+        super().__init__(name=name)
+        self.decay = decay
+        self.momentum = momentum
+        self.epsilon = epsilon
+        self.initial_mean_square = initial_mean_square
+        self.mean_squares: list[tf.Variable] = []
+        self.moments: list[tf.Variable] = []
+
+    def build(self, variables: Sequence[tf.Variable]) -> None:
+        """Creates the slots eagerly (once), so the update can run under XLA."""
+        if self.mean_squares:
+            return
+        for var in variables:
+            name = var.name.split(":")[0]
+            self.mean_squares.append(tf.Variable(
+                tf.fill(var.shape, tf.constant(self.initial_mean_square, var.dtype)),
+                trainable=False, name=f"{name}/ms"))
+            self.moments.append(tf.Variable(tf.zeros_like(var), trainable=False,
+                                            name=f"{name}/mom"))
+
+    def apply(self, gradients: Sequence[tf.Tensor], variables: Sequence[tf.Variable],
+              learning_rate: tf.Tensor) -> None:
+        """One update of every variable with its gradient (`build` must have run)."""
+        if len(self.mean_squares) != len(variables):
+            raise ValueError(f"optimizer built for {len(self.mean_squares)} variables, "
+                             f"got {len(variables)}; call build(variables) first")
+        for grad, var, ms, mom in zip(gradients, variables, self.mean_squares, self.moments):
+            lr = tf.cast(learning_rate, var.dtype)
+            ms.assign_add((1.0 - self.decay) * (tf.square(grad) - ms))
+            mom.assign(self.momentum * mom + lr * grad * tf.math.rsqrt(ms + self.epsilon))
+            var.assign_sub(mom)
+
+
+def make_optimizer(config: config_lib.ImpalaConfig) -> RMSProp:
+    """The optimiser named by `config.optimizer` with the Table G.1 coefficients."""
+    initial = {"rmsprop_tf1": 1.0, "rmsprop_keras": 0.0}[config.optimizer]
+    return RMSProp(decay=config.rmsprop_decay, momentum=config.rmsprop_momentum,
+                   epsilon=config.rmsprop_epsilon, initial_mean_square=initial)
+
+
+def linear_annealed_learning_rate(frames, initial_learning_rate: float, total_frames: int):
+    """lr(f) = lr0 * max(0, 1 - f / total_frames): "anneal linearly to 0" (Table G.1, A11).
+
+    Works on Python numbers and on tensors; `frames` counts environment frames (A11).
+    """
+    fraction = tf.cast(frames, tf.float64) / float(total_frames)
+    return tf.cast(initial_learning_rate * tf.nn.relu(1.0 - fraction), tf.float32)
+
+
+def discounts_from_resets(resets: tf.Tensor, discount: float) -> tf.Tensor:
+    """gamma_t = gamma (1 - d_t) for t = 0..T-1, where d_t = reset_{t+1} (impala.md §2.0, A2).
+
+    The actor marks the first step of every episode with `reset`; step t ended an episode iff
+    step t+1 is a first step. A time-limit truncation also starts a new episode and is treated as
+    terminal here (the auto-reset environment does not return the truncated final observation).
+    """
+    return discount * (1.0 - tf.cast(resets[1:], tf.float32))
+
+
+def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
+                    ) -> Callable[[dict, tf.Tensor], dict]:
+    """The compiled learner step `step(batch, frames) -> stats` (one tf.function).
+
+    `batch` is an unroll batch from the queue table: time-major [T+1, B, ...] arrays
+    `observation, prev_action, prev_reward, reset, action, behaviour_logits, reward` (step T only
+    provides the bootstrap observation), plus `core_state` at step 0 when the network is
+    recurrent. `frames` is the frame count before this step; it sets the learning rate.
+    """
+    hparams = losses.LossHyperparameters.from_config(config)
+    variables = network.trainable_variables
+    optimizer.build(variables)
+
+    def step(batch: dict, frames: tf.Tensor) -> dict:
+        if config.lr_anneal:
+            learning_rate = linear_annealed_learning_rate(frames, config.learning_rate,
+                                                          config.total_frames)
+        else:
+            learning_rate = tf.constant(config.learning_rate, tf.float32)
+        core_state = batch.get("core_state")
+        if core_state is None:
+            core_state = network.initial_state(tf.shape(batch["reward"])[1])
+        with tf.GradientTape() as tape:
+            (logits, values), _ = network.unroll(
+                batch["observation"], batch["prev_action"], batch["prev_reward"],
+                batch["reset"], core_state)
+            loss, stats = losses.impala_loss(
+                hparams,
+                target_logits=logits[:-1],
+                values=values[:-1],
+                bootstrap_value=values[-1],
+                behaviour_logits=batch["behaviour_logits"][:-1],
+                actions=batch["action"][:-1],
+                rewards=batch["reward"][:-1],
+                discounts=discounts_from_resets(batch["reset"], config.discount))
+        gradients = tape.gradient(loss, variables)
+        if config.max_grad_norm > 0:
+            gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)
+        else:
+            grad_norm = tf.linalg.global_norm(gradients)
+        optimizer.apply(gradients, variables, learning_rate)
+        return dict(stats, **{"optimizer/learning_rate": learning_rate,
+                              "optimizer/grad_norm": grad_norm})
+
+    return tf.function(step, jit_compile=config.jit_compile)

@@ -1,0 +1,24 @@
+"""The IMPALA network of a config: `common.networks.ImpalaNet` with the paper's choices.
+
+Atari (App. G, impala.md §3.5): feed-forward, 4-frame stack, deep or shallow torso, no LSTM.
+DMLab (§3.1-3.3): add `--use_lstm` (256 units, previous action and clipped reward as inputs).
+"""
+
+import tensorflow as tf
+
+from common import networks
+from impala import config as config_lib
+
+
+def make_network(config: config_lib.ImpalaConfig, num_actions: int) -> networks.ImpalaNet:
+    return networks.ImpalaNet(num_actions, torso=config.network, use_lstm=config.use_lstm,
+                              lstm_units=config.lstm_units)
+
+
+def core_state_spec(config: config_lib.ImpalaConfig):
+    """Per-env spec of the LSTM state (h, c) the actors store at each unroll start (§3,
+    impala.md §5.1), or None for the feed-forward Atari nets."""
+    if not config.use_lstm:
+        return None
+    return (tf.TensorSpec([config.lstm_units], tf.float32),
+            tf.TensorSpec([config.lstm_units], tf.float32))

@@ -1,0 +1,199 @@
+"""common/acting.py: the batched categorical policy, evaluation quotas, and an actor writing real
+unrolls to a real Reverb server (in this process, so its records can be checked exactly)."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import acting
+from common import envs
+from common import networks
+from common import replay
+
+PROBS = np.array([0.1, 0.2, 0.7])
+
+
+class FixedLogitsNet(tf.Module):
+    """The `ImpalaNet.step` API with state-independent logits (one variable)."""
+
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = tf.Variable(np.asarray(logits, np.float32))
+
+    def create_variables(self, observation_shape, observation_dtype):
+        pass
+
+    def initial_state(self, batch_size):
+        return ()
+
+    def step(self, obs, prev_action, prev_reward, reset, state):
+        batch = tf.shape(obs)[0]
+        return (tf.broadcast_to(self.logits, [batch, 3]), tf.zeros([batch])), ()
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_policy_samples_the_softmax_and_greedy_takes_the_argmax(jit_compile):
+    B = 20_000
+    obs = np.zeros((B, 1), np.float32)
+    args = (obs, np.zeros(B, np.int32), np.zeros(B, np.float32), np.zeros(B, bool), ())
+    policy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=1,
+                                      jit_compile=jit_compile)
+    actions, extras, state = policy.step(*args)
+    assert actions.dtype == np.int32 and actions.shape == (B,) and state == ()
+    frequencies = np.bincount(actions, minlength=3) / B
+    np.testing.assert_allclose(frequencies, PROBS, atol=4 * np.sqrt(0.25 / B))
+    np.testing.assert_allclose(extras["behaviour_logits"][0], np.log(PROBS), rtol=1e-6)
+    assert not np.array_equal(actions, policy.step(*args)[0])  # fresh randomness per call
+    greedy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=1,
+                                      greedy=True, jit_compile=jit_compile)
+    np.testing.assert_array_equal(greedy.step(*args)[0], 2)
+
+
+def test_set_weights_checks_count_and_shapes():
+    policy = acting.CategoricalPolicy(FixedLogitsNet([0.0, 0.0, 0.0]), (1,), np.float32, seed=0)
+    policy.set_weights([np.array([0.0, 5.0, 0.0], np.float32)])
+    one = (np.zeros((1, 1), np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32),
+           np.zeros(1, bool), ())
+    np.testing.assert_allclose(policy.step(*one)[1]["behaviour_logits"], [[0.0, 5.0, 0.0]])
+    with pytest.raises(ValueError, match="has shape \\(2,\\), expected \\(3,\\)"):
+        policy.set_weights([np.zeros(2, np.float32)])
+    with pytest.raises(ValueError, match="got 2 weight arrays for 1 variables"):
+        policy.set_weights([np.zeros(3, np.float32)] * 2)
+
+
+class CountdownEnv:
+    """Env i's episodes last i + 1 steps and score i + 1 (raw), so scores identify the env."""
+
+    observation_shape, observation_dtype, num_actions = (1,), np.float32, 3
+
+    def __init__(self, num_envs):
+        self.num_envs = num_envs
+        self._t = np.zeros(num_envs, int)
+
+    def reset(self):
+        self._t[:] = 0
+        return np.zeros((self.num_envs, 1), np.float32)
+
+    def step(self, actions):
+        self._t += 1
+        done = self._t == np.arange(1, self.num_envs + 1)
+        returns = np.where(done, self._t, np.nan).astype(np.float32)
+        self._t[done] = 0
+        return envs.StepResult(np.zeros((self.num_envs, 1), np.float32), np.ones(self.num_envs),
+                               np.ones(self.num_envs), done, np.zeros(self.num_envs, bool),
+                               returns, np.where(done, self._t, 0))
+
+
+def test_evaluate_takes_each_envs_quota_not_the_first_to_finish():
+    policy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=0)
+    scores = acting.evaluate(CountdownEnv(2), policy, num_episodes=5)
+    # Quotas [3, 2]: three 1-step episodes of env 0 and two 2-step episodes of env 1. Taking the
+    # first five to finish would give four 1s and one 2.
+    assert sorted(scores) == [1, 1, 1, 2, 2]
+
+
+# --- A real actor on CartPole against a real Reverb server --------------------------------------
+
+UNROLL, NUM_ENVS, MAX_STEPS, PUBLISHED_STEP = 5, 2, 41, 7
+
+
+LSTM_UNITS = 8
+
+
+def lstm_policy(num_actions, observation_shape, observation_dtype, seed, greedy):
+    net = networks.ImpalaNet(num_actions, torso="mlp", use_lstm=True, lstm_units=LSTM_UNITS)
+    return acting.CategoricalPolicy(net, observation_shape, observation_dtype, seed, greedy)
+
+
+@pytest.fixture(scope="module")
+def actor_run():
+    spec = acting.step_spec((4,), np.float32, 2)
+    state_spec = {acting.CORE_STATE: (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2}
+    signature = replay.sequence_signature(spec, UNROLL + 1, state_spec)
+    server = replay.start_server([replay.queue_table(acting.UNROLLS_TABLE, 100, signature),
+                                  replay.params_table(acting.PARAMS_TABLE)])
+    address = replay.address_of(server)
+    client = replay.connect(address)
+    reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
+    weights = [v.numpy() for v in reference.network.variables]
+    replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, weights)
+    settings = acting.ActorSettings(env="CartPole", num_envs=NUM_ENVS, seed=0,
+                                    unroll_length=UNROLL, params_pull_interval=10)
+    counters = acting.run_actor(settings, lstm_policy, address, max_steps=MAX_STEPS)
+    size = client.server_info()[acting.UNROLLS_TABLE].current_size
+    items = [s.data for s in client.sample(acting.UNROLLS_TABLE, size, emit_timesteps=False,
+                                           unpack_as_table_signature=True)]
+    server.stop()
+    return counters, items, reference
+
+
+def test_actor_writes_overlapping_unrolls_with_consistent_inputs(actor_run):
+    counters, items, _ = actor_run
+    assert counters["steps"] == MAX_STEPS and counters["params_step"] == PUBLISHED_STEP
+    # An item every UNROLL steps once UNROLL + 1 steps exist: starts 0, 5, ..., 35 per env.
+    assert len(items) == NUM_ENVS * 8
+    steps = [item[replay.STEPS] for item in items]
+    episodes_ended = 0
+    for s in steps:
+        assert s["observation"].shape == (UNROLL + 1, 4)
+        np.testing.assert_array_equal(s["params_step"], PUBLISHED_STEP)
+        for t in range(UNROLL):
+            if s["reset"][t + 1]:
+                assert s["prev_action"][t + 1] == 0 and s["prev_reward"][t + 1] == 0
+                assert not np.isnan(s["episode_return"][t])  # a game ended at step t
+                episodes_ended += 1
+            else:
+                assert s["prev_action"][t + 1] == s["action"][t]
+                assert s["prev_reward"][t + 1] == s["reward"][t] == 1.0
+                assert np.isnan(s["episode_return"][t])
+    assert episodes_ended > 0  # random CartPole episodes last ~20 steps
+    first_steps = {s["observation"][0].tobytes() for s in steps}
+    last_steps = [s["observation"][-1].tobytes() for s in steps]
+    # Consecutive unrolls overlap by one step: all but the final unroll of each env end where
+    # another begins.
+    assert sum(last in first_steps for last in last_steps) == len(steps) - NUM_ENVS
+
+
+def test_learner_unroll_from_the_stored_state_reproduces_the_actor(actor_run):
+    # The learner's view of an item (its T+1 steps from the stored core state, with the stored
+    # resets and previous actions/rewards) must give back the actor's logits exactly: this checks
+    # the published weights, the core state at the unroll start and the recurrent inputs.
+    _, items, reference = actor_run
+    for item in items:
+        s = item[replay.STEPS]
+        state = item[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE]
+        batch = lambda x: np.asarray(x)[:, None]  # [T+1] -> [T+1, 1]
+        (logits, _), _ = reference.network.unroll(
+            batch(s["observation"]), batch(s["prev_action"]), batch(s["prev_reward"]),
+            batch(s["reset"]), tuple(np.asarray(h)[None] for h in state))
+        np.testing.assert_allclose(logits.numpy()[:, 0], s["behaviour_logits"], rtol=1e-5,
+                                   atol=1e-5)
+    # The first unroll of each env starts from the zero state; later ones do not.
+    states = [np.asarray(item[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE][0]) for item in items]
+    assert sum(not s.any() for s in states) == NUM_ENVS
+
+
+def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
+    server = replay.start_server([replay.params_table(acting.PARAMS_TABLE)])
+    address = replay.address_of(server)
+    try:
+        weights = [v.numpy() for v in lstm_policy(2, (4,), np.float32, 0, False).network.variables]
+        replay.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE).publish(5, weights)
+        settings = acting.EvaluatorSettings(
+            env="CartPole", protocol="impala", num_envs=3, round_episodes=2, final_episodes=7,
+            interval_s=1e9, frames_per_learner_step=100, greedy=False)
+        finished = threading.Event()
+        finished.set()  # training is over: one run of the full protocol, then return
+        acting.run_evaluator(settings, lstm_policy, address, str(tmp_path), finished=finished)
+    finally:
+        server.stop()
+    rows = open(tmp_path / "eval.csv").read().splitlines()
+    assert rows[0] == "frames,episode_return,hns,wall_time"
+    assert len(rows) == 1 + 7
+    for row in rows[1:]:
+        frames, episode_return, hns, _ = row.split(",")
+        assert frames == "500" and float(episode_return) >= 8 and hns == "nan"
+    assert os.listdir(tmp_path / "eval")  # TensorBoard events

@@ -1,0 +1,92 @@
+"""common/launch.py: the process supervisor (spawned children, restarts, shutdown that never
+hangs) and the table layout. The full launcher runs end to end in tests/impala/test_system.py."""
+
+import os
+import time
+
+import tensorflow as tf
+
+from common import acting
+from common import launch
+from common import replay
+
+
+# Children (module-level so that spawned processes can import them).
+
+
+def crash_once(path: str, seed: int, stop) -> None:
+    """Writes its seed; the first incarnation then crashes, later ones wait for stop."""
+    with open(path, "a") as f:
+        f.write(f"{seed}\n")
+    if seed == 0:
+        raise RuntimeError("simulated actor crash")
+    stop.wait(60)
+
+
+def ignore_stop(stop) -> None:
+    time.sleep(600)
+
+
+def wait_until(condition, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_supervisor_restarts_a_crashed_child_with_new_kwargs(tmp_path):
+    path = str(tmp_path / "seeds.txt")
+    supervisor = launch.Supervisor(restart_delay_s=0.1)
+    try:
+        supervisor.start("child", crash_once, dict(path=path, seed=0),
+                         reseed=lambda kwargs, n: dict(kwargs, seed=100 + n))
+        first = supervisor.process("child")
+        first.join(60)
+        assert first.exitcode == 1  # the traceback goes to stderr, the code to the supervisor
+        wait_until(lambda: supervisor.restart_dead() == ["child"])
+        wait_until(lambda: os.path.exists(path) and len(open(path).read().split()) == 2)
+        assert open(path).read().split() == ["0", "101"]
+        assert supervisor.restarts("child") == 1
+        assert supervisor.restart_dead() == []  # alive: nothing to do
+    finally:
+        supervisor.stop(timeout_s=10)
+    assert not supervisor.process("child").is_alive()
+    assert supervisor.process("child").exitcode == 0  # it saw the stop event
+
+
+def test_stop_terminates_a_child_that_ignores_the_stop_event():
+    supervisor = launch.Supervisor()
+    supervisor.start("stubborn", ignore_stop, {})
+    supervisor.stop(timeout_s=0.5)
+    process = supervisor.process("stubborn")
+    assert not process.is_alive() and process.exitcode != 0  # SIGTERM
+    assert supervisor.restart_dead() == []  # never restarted once stopping
+
+
+def test_should_stop_on_event():
+    event = launch.Supervisor().event()
+    should_stop = acting.ShouldStop(event)
+    assert not should_stop()
+    event.set()
+    assert should_stop()
+
+
+def test_tables_match_what_actors_write():
+    experiment = launch.Experiment(
+        actor=acting.ActorSettings(env="CartPole", num_envs=2, seed=0, unroll_length=3,
+                                   params_pull_interval=3),
+        num_actors=1, make_policy=None, make_learner=None, learner=None, queue_capacity=4,
+        core_state_spec=(tf.TensorSpec([5], tf.float32), tf.TensorSpec([5], tf.float32)))
+    spec = launch.probe_env("CartPole", "impala")
+    assert spec.num_actions == 2 and spec.observation_shape == (4,)
+    tables = launch.make_tables(experiment, spec)
+    server = replay.start_server(tables)
+    try:
+        client = replay.connect(replay.address_of(server))
+        info = client.server_info()
+        assert info[acting.UNROLLS_TABLE].max_size == 4
+        signature = launch.unroll_signature(experiment, spec)
+        assert signature[replay.STEPS]["observation"].shape == (4, *spec.observation_shape)
+        assert signature[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE][0].shape == (5,)
+    finally:
+        server.stop()

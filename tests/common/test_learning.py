@@ -1,0 +1,141 @@
+"""common/learning.py: the generic learner loop on a real Reverb queue with synthetic unrolls:
+step and frame counters, publication, episodes.csv (each episode once), checkpoint and resume."""
+
+import csv
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import acting
+from common import learning
+from common import logging as run_logging
+from common import replay
+
+T, NUM_ENVS, STEPS_PER_ENV, BATCH = 5, 2, 16, 2
+FRAMES_PER_BATCH = BATCH * T * 4
+
+
+class Toy(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable([0.0, 0.0])
+
+
+def make_train_step(net):
+    @tf.function
+    def step(batch, frames):
+        net.w.assign_add([tf.reduce_mean(batch["reward"]), 1.0])
+        return {"loss/total": tf.reduce_sum(net.w), "frames_seen": tf.cast(frames, tf.float32)}
+    return step
+
+
+def episode_return_at(t: int) -> float:
+    """Games end at t = 5, 10, 15 (raw score 10 + t); t = 5 and 10 are unroll boundaries."""
+    return 10.0 + t if t > 0 and t % 5 == 0 else np.nan
+
+
+@pytest.fixture
+def queue():
+    signature = replay.sequence_signature(acting.step_spec((1,), np.uint8, 2), T + 1)
+    server = replay.start_server([replay.queue_table(acting.UNROLLS_TABLE, 100, signature),
+                                  replay.params_table(acting.PARAMS_TABLE)])
+    address = replay.address_of(server)
+    client = replay.connect(address)
+    with replay.UnrollWriter(client, acting.UNROLLS_TABLE, T, NUM_ENVS) as writer:
+        for t in range(STEPS_PER_ENV):
+            ret = episode_return_at(t)
+            writer.append(dict(
+                observation=np.zeros((NUM_ENVS, 1), np.uint8),
+                prev_action=np.zeros(NUM_ENVS, np.int32),
+                prev_reward=np.zeros(NUM_ENVS, np.float32),
+                reset=np.full(NUM_ENVS, t > 0 and t % 5 == 1),
+                action=np.zeros(NUM_ENVS, np.int32),
+                reward=np.full(NUM_ENVS, float(t), np.float32),
+                params_step=np.zeros(NUM_ENVS, np.int64),
+                episode_return=np.full(NUM_ENVS, ret, np.float32),
+                episode_length=np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32),
+                behaviour_logits=np.zeros((NUM_ENVS, 2), np.float32)))
+    yield client, address, signature
+    server.stop()
+
+
+def make_learner(logdir, queue, total_batches=100):
+    client, address, signature = queue
+    net = Toy()
+    extra = tf.Variable(3.0)  # stands for an optimizer's state
+    settings = learning.LearnerSettings(
+        logdir=str(logdir), total_frames=total_batches * FRAMES_PER_BATCH,
+        frames_per_batch=FRAMES_PER_BATCH, batch_size=BATCH, publish_interval=2,
+        log_interval_s=0.0, checkpoint_interval_s=1e9, sample_timeout_ms=500)
+    return learning.Learner(settings, net, make_train_step(net), {"extra": extra}, client,
+                            address, signature), net, extra
+
+
+def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):
+    learner, net, extra = make_learner(tmp_path, queue)
+    assert not learner.restored_from
+    learner.run(max_steps=3)  # 6 unrolls = 3 batches
+    assert int(learner.step.numpy()) == 3
+    assert int(learner.frames.numpy()) == 3 * FRAMES_PER_BATCH
+    np.testing.assert_allclose(net.w.numpy()[1], 3.0)
+    # The train step sees the frame count before it (0, F, 2F); logged every step, the last is 2F.
+    assert learner.last_stats["frames_seen"] == 2 * FRAMES_PER_BATCH
+    step, weights = replay.ParamsSubscriber(learner.client).latest()
+    assert step == 2  # published at start (0) and every 2 steps
+    extra.assign(5.0)
+    learner.save()
+    learner.close()
+    assert "[learner] step 3" in capsys.readouterr().out
+
+    with open(tmp_path / "episodes.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == run_logging.EPISODES_HEADER
+    # Ends at t = 5 and 10 per env, each read from the unroll where it is not the bootstrap step;
+    # t = 15 only ends the last unroll (its bootstrap step), so nobody trained on it yet.
+    assert sorted(float(r["episode_return"]) for r in rows) == [15.0, 15.0, 20.0, 20.0]
+    assert {int(r["episode_length"]) for r in rows} == {5}
+
+    resumed, net2, extra2 = make_learner(tmp_path, queue)
+    assert resumed.restored_from
+    assert int(resumed.step.numpy()) == 3 and int(resumed.frames.numpy()) == 3 * FRAMES_PER_BATCH
+    np.testing.assert_allclose(net2.w.numpy(), net.w.numpy())
+    assert extra2.numpy() == 5.0
+    assert resumed.elapsed_s.numpy() > 0
+    resumed.close()
+
+
+def test_learner_stops_at_the_frame_budget_without_data(queue, tmp_path):
+    learner, _, _ = make_learner(tmp_path, queue, total_batches=2)
+    learner.run()  # 3 batches are waiting, the budget is 2
+    assert int(learner.step.numpy()) == 2 and learner.done
+    learner.close()
+    again, _, _ = make_learner(tmp_path, queue, total_batches=2)
+    again.run()  # a finished run does nothing
+    assert int(again.step.numpy()) == 2
+    again.close()
+
+
+def test_learner_waits_with_timeouts_and_honours_stop(queue, tmp_path):
+    learner, _, _ = make_learner(tmp_path, queue)
+    calls = []
+
+    def stop_after_data_runs_out():
+        calls.append(1)
+        return int(learner.step.numpy()) == 3 and len(calls) > 6  # several empty waits
+
+    learner.run(should_stop=stop_after_data_runs_out)
+    assert int(learner.step.numpy()) == 3
+    learner.close()
+
+
+def test_csv_log_appends_and_rejects_a_foreign_header(tmp_path):
+    path = str(tmp_path / "e.csv")
+    log = run_logging.CsvLog(path, run_logging.EVAL_HEADER)
+    log.append(1, 2.0, 3.0, 4.0)
+    log.close()
+    run_logging.CsvLog(path, run_logging.EVAL_HEADER).append(5, 6.0, 7.0, 8.0)
+    assert open(path).read().splitlines() == ["frames,episode_return,hns,wall_time",
+                                              "1,2.0,3.0,4.0", "5,6.0,7.0,8.0"]
+    with pytest.raises(ValueError, match="expected \\('frames', 'episode_return', 'episode_len"):
+        run_logging.CsvLog(path, run_logging.EPISODES_HEADER)

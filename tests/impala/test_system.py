@@ -1,0 +1,182 @@
+"""End to end on CartPole with real processes and a real Reverb server.
+
+1. `python -m impala.main` runs until it has checkpointed, then is SIGKILLed: its spawned actor
+   notices the dead parent and exits.
+2. In this process, a learner on the same logdir resumes the checkpoint (step, weights,
+   optimizer state), trains with one spawned actor process: items arrive, the learner steps, the
+   weights change, the actor picks up the new weights; an actor killed mid-run is replaced and
+   training goes on.
+3. `python -m impala.main` on the same logdir again continues the step counter and finishes.
+"""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import launch
+from common import replay
+from impala import config as config_lib
+from impala import main as impala_main
+
+pytestmark = pytest.mark.slow
+
+# Small batches so that a single actor of 8 envs fills one batch per unroll.
+FLAGS = ["--env=CartPole", "--num_actors=1", "--envs_per_actor=8", "--batch_size=8",
+         "--queue_capacity=8", "--eval_interval_s=0", "--log_interval_s=1"]
+FRAMES_PER_BATCH = 8 * 20  # batch 8 x unroll 20, CartPole has no action repeat
+
+
+def children_of(pid: int) -> list[int]:
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                children.append(int(entry))
+    return children
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def checkpoint_step(logdir: str) -> int:
+    state = tf.train.get_checkpoint_state(os.path.join(logdir, "checkpoints"))
+    return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
+
+
+def run_main(logdir, *extra, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "impala.main", f"--logdir={logdir}", *FLAGS,
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            **kwargs)
+
+
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory):
+    logdir = str(tmp_path_factory.mktemp("impala_cartpole"))
+    process = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
+    try:
+        wait_for(lambda: checkpoint_step(logdir) >= 3 or process.poll() is not None, 120,
+                 "a checkpoint at step >= 3")
+        assert process.poll() is None, process.stdout.read()
+        children = children_of(process.pid)
+        assert children, "the launcher should have spawned an actor"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        output = process.communicate()[0]
+    # The orphaned actor notices its dead parent and exits on its own.
+    wait_for(lambda: not any(alive(pid) for pid in children), 30, "the orphaned actor to exit")
+    return logdir, checkpoint_step(logdir), output
+
+
+def test_killed_launcher_left_a_checkpoint_and_progress(killed_run):
+    logdir, step, output = killed_run
+    assert step >= 3
+    assert "[impala CartPole] step" in output  # the console progress line
+    with open(os.path.join(logdir, "episodes.csv")) as f:
+        assert f.readline().strip() == "frames,episode_return,episode_length,wall_time"
+    assert any(name.startswith("events.out.tfevents") for name in os.listdir(logdir))
+
+
+def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
+    logdir, checkpointed_step, _ = killed_run
+    config = config_lib.default_config("CartPole", num_actors=1, envs_per_actor=8, batch_size=8,
+                                       queue_capacity=8, total_frames=100_000_000,
+                                       eval_interval_s=0, log_interval_s=1.0).validate()
+    experiment = impala_main.build_experiment(config, logdir)
+    spec = launch.probe_env("CartPole", experiment.actor.protocol)
+    server = replay.start_server(launch.make_tables(experiment, spec))
+    address = replay.address_of(server)
+    supervisor = launch.Supervisor()
+    try:
+        learner = launch.build_learner(experiment, spec, address)
+        # Resumed: the step counter, frames and the checkpointed weights.
+        assert int(learner.step.numpy()) == checkpointed_step
+        assert int(learner.frames.numpy()) == checkpointed_step * FRAMES_PER_BATCH
+        saved = impala_main.make_learner(config, spec).network
+        tf.train.Checkpoint(network=saved).restore(learner.restored_from).expect_partial()
+        before = [v.numpy().copy() for v in learner.network.variables]
+        for restored, reference in zip(before, saved.variables):
+            np.testing.assert_array_equal(restored, reference.numpy())
+        assert any(np.any(s.numpy() != 1.0) for s in learner.checkpoint.optimizer.mean_squares)
+
+        launch.start_actors(supervisor, experiment, address)
+        # While the first step compiles, the actor fills the queue, the sampler's in-flight slots,
+        # the prefetch buffer and its writer with unrolls of the resumed weights (~6 batches).
+        learner.run(max_steps=10, on_idle=supervisor.restart_dead)
+        assert int(learner.step.numpy()) == checkpointed_step + 10  # items arrived, steps ran
+        after = [v.numpy() for v in learner.network.variables]
+        assert any(np.any(a != b) for a, b in zip(after, before))  # the weights changed
+        # The actor acted with weights published in this run (params step > the resumed step).
+        assert max(learner.params_steps_seen) > checkpointed_step
+
+        actor = supervisor.process("actor_0")
+        os.kill(actor.pid, signal.SIGKILL)
+        learner.run(max_steps=4, on_idle=supervisor.restart_dead)
+        assert supervisor.restarts("actor_0") == 1
+        assert supervisor.process("actor_0").pid != actor.pid
+        assert int(learner.step.numpy()) == checkpointed_step + 14  # training went on
+        learner.close()
+    finally:
+        supervisor.stop()
+        server.stop()
+
+
+def test_main_resumes_the_same_logdir_and_finishes(killed_run):
+    logdir, _, _ = killed_run
+    start = checkpoint_step(logdir)
+    budget = (start + 3) * FRAMES_PER_BATCH
+    process = run_main(logdir, f"--total_frames={budget}")
+    output = process.communicate(timeout=180)[0]
+    assert process.returncode == 0, output
+    assert checkpoint_step(logdir) == start + 3, output
+    steps = [int(line.split("step ")[1].split()[0]) for line in output.splitlines()
+             if line.startswith("[impala CartPole] step")]
+    assert steps and min(steps) > start, output  # the counter continued, it did not restart at 1
+    with open(os.path.join(logdir, "episodes.csv")) as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["frames", "episode_return", "episode_length", "wall_time"]
+    assert int(rows[-1][0]) > start * FRAMES_PER_BATCH  # appended after the resumed frames
+
+
+def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
+    logdir = str(tmp_path)
+    process = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
+    try:
+        wait_for(lambda: checkpoint_step(logdir) >= 1 or process.poll() is not None, 120,
+                 "a first checkpoint")
+        children = children_of(process.pid)
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=60)[0]
+    finally:
+        process.kill()
+    assert process.returncode == 0, output
+    assert "[launch] local interrupted; shut down" in output
+    last_line = [line for line in output.splitlines() if "checkpoint" in line][-1]
+    assert f"(step {checkpoint_step(logdir)}," in last_line  # the shutdown checkpoint
+    assert not any(alive(pid) for pid in children)
