@@ -46,16 +46,14 @@ def _flatten(x: tf.Tensor) -> tf.Tensor:
     return tf.reshape(x, [-1, int(np.prod(x.shape[1:]))])
 
 
-class ShallowTorso(tf.keras.layers.Layer):
-    """§3.1 shallow torso (A3C's feed-forward net): conv 8x8/4 16, conv 4x4/2 32 (VALID), FC 256.
+class ConvTorso(tf.keras.layers.Layer):
+    """A stack of VALID ReLU convolutions, then a ReLU fully connected layer."""
 
-    VALID padding is what reproduces the caption's 1.2M parameters (§3.4).
-    """
-
-    def __init__(self, output_units: int = 256, **kwargs):  # §3.1: FC 256
+    def __init__(self, convs: Sequence[tuple[int, int, int]], output_units: int, **kwargs):
+        """`convs`: (filters, kernel size, stride) of each convolution, input first."""
         super().__init__(**kwargs)
         self.output_units = output_units
-        self._convs = [_conv(16, 8, 4, "valid"), _conv(32, 4, 2, "valid")]  # §3.1
+        self._convs = [_conv(filters, kernel, stride, "valid") for filters, kernel, stride in convs]
         self._fc = _dense(output_units, "relu")
 
     def call(self, frames: tf.Tensor) -> tf.Tensor:
@@ -63,6 +61,16 @@ class ShallowTorso(tf.keras.layers.Layer):
         for conv in self._convs:
             x = tf.nn.relu(conv(x))
         return self._fc(_flatten(x))
+
+
+class ShallowTorso(ConvTorso):
+    """§3.1 shallow torso (A3C's feed-forward net): conv 8x8/4 16, conv 4x4/2 32 (VALID), FC 256.
+
+    VALID padding is what reproduces the caption's 1.2M parameters (§3.4).
+    """
+
+    def __init__(self, output_units: int = 256, **kwargs):  # §3.1: FC 256
+        super().__init__([(16, 8, 4), (32, 4, 2)], output_units, **kwargs)  # §3.1
 
 
 class ResidualBlock(tf.keras.layers.Layer):
@@ -104,23 +112,13 @@ class DeepTorso(tf.keras.layers.Layer):
         return self._fc(_flatten(tf.nn.relu(x)))
 
 
-class NatureTorso(tf.keras.layers.Layer):
+class NatureTorso(ConvTorso):
     """The Nature-DQN torso (impala.md §3.5 / A16 "three convolutional layers"; lbc.md §3
     "agent57" torso): conv 8x8/4 32, conv 4x4/2 64, conv 3x3/1 64 (VALID), FC 512.
     """
 
     def __init__(self, output_units: int = 512, **kwargs):  # §3.5: FC512
-        super().__init__(**kwargs)
-        self.output_units = output_units
-        self._convs = [_conv(32, 8, 4, "valid"), _conv(64, 4, 2, "valid"),
-                       _conv(64, 3, 1, "valid")]
-        self._fc = _dense(output_units, "relu")
-
-    def call(self, frames: tf.Tensor) -> tf.Tensor:
-        x = _scale_frames(frames)
-        for conv in self._convs:
-            x = tf.nn.relu(conv(x))
-        return self._fc(_flatten(x))
+        super().__init__([(32, 8, 4), (64, 4, 2), (64, 3, 1)], output_units, **kwargs)
 
 
 class MLPTorso(tf.keras.layers.Layer):
