@@ -11,6 +11,8 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
+from common.config import check_choice, field
+
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
 NETWORKS = ("deep", "shallow", "nature", "mlp")
@@ -18,97 +20,93 @@ OPTIMIZERS = ("rmsprop_tf1", "rmsprop_keras")
 EVAL_POLICIES = ("sample", "greedy")
 
 
-def _field(default, doc: str):
-    return dataclasses.field(default=default, metadata={"help": doc})
-
-
 @dataclasses.dataclass(frozen=True)
 class ImpalaConfig:
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment and network -----------------------------------------------------------
-    env: str = _field("Pong", "Atari game (e.g. Pong, Breakout) or CartPole.")  # choice: smoke game
-    network: str = _field(
+    env: str = field("Pong", "Atari game (e.g. Pong, Breakout) or CartPole.")  # choice: smoke game
+    network: str = field(
         "deep", "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), mlp.")
     # Table 4: the deep experts are the paper's best Atari agents. App. G's "shallow" Atari net
     # ("three convolutional layers") is ambiguous (impala.md A16): both readings are offered.
-    use_lstm: bool = _field(False, "Put an LSTM core before the heads.")
+    use_lstm: bool = field(False, "Put an LSTM core before the heads.")
     # App. G / §3.5: "All agents trained on Atari are equipped only with a feed forward network".
-    lstm_units: int = _field(256, "LSTM size when --use_lstm.")  # Fig. 3 (impala.md §3.1)
-    full_action_set: bool = _field(False, "All 18 Atari actions, not the game's minimal set.")
+    lstm_units: int = field(256, "LSTM size when --use_lstm.")  # Fig. 3 (impala.md §3.1)
+    full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
     # App. G: "experts use game-specific action sets"; only the multi-task agent uses 18.
 
     # --- Loss (Table G.1 unless noted) -------------------------------------------------------
-    unroll_length: int = _field(20, "Unroll length n (n steps + 1 bootstrap observation).")
+    unroll_length: int = field(20, "Unroll length n (n steps + 1 bootstrap observation).")
     # Table G.1: unroll length 20 (Table D.3: 100 on DMLab).
-    batch_size: int = _field(32, "Unrolls per learner batch.")  # Table G.1
-    discount: float = _field(0.99, "Discount gamma.")  # Table G.1 (Table D.3 also 0.99)
-    baseline_cost: float = _field(
+    batch_size: int = field(32, "Unrolls per learner batch.")  # Table G.1
+    discount: float = field(0.99, "Discount gamma.")  # Table G.1 (Table D.3 also 0.99)
+    baseline_cost: float = field(
         0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2 (impala.md A9).")  # Table G.1, D.3
-    entropy_cost: float = _field(0.01, "Entropy regulariser.")  # Table G.1
-    correction: str = _field(
+    entropy_cost: float = field(0.01, "Entropy regulariser.")  # Table G.1
+    correction: str = field(
         "vtrace", "Off-policy correction: vtrace, no_correction, eps_correction, one_step_is.")
     # §4 / §5.2.2: V-trace is the paper's method; the others are the §5.2.2 ablation baselines.
-    clip_rho_threshold: float = _field(1.0, "rho-bar (fixed point of V-trace).")  # §5.2.2
-    clip_pg_rho_threshold: float = _field(1.0, "rho-bar of the policy gradient.")  # §5.2.2, A5
-    clip_c_threshold: float = _field(1.0, "c-bar (trace cutting).")  # §5.2.2
-    vtrace_lambda: float = _field(1.0, "lambda of Remark 2.")  # impala.md A4: not used, so 1
-    correction_epsilon: float = _field(
+    clip_rho_threshold: float = field(1.0, "rho-bar (fixed point of V-trace).")  # §5.2.2
+    clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy gradient.")  # §5.2.2, A5
+    clip_c_threshold: float = field(1.0, "c-bar (trace cutting).")  # §5.2.2
+    vtrace_lambda: float = field(1.0, "lambda of Remark 2.")  # impala.md A4: not used, so 1
+    correction_epsilon: float = field(
         1e-6, "epsilon of eps_correction: log(pi(a) + epsilon).")  # §5.2.2
-    pg_q_estimate: str = _field(
+    pg_q_estimate: str = field(
         "vtrace", "q_s in the policy gradient: vtrace (r + g v_{s+1}) or baseline (r + g V).")
     # §4.2 Eq. (4) uses v_{s+1}; App. E.3 tried V(x_{s+1}) and found it worse.
 
     # --- Optimiser (Table G.1 unless noted) --------------------------------------------------
-    optimizer: str = _field(
+    optimizer: str = field(
         "rmsprop_tf1", "rmsprop_tf1 (TF1 RMSPropOptimizer: ms starts at 1) or rmsprop_keras.")
     # impala.md A10: the original ran TF1's RMSPropOptimizer; Table D.1's epsilon range assumes it.
-    learning_rate: float = _field(6e-4, "Initial learning rate.")  # Table G.1
-    lr_anneal: bool = _field(True, "Anneal the learning rate linearly to 0 over --total_frames.")
+    learning_rate: float = field(6e-4, "Initial learning rate.")  # Table G.1
+    lr_anneal: bool = field(True, "Anneal the learning rate linearly to 0 over --total_frames.")
     # Table G.1: "Anneal linearly to 0 from beginning to end of training".
-    rmsprop_decay: float = _field(0.99, "RMSProp decay of the mean square.")
+    rmsprop_decay: float = field(0.99, "RMSProp decay of the mean square.")
     # choice (impala.md A10): the paper omits it; 0.99 as in A3C.
-    rmsprop_momentum: float = _field(0.0, "RMSProp momentum.")  # Table G.1, Table D.3
-    rmsprop_epsilon: float = _field(0.01, "RMSProp epsilon (inside the square root).")  # Table G.1
-    max_grad_norm: float = _field(40.0, "Clip the global gradient norm (0 disables).")  # Table G.1
-    total_frames: int = _field(200_000_000, "Environment frames (action repeats included).")
+    rmsprop_momentum: float = field(0.0, "RMSProp momentum.")  # Table G.1, Table D.3
+    rmsprop_epsilon: float = field(0.01, "RMSProp epsilon (inside the square root).")  # Table G.1
+    max_grad_norm: float = field(40.0, "Clip the global gradient norm (0 disables).")  # Table G.1
+    total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
     # §5.3.2 / Table C.1: 200M frames per game; the lr schedule counts frames (impala.md A11).
 
     # --- Actors and learner: system choices for a 2-core machine ------------------------------
-    num_actors: int = _field(2, "Actor processes.")
+    num_actors: int = field(2, "Actor processes.")
     # choice: one actor process per core; each runs a C++ vector env, so 2 saturate 2 cores.
-    envs_per_actor: int = _field(16, "Envs one actor steps together (one policy call per step).")
+    envs_per_actor: int = field(16, "Envs one actor steps together (one policy call per step).")
     # choice: 16 envs amortise one batched inference call; 2x16 = batch 32 unrolls per round.
-    queue_capacity: int = _field(32, "Unrolls the queue table holds before actors block.")
+    queue_capacity: int = field(32, "Unrolls the queue table holds before actors block.")
     # choice: one batch. Actors outpace the learner on 2 cores, so the queue is always full and
     # each queued batch adds a learner step of policy lag (the paper gives no queue size).
-    params_pull_interval: int = _field(20, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(20, "Actor steps between parameter pulls.")
     # §3: actors pull the latest parameters before each trajectory, i.e. every n steps.
-    publish_interval: int = _field(1, "Learner steps between parameter publications.")
+    publish_interval: int = field(1, "Learner steps between parameter publications.")
     # choice: publishing ~1M floats costs milliseconds, far less than one learner step.
-    actor_niceness: int = _field(10, "nice increment of actor and evaluator processes.")
+    actor_niceness: int = field(10, "nice increment of actor and evaluator processes.")
     # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
     # learner leaves (benchmarks/throughput.py: ~1.5K vs ~1.25K frames/s for nice 10 vs 0).
-    jit_compile: bool = _field(False, "XLA-compile the train step and the actor policy.")
+    jit_compile: bool = field(False, "XLA-compile the train step and the actor policy.")
     # choice: benchmarks/throughput.py measures both; XLA's CPU convolutions are slower here.
-    seed: int = _field(0, "Seed of environments and networks.")
-    checkpoint_interval_s: float = _field(300.0, "Seconds between checkpoints.")  # choice
-    log_interval_s: float = _field(10.0, "Seconds between console lines / summaries.")  # choice
+    seed: int = field(0, "Seed of environments and networks.")
+    checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.")  # choice
+    log_interval_s: float = field(10.0, "Seconds between console lines / summaries.")  # choice
 
     # --- Evaluation protocol (§5.3.2, App. G, impala.md A18) -----------------------------------
-    eval_episodes: int = _field(200, "Episodes per evaluation (protocol: 200).")
+    eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).")
     # §5.3.2: "each game-score is the mean over 200 evaluation episodes".
-    eval_noop_max: int = _field(30, "Random no-ops (uniform in [1, max]) at episode start.")
+    eval_noop_max: int = field(30, "Random no-ops (uniform in [1, max]) at episode start.")
     # §5.3.2: "a random number of no-op actions (uniformly chosen from [1, 30])".
-    eval_max_episode_frames: int = _field(108_000, "Evaluation episode cap in frames.")
+    eval_max_episode_frames: int = field(108_000, "Evaluation episode cap in frames.")
     # choice (impala.md A18): 30 minutes of play at 60 Hz, the usual Atari cap.
-    eval_sticky_actions: bool = _field(False, "Sticky actions during evaluation.")
+    eval_sticky_actions: bool = field(False, "Sticky actions during evaluation.")
     # impala.md A18: the 2018 protocol predates sticky actions.
-    eval_policy: str = _field("sample", "Evaluated policy: sample from pi, or greedy.")
+    eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy.")
     # choice (impala.md A18): the paper does not mention greedy evaluation.
-    eval_interval_s: float = _field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
+    eval_interval_s: float = field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
     # choice: the evaluator shares 2 cores with training, so it runs rarely.
-    eval_round_episodes: int = _field(8, "Episodes per periodic round; the last round runs all.")
+    eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
     # choice: a periodic round of 200 Atari episodes would starve training on 2 cores.
 
     def validate(self) -> "ImpalaConfig":
@@ -116,9 +114,7 @@ class ImpalaConfig:
         for name, allowed in (("correction", CORRECTIONS), ("pg_q_estimate", PG_Q_ESTIMATES),
                               ("network", NETWORKS), ("optimizer", OPTIMIZERS),
                               ("eval_policy", EVAL_POLICIES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(
-                    f"--{name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
+            check_choice(name, getattr(self, name), allowed)
         positive = ("unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",
                     "envs_per_actor", "queue_capacity", "params_pull_interval",
                     "publish_interval", "lstm_units", "checkpoint_interval_s", "log_interval_s",
