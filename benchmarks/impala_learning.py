@@ -27,6 +27,8 @@ _TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", "pong"], "Which bench
 _TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
 _TOTAL_FRAMES = flags.DEFINE_integer("total_frames", None,
                                      "Frame budget (default: cartpole 1M, pong 10M).")
+_PLOT_ONLY = flags.DEFINE_bool("plot_only", False,
+                                "Pong: only plot the run already in --logdir (e.g. one in progress).")
 _LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<task>).")
 _WINDOW = 100  # CartPole's usual "solved" window
 
@@ -88,6 +90,11 @@ def pong(logdir: str, total_frames: int, extra: list[str]) -> None:
     except KeyboardInterrupt:
         process.terminate()
         process.wait(60)
+    plot_pong(logdir)
+
+
+def plot_pong(logdir: str) -> None:
+    """The return curve of the Pong run in `logdir` (finished or still going) -> returns.png."""
     frames, returns, wall = read_episodes(os.path.join(logdir, "episodes.csv"))
     if not len(returns):
         print("no finished episodes")
@@ -109,7 +116,9 @@ def main(argv):
     extra = argv[1:]
     task = _TASK.value
     logdir = _LOGDIR.value or os.path.join("runs", f"bench_{task}")
-    if task == "cartpole":
+    if _PLOT_ONLY.value:
+        plot_pong(logdir)
+    elif task == "cartpole":
         cartpole(logdir, _TOTAL_FRAMES.value or 1_000_000, extra)
     else:
         pong(logdir, _TOTAL_FRAMES.value or 10_000_000, extra)
