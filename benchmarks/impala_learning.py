@@ -28,7 +28,7 @@ _TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last
 _TOTAL_FRAMES = flags.DEFINE_integer("total_frames", None,
                                      "Frame budget (default: cartpole 1M, pong 10M).")
 _PLOT_ONLY = flags.DEFINE_bool("plot_only", False,
-                                "Pong: only plot the run already in --logdir (e.g. one in progress).")
+                                "Pong: only plot the run in --logdir (e.g. one in progress).")
 _LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<task>).")
 _WINDOW = 100  # CartPole's usual "solved" window
 
