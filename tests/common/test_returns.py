@@ -178,12 +178,12 @@ def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
     expected_vs, expected_adv = vtrace_sum(
         d["log_rhos"], d["discounts"], d["rewards"], d["values"], d["bootstrap"],
         rho_bar, pg_rho_bar, c_bar, lam,
-    )  # fmt: skip
+    )
     vs, adv = returns.vtrace(
         d["log_rhos"], d["discounts"], d["rewards"], d["values"], d["bootstrap"],
         clip_rho_threshold=rho_bar, clip_pg_rho_threshold=pg_rho_bar, clip_c_threshold=c_bar,
         lambda_=lam,
-    )  # fmt: skip
+    )
     assert vs.shape == shape and vs.dtype == tf.float32
     np.testing.assert_allclose(vs, expected_vs, **TOL)
     np.testing.assert_allclose(adv, expected_adv, **TOL)
@@ -195,7 +195,7 @@ def test_vtrace_impala_t1_on_policy(rho_bar, c_bar):
     vs, adv = returns.vtrace(
         [0.0, 0.0, 0.0], **IMPALA_FIXTURE,
         clip_rho_threshold=rho_bar, clip_pg_rho_threshold=rho_bar, clip_c_threshold=c_bar,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(vs, [6.688, 6.32, 4.8], **TOL)
     np.testing.assert_allclose(adv, [6.188, 5.32, 3.3], **TOL)
 
@@ -212,7 +212,7 @@ def test_vtrace_impala_t3_rho_bar_differs_from_c_bar():
     vs, adv = returns.vtrace(
         IMPALA_OFF_POLICY, **IMPALA_FIXTURE,
         clip_rho_threshold=2.0, clip_pg_rho_threshold=2.0, clip_c_threshold=1.0,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(vs, [6.36225, 4.4025, 6.45], **TOL)
     np.testing.assert_allclose(adv, [8.9245, 3.4025, 4.95], **TOL)
 
@@ -258,7 +258,7 @@ VTRACE_SPEC_CASES = {
         values=[0.5, 0.4, 0.3, 0.2], bootstrap_value=0.1,
         vs=[1.664653, 0.615347, 0.611204, 2.099000], adv=[1.164653, 0.215347, 0.311204, 1.899000],
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", VTRACE_SPEC_CASES)
@@ -268,7 +268,7 @@ def test_vtrace_spec_numbers_with_clip_1_05(case):
         np.log(c["ratios"]), [c["discount"]] * len(c["rewards"]), c["rewards"], c["values"],
         c["bootstrap_value"],
         clip_rho_threshold=1.05, clip_pg_rho_threshold=1.05, clip_c_threshold=1.05,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(vs, c["vs"], **TOL)
     np.testing.assert_allclose(adv, c["adv"], **TOL)
 
@@ -297,7 +297,7 @@ def test_on_policy_vtrace_is_the_n_step_return(shape):
     vs, adv = returns.vtrace(
         np.zeros(shape), d["discounts"], d["rewards"], d["values"], d["bootstrap"],
         clip_rho_threshold=2.0, clip_pg_rho_threshold=2.0, clip_c_threshold=1.0,
-    )  # fmt: skip
+    )
     values_tp1 = _next(d["values"], d["bootstrap"])
     expected = n_step_sum(d["rewards"], d["discounts"], values_tp1, shape[0])
     np.testing.assert_allclose(vs, expected, **TOL)
@@ -431,7 +431,7 @@ RETRACE_SPEC_CASES = {
         expected=[1.777164, 0.566680, 0.781010, 2.099000],
         on_policy_sampled=[2.248677, 1.261290, 1.274030, 2.297000],
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", RETRACE_SPEC_CASES)
