@@ -11,15 +11,18 @@
 
 Children are started with the multiprocessing 'spawn' context (never fork after TensorFlow is
 imported), ignore Ctrl-C (the parent shuts them down in order), and exit on their own when their
-parent dies. A child that dies while the run goes on is restarted (with fresh env seeds). Every
-wait has a timeout: writers flush in short slices, the learner samples with a timeout, and
-shutdown escalates from a stop event to SIGTERM to SIGKILL.
+parent dies (between steps, and through the kernel's parent-death signal wherever they are
+blocked). A child that dies while the run goes on is restarted (with fresh env seeds). Every wait
+has a timeout: writers flush in short slices, the learner samples with a timeout, and shutdown
+escalates from a stop event to SIGTERM to SIGKILL.
 """
 
+import ctypes
 import dataclasses
 import multiprocessing
 import os
 import signal
+import sys
 import time
 import traceback
 from typing import Any, Callable, NamedTuple
@@ -96,8 +99,22 @@ def make_tables(experiment: Experiment, spec: EnvSpec) -> list:
 # Child processes
 
 
+def _die_with_parent() -> None:
+    """Has the kernel SIGTERM this process when its parent dies (Linux). `acting.ShouldStop`
+    notices a dead parent only between steps; a child blocked in C++ (a Reverb call to a server
+    that died with the launcher retries forever) would otherwise outlive a SIGKILLed launcher."""
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != multiprocessing.parent_process().pid:
+        os._exit(1)  # the parent died before the request took effect
+
+
 def _child_main(target: Callable, kwargs: dict) -> None:
-    """Entry point of every spawned child: ignore Ctrl-C, report crashes with a traceback."""
+    """Entry point of every spawned child: dies with its parent, ignores Ctrl-C, reports crashes
+    with a traceback."""
+    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         target(**kwargs)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from absl import logging
 import math
+import threading
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +44,9 @@ MASK = "mask"
 # choice: an actor that cannot insert for this long raises instead of blocking forever (DESIGN §4);
 # long enough to cover a learner's first XLA compilation, short enough to notice a dead learner.
 DEFAULT_FLUSH_TIMEOUT_MS = 60_000
+# choice: a params sample follows a server_info answer, so it takes milliseconds; one this late
+# means the server died in between (a 6 MB deep-network sample on a loaded host stays far below).
+PARAMS_SAMPLE_TIMEOUT_S = 30.0
 
 Nest = Any  # a nested structure (dicts, lists, tuples) of arrays or specs
 
@@ -679,25 +683,46 @@ class ParamsPublisher:
 class ParamsSubscriber:
     """Reads the latest published weights (actors pull them every few steps, DESIGN §5)."""
 
-    def __init__(self, client: reverb.Client, table: str = "params"):
+    def __init__(self, client: reverb.Client, table: str = "params",
+                 sample_timeout_s: float = PARAMS_SAMPLE_TIMEOUT_S):
         self._client = client
         self._table = table
+        self._sample_timeout_s = sample_timeout_s
 
     def latest(self, timeout_ms: int = 1000) -> tuple[int, list[np.ndarray]] | None:
         """`(step, weights)` last published, or None if nothing was published yet.
 
         Never waits for a publish: it asks the server whether the table holds an item (bounded by
         `timeout_ms`, rounded up to whole seconds; `reverb.DeadlineExceededError` if the server
-        does not answer) and only then samples it, which cannot block.
+        does not answer) and only then samples it. The sample is bounded too: should the server
+        die between the two calls, `reverb.DeadlineExceededError` follows `sample_timeout_s`.
         """
         info = self._client.server_info(timeout=max(1, math.ceil(timeout_ms / 1000)))
         if self._table not in info:
             raise ValueError(f"no table '{self._table}' on the server; it has {sorted(info)}")
         if info[self._table].current_size == 0:
             return None
-        sample = next(self._client.sample(self._table, emit_timesteps=False))
-        step, *weights = sample.data
+        step, *weights = sample_once(self._client, self._table, self._sample_timeout_s).data
         return int(step), [np.asarray(w) for w in weights]
+
+
+def sample_once(client: reverb.Client, table: str, timeout_s: float) -> reverb.ReplaySample:
+    """One item of `table`, or `reverb.DeadlineExceededError` after `timeout_s`.
+
+    Reverb 0.14's sampler has no deadline and retries a lost connection forever (a sample from
+    a killed server never returns), so the sample runs in a daemon thread that is abandoned on
+    timeout; the caller is expected to give up on the server then.
+    """
+    result: list = []
+    worker = threading.Thread(
+        target=lambda: result.append(next(client.sample(table, emit_timesteps=False))),
+        name=f"sample_{table}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if not result:
+        raise reverb.DeadlineExceededError(
+            f"no sample from table '{table}' within {timeout_s} s: the server is unreachable")
+    return result[0]
 
 
 # ----------------------------------------------------------------------------------------------

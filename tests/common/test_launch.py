@@ -2,6 +2,8 @@
 hangs) and the table layout. The full launcher runs end to end in tests/impala/test_system.py."""
 
 import os
+import subprocess
+import sys
 import time
 
 import tensorflow as tf
@@ -25,6 +27,21 @@ def crash_once(path: str, seed: int, stop) -> None:
 
 def ignore_stop(stop) -> None:
     time.sleep(600)
+
+
+def block_after_ready(path: str, stop) -> None:
+    with open(path, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    time.sleep(600)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie whose new parent has not reaped it yet counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def wait_until(condition, timeout_s=60.0):
@@ -61,6 +78,23 @@ def test_stop_terminates_a_child_that_ignores_the_stop_event():
     process = supervisor.process("stubborn")
     assert not process.is_alive() and process.exitcode != 0  # SIGTERM
     assert supervisor.restart_dead() == []  # never restarted once stopping
+
+
+def test_children_die_with_a_killed_parent_even_while_blocked(tmp_path):
+    # The child sleeps without looking at its stop event or its parent (like an actor blocked in
+    # C++); only the parent-death signal can end it once the launcher is SIGKILLed.
+    ready = str(tmp_path / "child_pid")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import time; from common import launch; "
+         "from tests.common.test_launch import block_after_ready; s = launch.Supervisor(); "
+         f"s.start('child', block_after_ready, dict(path={ready!r})); time.sleep(600)"])
+    try:
+        wait_until(lambda: os.path.exists(ready) and open(ready).read().endswith("\n"))
+        child = int(open(ready).read())
+    finally:
+        parent.kill()
+        parent.wait(10)
+    wait_until(lambda: not alive(child), timeout_s=10)
 
 
 def test_should_stop_on_event():

@@ -5,6 +5,8 @@ environment e at its step t is `100 * e + t`, and the first-step extra `core` is
 """
 
 import collections
+import multiprocessing
+import time
 
 import numpy as np
 import portpicker
@@ -259,6 +261,34 @@ def test_params_publish_and_latest_keep_only_the_newest(serve):
     assert client.server_info()["params"].current_size == 1
     assert subscriber.latest()[0] == 8  # reading does not consume the weights
     publisher.close()
+
+
+def serve_published_params(port_queue) -> None:
+    """A Reverb server process holding published weights (module-level: spawned by a test)."""
+    server = replay.start_server([replay.params_table()])
+    replay.ParamsPublisher(replay.connect(replay.address_of(server))).publish(3, [np.ones(2)])
+    port_queue.put(server.port)
+    server.wait()
+
+
+def test_a_sample_from_a_killed_server_times_out_instead_of_hanging():
+    # Reverb's own sampler retries a lost connection forever; an actor caught between the
+    # params table's server_info and its sample when the launcher died hung CI for 90 minutes.
+    context = multiprocessing.get_context("spawn")
+    port_queue = context.Queue()
+    process = context.Process(target=serve_published_params, args=(port_queue,), daemon=True)
+    process.start()
+    try:
+        client = replay.connect(f"localhost:{port_queue.get(timeout=60)}", timeout_s=10)
+        assert replay.sample_once(client, "params", timeout_s=10).data[0] == 3  # server alive
+        process.kill()
+        process.join(10)
+        start = time.monotonic()
+        with pytest.raises(reverb.DeadlineExceededError, match="within 2.0 s"):
+            replay.sample_once(client, "params", timeout_s=2.0)
+        assert time.monotonic() - start < 10
+    finally:
+        process.kill()
 
 
 def test_connect_to_an_unreachable_address_names_the_flag_and_the_address():

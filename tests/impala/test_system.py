@@ -70,25 +70,42 @@ def checkpoint_step(logdir: str) -> int:
     return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
 
 
-def run_main(logdir, *extra, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "impala.main", f"--logdir={logdir}", *FLAGS,
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            **kwargs)
+def run_main(logdir, *extra) -> tuple[subprocess.Popen, str]:
+    """Starts `python -m impala.main`; returns the process and the file its output goes to.
+
+    Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
+    inherited it, and a hung grandchild would then hang the test instead of failing it."""
+    output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
+    with open(output_path, "w") as output:
+        process = subprocess.Popen([sys.executable, "-m", "impala.main", f"--logdir={logdir}",
+                                    *FLAGS, *extra], stdout=output, stderr=subprocess.STDOUT)
+    return process, output_path
+
+
+def finish(process: subprocess.Popen, output_path: str, timeout_s: float) -> str:
+    """Waits for `process` (killing it after `timeout_s`) and returns its output."""
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()  # SIGKILL: the exit code says so to the caller's assertions
+        process.wait()
+    with open(output_path) as f:
+        return f.read()
 
 
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
     logdir = str(tmp_path_factory.mktemp("impala_cartpole"))
-    process = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
+    process, output_path = run_main(logdir, "--total_frames=100000000",
+                                    "--checkpoint_interval_s=1")
     try:
         wait_for(lambda: checkpoint_step(logdir) >= 3 or process.poll() is not None, 120,
                  "a checkpoint at step >= 3")
-        assert process.poll() is None, process.stdout.read()
+        assert process.poll() is None, open(output_path).read()
         children = children_of(process.pid)
         assert children, "the launcher should have spawned an actor"
     finally:
-        process.send_signal(signal.SIGKILL)
-        output = process.communicate()[0]
+        output = finish(process, output_path, timeout_s=0)  # SIGKILL
     # The orphaned actor notices its dead parent and exits on its own.
     wait_for(lambda: not any(alive(pid) for pid in children), 30, "the orphaned actor to exit")
     return logdir, checkpoint_step(logdir), output
@@ -151,8 +168,8 @@ def test_main_resumes_the_same_logdir_and_finishes(killed_run):
     logdir, _, _ = killed_run
     start = checkpoint_step(logdir)
     budget = (start + 3) * FRAMES_PER_BATCH
-    process = run_main(logdir, f"--total_frames={budget}")
-    output = process.communicate(timeout=180)[0]
+    process, output_path = run_main(logdir, f"--total_frames={budget}")
+    output = finish(process, output_path, timeout_s=180)
     assert process.returncode == 0, output
     assert checkpoint_step(logdir) == start + 3, output
     steps = [int(line.split("step ")[1].split()[0]) for line in output.splitlines()
@@ -166,15 +183,15 @@ def test_main_resumes_the_same_logdir_and_finishes(killed_run):
 
 def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
     logdir = str(tmp_path)
-    process = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
+    process, output_path = run_main(logdir, "--total_frames=100000000",
+                                    "--checkpoint_interval_s=1")
     try:
         wait_for(lambda: checkpoint_step(logdir) >= 1 or process.poll() is not None, 120,
                  "a first checkpoint")
         children = children_of(process.pid)
         process.send_signal(signal.SIGINT)
-        output = process.communicate(timeout=60)[0]
     finally:
-        process.kill()
+        output = finish(process, output_path, timeout_s=60)
     assert process.returncode == 0, output
     assert "[launch] local interrupted; shut down" in output
     last_line = [line for line in output.splitlines() if "checkpoint" in line][-1]
