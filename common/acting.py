@@ -10,8 +10,16 @@ Per-step record (every field batched over envs), time index t:
   observation x_t, prev_action a_{t-1}, prev_reward r_{t-1} (zeros where `reset`), reset (x_t is
   the first observation of an episode), action a_t, reward r_t (the protocol's, e.g. clipped),
   params_step (the learner step of the weights that chose a_t), episode_return / episode_length
-  (the raw whole-game score and length where a game ended at step t, else NaN / 0), plus the
-  policy's extras (e.g. `behaviour_logits`, impala.md §5.4).
+  (the raw whole-game score and length where a game ended at step t, else NaN / 0),
+  truncation_value, plus the policy's extras (e.g. `behaviour_logits`, impala.md §5.4).
+
+Time-limit truncation bootstraps (DESIGN §3) although the auto-reset replaces the final
+observation x_final by the next game's first one: where step t was truncated (and not terminated),
+`truncation_value` holds the policy's `bootstrap_value` of x_final (for IMPALA V(x_final), from
+the actor's copy of the weights), else 0. The learner, which sees an episode boundary after step
+t, folds it into the reward: r_t + gamma * truncation_value_t with the bootstrap cut. This is the
+usual remedy (e.g. Stable-Baselines3's on-policy buffers); its one approximation is that the
+actor's weights may lag the learner's by a few updates.
 
 Finished episodes thus travel with the experience, through Reverb only (remote actors need no
 other channel): the learner reads them from steps 0..T-1 of each unroll it trains on (step T is
@@ -50,6 +58,11 @@ class Policy(Protocol):
              reset: np.ndarray, state: Any) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
         """(actions [B] int32, extras {name: [B, ...]}, new core state)."""
 
+    def bootstrap_value(self, observation: np.ndarray, prev_action: np.ndarray,
+                        prev_reward: np.ndarray, state: Any) -> np.ndarray:
+        """[B] float32: the value a truncated episode bootstraps from at `observation` (its final
+        observation, continuing the episode from `state`)."""
+
     def set_weights(self, weights: list[np.ndarray]) -> None: ...
 
 
@@ -62,6 +75,7 @@ class CategoricalPolicy:
 
     One compiled call per batched step (`tf.function`, optionally XLA). Extras:
     `behaviour_logits` [B, A], the behaviour policy mu the learner's V-trace needs (§4.1).
+    `bootstrap_value` is the network's baseline V(x).
     """
 
     def __init__(self, network, observation_shape: tuple, observation_dtype, seed: int,
@@ -72,6 +86,8 @@ class CategoricalPolicy:
         self._rng = tf.random.Generator.from_seed(seed)
         self._step = tf.function(self._step_graph, jit_compile=jit_compile,
                                  reduce_retracing=True)
+        self._value = tf.function(self._value_graph, jit_compile=jit_compile,
+                                  reduce_retracing=True)
 
     def initial_state(self, batch_size: int):
         return tf.nest.map_structure(lambda x: x.numpy(), self.network.initial_state(batch_size))
@@ -86,6 +102,14 @@ class CategoricalPolicy:
         uniform = self._rng.uniform(tf.shape(logits), minval=np.finfo(np.float32).tiny, maxval=1.0)
         gumbel = -tf.math.log(-tf.math.log(uniform))
         return tf.argmax(logits + gumbel, -1, output_type=tf.int32), logits, new_state
+
+    def _value_graph(self, observation, prev_action, prev_reward, state):
+        reset = tf.zeros(tf.shape(prev_action), tf.bool)
+        (_, value), _ = self.network.step(observation, prev_action, prev_reward, reset, state)
+        return value
+
+    def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
+        return self._value(observation, prev_action, prev_reward, state).numpy()
 
     def step(self, observation, prev_action, prev_reward, reset, state):
         actions, logits, new_state = self._step(observation, prev_action, prev_reward, reset,
@@ -120,6 +144,7 @@ def step_spec(observation_shape: tuple, observation_dtype, num_actions: int) -> 
         "params_step": tf.TensorSpec([], tf.int64),
         "episode_return": tf.TensorSpec([], tf.float32),
         "episode_length": tf.TensorSpec([], tf.int32),
+        "truncation_value": tf.TensorSpec([], tf.float32),
         "behaviour_logits": tf.TensorSpec([num_actions], tf.float32),
     }
 
@@ -137,6 +162,9 @@ class ActorSettings:
     flush_timeout_ms: int = 1000  # choice: short waits, so a stop request is seen within ~1 s
     wait_for_params_s: float = 600.0  # choice: the learner's first publish may follow a compile
     niceness: int = 0  # os.nice increment: > 0 lets a learner on the same cores go first
+    # choice: ale-py's C++ batch, the fast path; its no-op starts draw 0..noop_max-1 raw frames
+    # where the papers' convention is 1..noop_max (common.envs); "gym" gives the latter.
+    backend: str = "vector"
 
 
 class ShouldStop:
@@ -197,7 +225,8 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_addres
     configure_threads(intra_op_threads)
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
-    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol)
+    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol,
+                            settings.backend)
     policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
                          settings.seed, False)
     client = replay.connect(replay_address, timeout_s=30.0)
@@ -222,7 +251,9 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_addres
             record = dict(observation=observation, **inputs._asdict(), action=action,
                           reward=result.reward, params_step=np.full(B, params_step, np.int64),
                           episode_return=result.episode_return,
-                          episode_length=result.episode_length, **extras)
+                          episode_length=result.episode_length,
+                          truncation_value=truncation_values(policy, result, action, new_state),
+                          **extras)
             core_state = {CORE_STATE: state} if tf.nest.flatten(state) else None
             _append_until_accepted(writer, record, core_state, should_stop)
             if steps % settings.params_pull_interval == 0 and steps > 0:
@@ -242,6 +273,19 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_addres
         writer.close(timeout_ms=1000)
         env.close()
     return dict(steps=steps, params_updates=params_updates, params_step=params_step)
+
+
+def truncation_values(policy: Policy, result: envs_lib.StepResult, action: np.ndarray,
+                      state: Any) -> np.ndarray:
+    """[B] float32: `policy.bootstrap_value` of the final observation where the step was
+    truncated and not terminated, else 0 (module docstring). One batched call, only on the rare
+    steps where some episode hit the time limit."""
+    truncated = result.truncated & ~result.terminated
+    if not truncated.any():
+        return np.zeros(truncated.shape, np.float32)
+    values = policy.bootstrap_value(result.final_observation, action.astype(np.int32),
+                                    result.reward.astype(np.float32), state)
+    return np.where(truncated, values, 0.0).astype(np.float32)
 
 
 def _append_until_accepted(writer: replay.UnrollWriter, record, core_state, should_stop) -> None:
@@ -277,6 +321,10 @@ class EvaluatorSettings:
     greedy: bool  # the evaluated policy: argmax instead of sampling
     seed: int = 10_000  # choice: evaluation seeds differ from the actors' (seed + i)
     niceness: int = 0  # os.nice increment, as ActorSettings
+    # choice: gymnasium's wrappers draw the no-op starts from 1..noop_max raw frames, exactly the
+    # protocol the papers evaluate with (e.g. impala.md §4.3 "[1, 30]"); the C++ batch draws
+    # 0..noop_max-1 and is only faster, which an evaluator of a few envs does not need.
+    backend: str = "gym"
 
 
 def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False) -> list[float]:
@@ -320,7 +368,8 @@ def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, repla
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
     start_time = time.time() if start_time is None else start_time
-    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol)
+    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol,
+                            settings.backend)
     policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
                          settings.seed, settings.greedy)
     subscriber = replay.ParamsSubscriber(replay.connect(replay_address, timeout_s=30.0),

@@ -21,10 +21,16 @@ emulator only resets at game over or at the episode cap, so an IMPALA "episode" 
 lost life continues with the next life's frames, and `episode_return` is always the whole game's
 raw score (the number the papers report).
 
+Where a game ends (game over or the episode cap), `StepResult.final_observation` is the frame
+stack it ended on, which a truncated episode bootstraps from (DESIGN §3); `observation` is then the
+next game's first.
+
 Where the backends differ (both documented in `tests/common/test_envs.py`):
-- No-op starts draw their count from different RNGs: the C++ env from its own generator (observed
-  range 0..noop_max-1 raw frames), `AtariPreprocessing` from the env's `np_random` (1..noop_max raw
-  frames). With `noop_max=0` and no sticky actions the two backends are frame-identical.
+- No-op starts: the C++ env draws 0..noop_max-1 raw frames from its own generator,
+  `AtariPreprocessing` draws 1..noop_max (the papers' convention, e.g. impala.md §4.3 "[1, 30]")
+  from the env's `np_random`. Actors use the fast C++ batch, evaluators the exact gym path
+  (`common.acting`). With `noop_max=0` and no sticky actions the two backends are
+  frame-identical.
 - The four multi-player ROMs (combat, joust, maze_craze, warlords) have no `ALE/<Game>-v5`
   registration, so only the vector backend runs them.
 """
@@ -103,6 +109,9 @@ class StepResult(NamedTuple):
     """
 
     observation: np.ndarray  # [B, ...]
+    # [B, ...]; where a game ended, the observation it ended on (before the auto-reset), which a
+    # truncated episode bootstraps from (DESIGN §3); elsewhere the same as `observation`.
+    final_observation: np.ndarray
     reward: np.ndarray  # float32, processed by the protocol (e.g. clipped)
     raw_reward: np.ndarray  # float32, the game's reward
     terminated: np.ndarray  # bool; game over, or a life lost when the protocol says so
@@ -130,6 +139,7 @@ class _RawStep(NamedTuple):
     """What a backend returns: raw rewards, game ends, lives; same-step auto-reset done."""
 
     observation: np.ndarray
+    final_observation: np.ndarray  # the observation before an auto-reset (else `observation`)
     reward: np.ndarray
     game_over: np.ndarray
     truncated: np.ndarray
@@ -182,7 +192,12 @@ class _AleVectorBackend:
 
     def step(self, actions: np.ndarray) -> _RawStep:
         obs, reward, terminated, truncated, info = self._env.step(actions)
-        return _RawStep(obs, reward, terminated, truncated, info["lives"])
+        final_obs = obs
+        if "final_obs" in info:  # on steps where some game ended; valid in those rows only
+            ended = terminated | truncated
+            final_obs = obs.copy()
+            final_obs[ended] = info["final_obs"][ended]
+        return _RawStep(obs, final_obs, reward, terminated, truncated, info["lives"])
 
     def close(self) -> None:
         self._env.close()
@@ -204,9 +219,10 @@ class _GymListBackend:
                 np.array([info.get("lives", 0) for _, info in results], np.int32))
 
     def step(self, actions: np.ndarray) -> _RawStep:
-        obs, rewards, game_over, truncated, lives = [], [], [], [], []
+        obs, final_obs, rewards, game_over, truncated, lives = [], [], [], [], [], []
         for env, action in zip(self._envs, actions):
             o, r, term, trunc, info = env.step(int(action))
+            final_obs.append(o)
             if term or trunc:
                 o, info = env.reset()
             obs.append(o)
@@ -214,8 +230,9 @@ class _GymListBackend:
             game_over.append(term)
             truncated.append(trunc)
             lives.append(info.get("lives", 0))
-        return _RawStep(np.stack(obs), np.asarray(rewards), np.asarray(game_over, bool),
-                        np.asarray(truncated, bool), np.asarray(lives, np.int32))
+        return _RawStep(np.stack(obs), np.stack(final_obs), np.asarray(rewards),
+                        np.asarray(game_over, bool), np.asarray(truncated, bool),
+                        np.asarray(lives, np.int32))
 
     def close(self) -> None:
         for env in self._envs:
@@ -304,7 +321,10 @@ class _ProtocolEnv:
         episode_length = np.where(game_end, self._game_length, 0).astype(np.int32)
         self._game_return[game_end] = 0.0
         self._game_length[game_end] = 0
-        return StepResult(self._observation(raw.observation), reward, raw_reward, terminated,
+        observation = self._observation(raw.observation)
+        final_observation = (observation if raw.final_observation is raw.observation
+                             else self._observation(raw.final_observation))
+        return StepResult(observation, final_observation, reward, raw_reward, terminated,
                           raw.truncated, episode_return, episode_length)
 
     def close(self) -> None:

@@ -80,10 +80,17 @@ def discounts_from_resets(resets: tf.Tensor, discount: float) -> tf.Tensor:
     """gamma_t = gamma (1 - d_t) for t = 0..T-1, where d_t = reset_{t+1} (impala.md §2.0, A2).
 
     The actor marks the first step of every episode with `reset`; step t ended an episode iff
-    step t+1 is a first step. A time-limit truncation also starts a new episode and is treated as
-    terminal here (the auto-reset environment does not return the truncated final observation).
+    step t+1 is a first step (x_{t+1} then belongs to the next episode: no bootstrap from it).
     """
     return discount * (1.0 - tf.cast(resets[1:], tf.float32))
+
+
+def bootstrapped_rewards(rewards: tf.Tensor, truncation_values: tf.Tensor,
+                         discount: float) -> tf.Tensor:
+    """r_t + gamma * V(x_final) where step t hit the time limit (`truncation_values` is 0
+    elsewhere; common.acting): with gamma_t = 0 there, the target at t is r_t + gamma V(x_final),
+    so truncation bootstraps instead of acting as termination (DESIGN §3)."""
+    return rewards + discount * truncation_values
 
 
 def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
@@ -91,7 +98,8 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
     """The compiled learner step `step(batch, frames) -> stats` (one tf.function).
 
     `batch` is an unroll batch from the queue table: time-major [T+1, B, ...] arrays
-    `observation, prev_action, prev_reward, reset, action, behaviour_logits, reward` (step T only
+    `observation, prev_action, prev_reward, reset, action, behaviour_logits, reward,
+    truncation_value` (step T only
     provides the bootstrap observation), plus `core_state` at step 0 when the network is
     recurrent. `frames` is the frame count before this step; it sets the learning rate.
     """
@@ -119,7 +127,8 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
                 bootstrap_value=values[-1],
                 behaviour_logits=batch["behaviour_logits"][:-1],
                 actions=batch["action"][:-1],
-                rewards=batch["reward"][:-1],
+                rewards=bootstrapped_rewards(batch["reward"][:-1],
+                                             batch["truncation_value"][:-1], config.discount),
                 discounts=discounts_from_resets(batch["reset"], config.discount))
         gradients = tape.gradient(loss, variables)
         if config.max_grad_norm > 0:

@@ -1,6 +1,7 @@
 """common/acting.py: the batched categorical policy, evaluation quotas, and an actor writing real
 unrolls to a real Reverb server (in this process, so its records can be checked exactly)."""
 
+import dataclasses
 import os
 import threading
 
@@ -82,7 +83,8 @@ class CountdownEnv:
         done = self._t == np.arange(1, self.num_envs + 1)
         returns = np.where(done, self._t, np.nan).astype(np.float32)
         self._t[done] = 0
-        return envs.StepResult(np.zeros((self.num_envs, 1), np.float32), np.ones(self.num_envs),
+        observation = np.zeros((self.num_envs, 1), np.float32)
+        return envs.StepResult(observation, observation, np.ones(self.num_envs),
                                np.ones(self.num_envs), done, np.zeros(self.num_envs, bool),
                                returns, np.where(done, self._t, 0))
 
@@ -197,3 +199,59 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
         frames, episode_return, hns, _ = row.split(",")
         assert frames == "500" and float(episode_return) >= 8 and hns == "nan"
     assert os.listdir(tmp_path / "eval")  # TensorBoard events
+
+
+# --- Time-limit truncation: the actor stores V(x_final) for the learner's bootstrap ------------
+
+CAP_STEPS, TRUNCATION_RUN_STEPS = 6, 26  # Pong capped at 6 agent steps: truncations at 5, 11, ..
+
+
+def shallow_policy(num_actions, observation_shape, observation_dtype, seed, greedy):
+    net = networks.ImpalaNet(num_actions, torso="shallow", use_lstm=False)
+    return acting.CategoricalPolicy(net, observation_shape, observation_dtype, seed, greedy)
+
+
+def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
+    protocol = dataclasses.replace(envs.PROTOCOLS["impala"], noop_max=0,
+                                   max_episode_frames=4 * CAP_STEPS)
+    spec = acting.step_spec((84, 84, 4), np.uint8, 6)
+    server = replay.start_server([
+        replay.queue_table(acting.UNROLLS_TABLE, 100,
+                           replay.sequence_signature(spec, UNROLL + 1)),
+        replay.params_table(acting.PARAMS_TABLE)])
+    try:
+        address = replay.address_of(server)
+        client = replay.connect(address)
+        reference = shallow_policy(6, (84, 84, 4), np.uint8, seed=0, greedy=False)
+        replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
+            1, [v.numpy() for v in reference.network.variables])
+        settings = acting.ActorSettings(env="Pong", num_envs=1, seed=5, unroll_length=UNROLL,
+                                        params_pull_interval=100, protocol=protocol)
+        acting.run_actor(settings, shallow_policy, address, max_steps=TRUNCATION_RUN_STEPS)
+        size = client.server_info()[acting.UNROLLS_TABLE].current_size
+        items = [s.data[replay.STEPS] for s in client.sample(
+            acting.UNROLLS_TABLE, size, emit_timesteps=False, unpack_as_table_signature=True)]
+    finally:
+        server.stop()
+    # One env: the FIFO items are consecutive unrolls of one stream.
+    stream = {key: np.concatenate([np.asarray(item[key])[:UNROLL] for item in items])
+              for key in ("action", "truncation_value", "reset")}
+    assert len(stream["action"]) == TRUNCATION_RUN_STEPS - 1
+    # Replay the same game with the same actions to recover each final observation.
+    env = envs.make_env("Pong", 1, settings.seed, protocol)
+    env.reset()
+    truncated_steps = []
+    for t, action in enumerate(stream["action"]):
+        result = env.step(action[None])
+        if result.truncated[0]:
+            truncated_steps.append(t)
+            (_, value), _ = reference.network.step(
+                result.final_observation, action[None], result.reward, np.zeros(1, bool), ())
+            assert stream["truncation_value"][t] != 0.0
+            np.testing.assert_allclose(stream["truncation_value"][t], value.numpy()[0],
+                                       rtol=1e-5, atol=1e-6)
+    env.close()
+    assert truncated_steps == [5, 11, 17, 23]
+    np.testing.assert_array_equal(np.flatnonzero(stream["reset"][1:]), truncated_steps)
+    others = np.setdiff1d(np.arange(len(stream["action"])), truncated_steps)
+    np.testing.assert_array_equal(stream["truncation_value"][others], 0.0)

@@ -36,6 +36,40 @@ def test_vector_and_gym_backends_are_frame_identical_without_noop_starts():
     assert game_over.any() and vec.truncated.any()  # both kinds of game end happened
     assert (vec.terminated & np.isnan(vec.episode_return)).any()  # and life losses
 
+    # final_observation (equal on both backends, above) is the frame stack the game ended on:
+    # the previous observation shifted by one new frame, not the next game's zero-padded stack.
+    game_end = game_over | vec.truncated
+    np.testing.assert_array_equal(vec.final_observation[~game_end], vec.observation[~game_end])
+    for t, b in zip(*np.nonzero(game_end)):
+        final, previous = vec.final_observation[t, b], vec.observation[t - 1, b]
+        np.testing.assert_array_equal(final[..., :-1], previous[..., 1:])
+        assert not np.array_equal(final, vec.observation[t, b])
+        assert not vec.observation[t, b, ..., 0].any()  # the new game's padded stack
+
+
+def _noop_counts(backend: str, resets: int) -> np.ndarray:
+    """Raw frames one Pong env (noop_max=30) has run right after each of `resets` resets."""
+    env = make_env("Pong", 1, 0, "impala", backend)
+    env.reset()
+    if backend == "vector":
+        ale_env = env._backend._env
+        counts = [ale_env.reset()[1]["episode_frame_number"][0] for _ in range(resets)]
+    else:
+        gym_env, counts = env._backend._envs[0], []
+        for _ in range(resets):
+            gym_env.reset()
+            counts.append(gym_env.unwrapped.ale.getEpisodeFrameNumber())
+    env.close()
+    return np.asarray(counts)
+
+
+def test_noop_start_ranges_of_the_two_backends():
+    # The papers' convention (impala.md §4.3 "[1, 30]") is what the gym backend draws, and so
+    # what the evaluator uses; ale-py's C++ batch draws 0..29 (documented in common.envs).
+    gym, vector = _noop_counts("gym", 300), _noop_counts("vector", 300)
+    assert gym.min() == 1 and gym.max() == 30 and len(np.unique(gym)) == 30
+    assert vector.min() == 0 and vector.max() == 29 and len(np.unique(vector)) == 30
+
 
 @pytest.mark.parametrize("backend", ["vector", "gym"])
 def test_same_seed_and_actions_give_the_same_run(backend):

@@ -55,6 +55,7 @@ def queue():
                 params_step=np.zeros(NUM_ENVS, np.int64),
                 episode_return=np.full(NUM_ENVS, ret, np.float32),
                 episode_length=np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32),
+                truncation_value=np.zeros(NUM_ENVS, np.float32),
                 behaviour_logits=np.zeros((NUM_ENVS, 2), np.float32)))
     yield client, address, signature
     server.stop()

@@ -77,13 +77,20 @@ def test_discounts_from_resets():
 
 def synthetic_batch(T=5, B=3, A=2, seed=0):
     rng = np.random.default_rng(seed)
+    reset = rng.random((T + 1, B)) < 0.3
+    # Some episode ends are time-limit truncations: the actor stored V(x_final) at step t.
+    truncated = np.zeros((T + 1, B), bool)
+    truncated[:-1] = reset[1:] & (rng.random((T, B)) < 0.5)
+    assert truncated.any() and (reset[1:] & ~truncated[:-1]).any()
     return dict(observation=tf.constant(rng.normal(size=(T + 1, B, 4)), tf.float32),
                 prev_action=tf.constant(rng.integers(0, A, (T + 1, B)), tf.int32),
                 prev_reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32),
-                reset=tf.constant(rng.random((T + 1, B)) < 0.2),
+                reset=tf.constant(reset),
                 action=tf.constant(rng.integers(0, A, (T + 1, B)), tf.int32),
                 behaviour_logits=tf.constant(rng.normal(size=(T + 1, B, A)), tf.float32),
-                reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32))
+                reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32),
+                truncation_value=tf.constant(np.where(truncated, rng.normal(size=(T + 1, B)), 0),
+                                             tf.float32))
 
 
 def make_step(jit_compile, **overrides):
@@ -110,7 +117,8 @@ def test_train_step_is_one_clipped_rmsprop_step_on_the_loss():
         loss, _ = losses.impala_loss(
             losses.LossHyperparameters.from_config(config), logits[:-1], values[:-1],
             values[-1], batch["behaviour_logits"][:-1], batch["action"][:-1],
-            batch["reward"][:-1], learning.discounts_from_resets(batch["reset"], 0.99))
+            batch["reward"][:-1] + 0.99 * batch["truncation_value"][:-1],  # DESIGN §3
+            learning.discounts_from_resets(batch["reset"], 0.99))
     grads = tape.gradient(loss, net.trainable_variables)
     norm = np.sqrt(sum(np.sum(g.numpy() ** 2) for g in grads))
     assert norm > 0.5  # the clip is active
