@@ -10,7 +10,8 @@ Rows (environment frames per second, action repeats included):
 2. the actor fleet alone: the same processes acting with the network (one batched policy call
    per step) and writing unrolls to Reverb, no learner (a table that drops old items);
 3. full IMPALA training: actors + learner (+ Reverb) on the same machine; the learner's frames.
-Rows 2 and 3 run with and without --jit_compile (XLA for the policy call and the train step).
+Rows 2 and 3 run with and without --jit_compile (XLA for the policy call and the train step),
+and with the actors' network in float32 and in bfloat16 (--actor_precision).
 Targets (DESIGN.md §10): fleet >= 50% of raw; training >= 1.5K frames/s on 2 cores (deep net,
 unroll 20, batch 32). It prints figures; it asserts nothing.
 """
@@ -36,6 +37,8 @@ _SECONDS = flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
 _WARMUP = flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
 _JIT = flags.DEFINE_list("jit", ["off", "on"], "Rows 2-3 with jit_compile off and/or on.")
 _ROWS = flags.DEFINE_list("rows", ["raw", "fleet", "train"], "Which measurements.")
+_PRECISIONS = flags.DEFINE_list("actor_precisions", ["float32", "bfloat16"],
+                                "Rows 2-3 with these --actor_precision values.")
 
 
 def raw_worker(env: str, num_envs: int, seed: int, warmup_s: float, seconds: float,
@@ -140,22 +143,24 @@ def main(argv):
           f"{_SECONDS.value:.0f} s per row after {_WARMUP.value:.0f} s warm-up", flush=True)
     rows = []
     raw = measure_raw(base) if "raw" in _ROWS.value else float("nan")
-    rows.append(("raw batched ALE, random actions", "-", raw))
+    rows.append(("raw batched ALE, random actions", "-", "-", raw))
     print(f"raw: {raw:.0f} frames/s", flush=True)
     for jit in _JIT.value:
-        config = dataclasses.replace(base, jit_compile=jit == "on")
-        if "fleet" in _ROWS.value:
-            fps = measure_fleet(config)
-            rows.append(("actor fleet (acting + Reverb, no learner)", jit, fps))
-            print(f"fleet jit={jit}: {fps:.0f} frames/s", flush=True)
-        if "train" in _ROWS.value:
-            fps = measure_training(config)
-            rows.append(("full IMPALA training (actors + learner)", jit, fps))
-            print(f"train jit={jit}: {fps:.0f} frames/s", flush=True)
-    print(f"\n| {'measurement':<42} | jit | frames/s | ratio to raw ALE |")
-    print(f"|{'-' * 44}|-----|----------|------------------|")
-    for name, jit, fps in rows:
-        print(f"| {name:<42} | {jit:<3} | {fps:>8.0f} | {fps / raw:>16.2f} |")
+        for precision in _PRECISIONS.value:
+            config = dataclasses.replace(base, jit_compile=jit == "on",
+                                         actor_precision=precision).validate()
+            if "fleet" in _ROWS.value:
+                fps = measure_fleet(config)
+                rows.append(("actor fleet (acting + Reverb, no learner)", jit, precision, fps))
+                print(f"fleet jit={jit} {precision}: {fps:.0f} frames/s", flush=True)
+            if "train" in _ROWS.value:
+                fps = measure_training(config)
+                rows.append(("full IMPALA training (actors + learner)", jit, precision, fps))
+                print(f"train jit={jit} {precision}: {fps:.0f} frames/s", flush=True)
+    print(f"\n| {'measurement':<42} | jit | actors   | frames/s | ratio to raw ALE |")
+    print(f"|{'-' * 44}|-----|----------|----------|------------------|")
+    for name, jit, precision, fps in rows:
+        print(f"| {name:<42} | {jit:<3} | {precision:<8} | {fps:>8.0f} | {fps / raw:>16.2f} |")
 
 
 if __name__ == "__main__":

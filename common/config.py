@@ -8,6 +8,9 @@ nothing heavy, so flags are validated in milliseconds.
 import dataclasses
 from typing import Any, Callable
 
+# Arithmetic of a network that only acts (common.networks.build_in_precision).
+PRECISIONS = ("float32", "bfloat16")
+
 
 def field(default, doc: str):
     """A dataclass field with its flag help text."""

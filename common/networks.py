@@ -13,12 +13,33 @@ uint8 and are scaled by 1/255 inside the torso (§3.1).
 from __future__ import annotations
 
 import zlib
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 import tensorflow as tf
 
+from common.config import PRECISIONS
+
 LSTMState = tuple[tf.Tensor, ...]  # (h, c) of the core, or () without one
+_Built = TypeVar("_Built")
+
+
+def build_in_precision(precision: str, build: Callable[[], _Built]) -> _Built:
+    """Calls `build` under the Keras dtype policy of `precision`; the layers it creates keep it.
+
+    "bfloat16" is Keras' "mixed_bfloat16": float32 variables (the learner's weights load as they
+    are), bfloat16 arithmetic. Outputs and the recurrent state stay float32 at the network's
+    boundary (`ImpalaNet`), so callers see the same dtypes either way.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
+    previous = tf.keras.mixed_precision.global_policy()
+    tf.keras.mixed_precision.set_global_policy(
+        "mixed_bfloat16" if precision == "bfloat16" else "float32")
+    try:
+        return build()
+    finally:
+        tf.keras.mixed_precision.set_global_policy(previous)
 
 
 def _kernel_initializer() -> tf.keras.initializers.Initializer:
@@ -263,16 +284,18 @@ class ImpalaNet(tf.keras.Model):
             if instruction is None:
                 raise ValueError("this network has a language channel: pass `instruction`")
             parts.append(instruction)
-        return tf.concat(parts, -1)
+        return tf.concat([tf.cast(part, features.dtype) for part in parts], -1)
 
     def _core_step(self, inputs, reset, state):
         """One LSTM step; the state of envs whose episode starts here is zeroed first."""
-        state = [tf.where(reset[:, None], tf.zeros_like(s), s) for s in state]
+        state = [tf.cast(tf.where(reset[:, None], tf.zeros_like(s), s), self.core.compute_dtype)
+                 for s in state]
         output, new_state = self.core(inputs, state)
-        return output, tuple(new_state)
+        return output, tuple(tf.cast(s, tf.float32) for s in new_state)
 
     def _heads(self, x):
-        return self.policy_head(x), tf.squeeze(self.value_head(x), -1)
+        return (tf.cast(self.policy_head(x), tf.float32),
+                tf.cast(tf.squeeze(self.value_head(x), -1), tf.float32))
 
     def step(self, obs, prev_action, prev_reward, reset, state, instruction=None):
         """One step for B envs (actors).
@@ -308,7 +331,7 @@ class ImpalaNet(tf.keras.Model):
         def scan_step(carry, step_inputs):
             return self._core_step(*step_inputs, carry[1])
 
-        zeros = tf.zeros_like(state[0])
+        zeros = tf.zeros_like(state[0], dtype=self.core.compute_dtype)
         outputs, states = tf.scan(scan_step, (inputs, tf.convert_to_tensor(reset)),
                                   initializer=(zeros, tuple(state)))
         return self._heads(outputs), tuple(s[-1] for s in states)

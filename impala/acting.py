@@ -9,6 +9,7 @@ import dataclasses
 
 from common import acting
 from common import envs
+from common import networks as common_networks
 from impala import config as config_lib
 from impala import networks
 
@@ -16,9 +17,10 @@ from impala import networks
 def make_policy(config: config_lib.ImpalaConfig, num_actions: int, observation_shape: tuple,
                 observation_dtype, seed: int, greedy: bool) -> acting.CategoricalPolicy:
     """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
-    return acting.CategoricalPolicy(networks.make_network(config, num_actions),
-                                    observation_shape, observation_dtype, seed, greedy=greedy,
-                                    jit_compile=config.jit_compile)
+    network = common_networks.build_in_precision(
+        config.actor_precision, lambda: networks.make_network(config, num_actions))
+    return acting.CategoricalPolicy(network, observation_shape, observation_dtype, seed,
+                                    greedy=greedy, jit_compile=config.jit_compile)
 
 
 def training_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:

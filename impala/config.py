@@ -11,7 +11,7 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
-from common.config import check_choice, field
+from common.config import PRECISIONS, check_choice, field
 
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
@@ -87,6 +87,11 @@ class ImpalaConfig:
     actor_niceness: int = field(10, "nice increment of actor and evaluator processes.")
     # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
     # learner leaves (benchmarks/throughput.py: ~1.5K vs ~1.25K frames/s for nice 10 vs 0).
+    actor_precision: str = field(
+        "float32", "Arithmetic of the actors' and evaluator's network: float32 or bfloat16.")
+    # choice: float32 as in the paper. bfloat16 (float32 weights, bfloat16 arithmetic) makes
+    # acting ~1.6x cheaper on CPUs with AVX512-BF16 (benchmarks/throughput.py); V-trace corrects
+    # for it exactly, because actors record the logits they actually sampled from as mu.
     jit_compile: bool = field(False, "XLA-compile the train step and the actor policy.")
     # choice: benchmarks/throughput.py measures both; XLA's CPU convolutions are slower here.
     seed: int = field(0, "Seed of environments and networks.")
@@ -113,6 +118,7 @@ class ImpalaConfig:
         """Raises ValueError naming the first field whose value is not allowed."""
         for name, allowed in (("correction", CORRECTIONS), ("pg_q_estimate", PG_Q_ESTIMATES),
                               ("network", NETWORKS), ("optimizer", OPTIMIZERS),
+                              ("actor_precision", PRECISIONS),
                               ("eval_policy", EVAL_POLICIES)):
             check_choice(name, getattr(self, name), allowed)
         positive = ("unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import networks
 from common.networks import (DeepTorso, ImpalaNet, ShallowTorso, instruction_tokens)
 
 ATARI = (84, 84, 4)
@@ -200,3 +201,40 @@ def test_bad_arguments_raise():
     obs, a, r, reset = _inputs(np.random.default_rng(7), 1, 1, 9, DMLAB)
     with pytest.raises(ValueError, match="instruction"):
         net.step(obs[0], a[0], r[0], reset[0], net.initial_state(1))
+
+
+@pytest.mark.parametrize("torso, use_lstm, observation_shape, observation_dtype", [
+    ("deep", False, (84, 84, 4), np.uint8),  # IMPALA's Atari actor
+    ("mlp", True, (4,), np.float32),  # a recurrent core: its state stays float32 outside
+])
+def test_bfloat16_acting_network_follows_the_float32_one(torso, use_lstm, observation_shape,
+                                                          observation_dtype):
+    def build():
+        return networks.ImpalaNet(6, torso=torso, use_lstm=use_lstm, lstm_units=16)
+
+    full = build()
+    half = networks.build_in_precision("bfloat16", build)
+    assert tf.keras.mixed_precision.global_policy().name == "float32"  # restored
+    for net in (full, half):
+        net.create_variables(observation_shape, observation_dtype)
+    for mine, theirs in zip(half.variables, full.variables):
+        assert mine.dtype == tf.float32  # the learner's float32 weights load unchanged
+        mine.assign(theirs)
+    rng = np.random.default_rng(0)
+    B = 8
+    states = [full.initial_state(B), half.initial_state(B)]
+    for t in range(3):
+        high = 255 if observation_dtype == np.uint8 else 1
+        obs = rng.uniform(0, high, (B, *observation_shape)).astype(observation_dtype)
+        inputs = (obs, rng.integers(0, 6, B).astype(np.int32), rng.normal(size=B).astype(np.float32),
+                  np.full(B, t == 0))
+        (logits, value), states[0] = full.step(*inputs, states[0])
+        (half_logits, half_value), states[1] = half.step(*inputs, states[1])
+        assert half_logits.dtype == half_value.dtype == tf.float32
+        assert all(s.dtype == tf.float32 for s in tf.nest.flatten(states[1]))
+        # bfloat16 keeps 8 significant bits: close, yet really computed in bfloat16.
+        np.testing.assert_allclose(half_logits, logits, atol=0.03 + 0.03 * np.abs(logits).max())
+        np.testing.assert_allclose(half_value, value, atol=0.03 + 0.03 * np.abs(value).max())
+        assert not np.array_equal(half_logits.numpy(), logits.numpy())
+    with pytest.raises(ValueError, match="precision 'float16' is not one of float32, bfloat16"):
+        networks.build_in_precision("float16", build)

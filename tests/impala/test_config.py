@@ -31,6 +31,7 @@ def test_every_field_has_help():
     (dict(correction="retrace"), "--correction='retrace' is not one of vtrace"),
     (dict(network="resnet"), "--network='resnet' is not one of deep, shallow, nature, mlp"),
     (dict(queue_capacity=8), "--queue_capacity=8 must be >= --batch_size=32"),
+    (dict(actor_precision="float16"), "--actor_precision='float16' is not one of float32, bfloat16"),
 ])
 def test_validate_names_the_field(overrides, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
