@@ -24,6 +24,7 @@ from common import launch
 from common import replay
 from impala import config as config_lib
 from impala import main as impala_main
+from tests.common.test_launch import alive
 
 pytestmark = pytest.mark.slow
 
@@ -45,14 +46,6 @@ def children_of(pid: int) -> list[int]:
             if ppid == pid:
                 children.append(int(entry))
     return children
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def wait_for(condition, timeout_s: float, what: str):
