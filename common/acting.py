@@ -1,17 +1,19 @@
 """Actors and the evaluator: batched envs -> one batched policy call per step -> Reverb.
 
 An actor (DESIGN.md §2, §5) steps `num_envs` environments together, makes one compiled policy
-call per step for all of them, and appends each batched step to an `UnrollWriter`
-(`common.replay`): items of `unroll_length + 1` steps overlapping by one, with the core state at
-each item's first step. It pulls the latest parameters from the params table every
-`params_pull_interval` steps.
+call per step for all of them, and appends each batched step to the writer of the agent's replay
+pattern (`common.patterns`: unrolls, prioritised sequences or burn-in sequences, with the core
+state at each item's first step). It pulls the latest parameters from the params table every
+`params_pull_interval` steps, and reports each finished game and the frames it produced through
+the reports table (`common.reports`), so that the learner logs every game exactly once whatever
+the replay does with the steps.
 
 Per-step record (every field batched over envs), time index t:
   observation x_t, prev_action a_{t-1}, prev_reward r_{t-1} (zeros where `reset`), reset (x_t is
   the first observation of an episode), action a_t, reward r_t (the protocol's, e.g. clipped),
-  params_step (the learner step of the weights that chose a_t), episode_return / episode_length
-  (the raw whole-game score and length where a game ended at step t, else NaN / 0),
-  truncation_value, plus the policy's extras (e.g. `behaviour_logits`, impala.md §5.4).
+  params_step (the learner step of the weights that chose a_t), truncation_value, the policy's
+  extras (e.g. IMPALA's `behaviour_logits`, impala.md §5.4) and, for agents with a behaviour
+  selector, `behaviour`: the parameters of the game being played (`common.behaviour`).
 
 Time-limit truncation bootstraps (DESIGN §3) although the auto-reset replaces the final
 observation x_final by the next game's first one: where step t was truncated (and not terminated),
@@ -21,10 +23,6 @@ t, folds it into the reward: r_t + gamma * truncation_value_t with the bootstrap
 usual remedy (e.g. Stable-Baselines3's on-policy buffers); its one approximation is that the
 actor's weights may lag the learner's by a few updates.
 
-Finished episodes thus travel with the experience, through Reverb only (remote actors need no
-other channel): the learner reads them from steps 0..T-1 of each unroll it trains on (step T is
-step 0 of the next unroll), so each episode is counted once, at the frames when it is consumed.
-
 `run_actor` and `run_evaluator` are the bodies of spawned processes (`common.launch`): they take
 picklable settings and a picklable policy factory, and return when `stop` is set, when the parent
 process dies, or after `max_steps`.
@@ -33,20 +31,24 @@ process dies, or after `max_steps`.
 import dataclasses
 import os
 import time
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Mapping, NamedTuple, Protocol
 
 import numpy as np
 import reverb
 import tensorflow as tf
 
+from common import behaviour as behaviour_lib
 from common import envs as envs_lib
 from common import metrics
+from common import patterns
+from common import policies
 from common import replay
+from common import reports
 from common import logging as run_logging
 
-UNROLLS_TABLE = "unrolls"
 PARAMS_TABLE = "params"
 CORE_STATE = "core_state"
+BEHAVIOUR = "behaviour"
 
 
 class Policy(Protocol):
@@ -55,8 +57,10 @@ class Policy(Protocol):
     def initial_state(self, batch_size: int) -> Any: ...
 
     def step(self, observation: np.ndarray, prev_action: np.ndarray, prev_reward: np.ndarray,
-             reset: np.ndarray, state: Any) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
-        """(actions [B] int32, extras {name: [B, ...]}, new core state)."""
+             reset: np.ndarray, state: Any, behaviour: Mapping[str, np.ndarray] | None = None
+             ) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
+        """(actions [B] int32, extras {name: [B, ...]}, new core state). `behaviour` holds the
+        per-env behaviour parameters of agents that have a selector (else None)."""
 
     def bootstrap_value(self, observation: np.ndarray, prev_action: np.ndarray,
                         prev_reward: np.ndarray, state: Any) -> np.ndarray:
@@ -73,9 +77,10 @@ PolicyFactory = Callable[[int, tuple, np.dtype, int, bool], Policy]
 class CategoricalPolicy:
     """a_t ~ softmax(logits) (or argmax with `greedy`) of a network with ImpalaNet's `step` API.
 
-    One compiled call per batched step (`tf.function`, optionally XLA). Extras:
-    `behaviour_logits` [B, A], the behaviour policy mu the learner's V-trace needs (§4.1).
-    `bootstrap_value` is the network's baseline V(x).
+    One compiled call per batched step (`tf.function`, optionally XLA); actions are drawn by
+    `common.policies.sample_actions` with a stateless seed from the policy's own generator, which
+    also compiles under XLA on CPU. Extras: `behaviour_logits` [B, A], the behaviour policy mu
+    the learner's V-trace needs (§4.1). `bootstrap_value` is the network's baseline V(x).
     """
 
     def __init__(self, network, observation_shape: tuple, observation_dtype, seed: int,
@@ -89,6 +94,11 @@ class CategoricalPolicy:
         self._value = tf.function(self._value_graph, jit_compile=jit_compile,
                                   reduce_retracing=True)
 
+    @staticmethod
+    def extras_spec(num_actions: int) -> dict:
+        """Per-step spec of what `step` returns besides the action (the record's extras)."""
+        return {"behaviour_logits": tf.TensorSpec([num_actions], tf.float32)}
+
     def initial_state(self, batch_size: int):
         return tf.nest.map_structure(lambda x: x.numpy(), self.network.initial_state(batch_size))
 
@@ -97,11 +107,8 @@ class CategoricalPolicy:
                                                    state)
         if self.greedy:
             return tf.argmax(logits, -1, output_type=tf.int32), logits, new_state
-        # Gumbel-max: argmax(logits + Gumbel noise) ~ softmax(logits), and unlike
-        # tf.random.categorical it compiles under XLA on CPU.
-        uniform = self._rng.uniform(tf.shape(logits), minval=np.finfo(np.float32).tiny, maxval=1.0)
-        gumbel = -tf.math.log(-tf.math.log(uniform))
-        return tf.argmax(logits + gumbel, -1, output_type=tf.int32), logits, new_state
+        seed = tf.cast(self._rng.make_seeds(1)[:, 0], tf.int32)
+        return policies.sample_actions(logits=logits, seed=seed), logits, new_state
 
     def _value_graph(self, observation, prev_action, prev_reward, state):
         reset = tf.zeros(tf.shape(prev_action), tf.bool)
@@ -111,7 +118,7 @@ class CategoricalPolicy:
     def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
         return self._value(observation, prev_action, prev_reward, state).numpy()
 
-    def step(self, observation, prev_action, prev_reward, reset, state):
+    def step(self, observation, prev_action, prev_reward, reset, state, behaviour=None):
         actions, logits, new_state = self._step(observation, prev_action, prev_reward, reset,
                                                 state)
         return (actions.numpy(), {"behaviour_logits": logits.numpy()},
@@ -132,9 +139,10 @@ def assign_weights(variables, weights: list[np.ndarray]) -> None:
         var.assign(value)
 
 
-def step_spec(observation_shape: tuple, observation_dtype, num_actions: int) -> dict:
-    """Per-step `tf.TensorSpec`s of the actor's record (module docstring), with logits."""
-    return {
+def step_spec(observation_shape: tuple, observation_dtype, extras_spec: Mapping[str, Any],
+              behaviour_shapes: Mapping[str, tuple] | None = None) -> dict:
+    """Per-step `tf.TensorSpec`s of the actor's record (module docstring)."""
+    spec = {
         "observation": tf.TensorSpec(observation_shape, tf.as_dtype(observation_dtype)),
         "prev_action": tf.TensorSpec([], tf.int32),
         "prev_reward": tf.TensorSpec([], tf.float32),
@@ -142,11 +150,13 @@ def step_spec(observation_shape: tuple, observation_dtype, num_actions: int) -> 
         "action": tf.TensorSpec([], tf.int32),
         "reward": tf.TensorSpec([], tf.float32),
         "params_step": tf.TensorSpec([], tf.int64),
-        "episode_return": tf.TensorSpec([], tf.float32),
-        "episode_length": tf.TensorSpec([], tf.int32),
         "truncation_value": tf.TensorSpec([], tf.float32),
-        "behaviour_logits": tf.TensorSpec([num_actions], tf.float32),
+        **extras_spec,
     }
+    if behaviour_shapes:
+        spec[BEHAVIOUR] = {name: tf.TensorSpec(shape, tf.float32)
+                           for name, shape in behaviour_shapes.items()}
+    return spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,9 +166,10 @@ class ActorSettings:
     env: str
     num_envs: int
     seed: int
-    unroll_length: int
     params_pull_interval: int  # actor steps between parameter pulls
     protocol: Any = "impala"  # a common.envs protocol name or AtariProtocol
+    actor_id: int = 0  # names the behaviour state file; the launcher numbers its actors
+    state_dir: str | None = None  # run directory where behaviour controllers keep their state
     flush_timeout_ms: int = 1000  # choice: short waits, so a stop request is seen within ~1 s
     wait_for_params_s: float = 600.0  # choice: the learner's first publish may follow a compile
     niceness: int = 0  # os.nice increment: > 0 lets a learner on the same cores go first
@@ -218,10 +229,20 @@ def _wait_for_params(subscriber: replay.ParamsSubscriber, should_stop, timeout_s
     return None
 
 
-def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_address: str,
-              stop=None, max_steps: int | None = None, table: str = UNROLLS_TABLE,
-              intra_op_threads: int = 1) -> dict:
-    """The actor loop (module docstring). Returns counters: steps, params_updates, params_step."""
+def make_behaviour(spec: behaviour_lib.BehaviourSpec | None, settings: ActorSettings,
+                   evaluation: bool = False) -> behaviour_lib.Behaviour | None:
+    if spec is None:
+        return None
+    path = (None if settings.state_dir is None
+            else behaviour_lib.state_path(settings.state_dir, settings.actor_id))
+    return behaviour_lib.Behaviour(spec, settings.num_envs, settings.seed, path, evaluation)
+
+
+def run_actor(settings: ActorSettings, make_policy: PolicyFactory, pattern: patterns.Pattern,
+              replay_address: str, behaviour: behaviour_lib.BehaviourSpec | None = None,
+              stop=None, max_steps: int | None = None, intra_op_threads: int = 1) -> dict:
+    """The actor loop (module docstring). Returns counters: steps, params_updates, params_step
+    and the raw returns of the games it finished (in order)."""
     configure_threads(intra_op_threads)
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
@@ -229,6 +250,7 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_addres
                             settings.backend)
     policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
                          settings.seed, False)
+    selector = make_behaviour(behaviour, settings)
     client = replay.connect(replay_address, timeout_s=30.0)
     subscriber = replay.ParamsSubscriber(client, PARAMS_TABLE)
     params_step = -1  # -1: initial weights, no publication seen yet
@@ -236,28 +258,38 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_addres
     if latest is not None:
         params_step = latest[0]
         policy.set_weights(latest[1])
-    writer = replay.UnrollWriter(client, table, settings.unroll_length, settings.num_envs,
-                                 flush_timeout_ms=settings.flush_timeout_ms)
+    writer = pattern.writer(client, settings.num_envs, settings.flush_timeout_ms)
+    reporter = reports.Reporter(client, settings.num_envs,
+                                envs_lib.frames_per_step(settings.env, settings.protocol))
     B = settings.num_envs
     observation = env.reset()
     inputs = StepInputs.first(B)
     state = policy.initial_state(B)
     steps = params_updates = 0
+    game_returns: list[float] = []
     try:
         while not should_stop() and (max_steps is None or steps < max_steps):
+            params = None if selector is None else selector.params
             action, extras, new_state = policy.step(observation, inputs.prev_action,
-                                                    inputs.prev_reward, inputs.reset, state)
+                                                    inputs.prev_reward, inputs.reset, state,
+                                                    params)
             result = env.step(action)
             record = dict(observation=observation, **inputs._asdict(), action=action,
                           reward=result.reward, params_step=np.full(B, params_step, np.int64),
-                          episode_return=result.episode_return,
-                          episode_length=result.episode_length,
                           truncation_value=truncation_values(policy, result, action, new_state),
                           **extras)
+            if params is not None:
+                record[BEHAVIOUR] = {name: value.copy() for name, value in params.items()}
             core_state = {CORE_STATE: state} if tf.nest.flatten(state) else None
-            _append_until_accepted(writer, record, core_state, should_stop)
+            _append_until_accepted(writer, record, core_state,
+                                   result.terminated | result.truncated, should_stop)
+            reporter.step(result.episode_return, result.episode_length,
+                          () if params is None else [params[k] for k in sorted(params)])
+            game_returns.extend(result.episode_return[~np.isnan(result.episode_return)])
+            if selector is not None:
+                selector.end_games(result.episode_return)
             if steps % settings.params_pull_interval == 0 and steps > 0:
-                # With the default interval this follows the append that closed an unroll: it
+                # With IMPALA's interval this follows the append that closed an unroll: it
                 # returns once the queue took the unroll, so the pull sees the freshest weights
                 # before the next unroll starts (§3: "before each new trajectory").
                 latest = subscriber.latest(timeout_ms=1000)
@@ -270,9 +302,14 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, replay_addres
             state = new_state
             steps += 1
     finally:
+        reporter.heartbeat()
+        reporter.close()
         writer.close(timeout_ms=1000)
+        if selector is not None:
+            selector.save()
         env.close()
-    return dict(steps=steps, params_updates=params_updates, params_step=params_step)
+    return dict(steps=steps, params_updates=params_updates, params_step=params_step,
+                game_returns=game_returns)
 
 
 def truncation_values(policy: Policy, result: envs_lib.StepResult, action: np.ndarray,
@@ -288,10 +325,11 @@ def truncation_values(policy: Policy, result: envs_lib.StepResult, action: np.nd
     return np.where(truncated, values, 0.0).astype(np.float32)
 
 
-def _append_until_accepted(writer: replay.UnrollWriter, record, core_state, should_stop) -> None:
-    """Appends; while the queue is full (learner busy or gone) waits in short slices."""
+def _append_until_accepted(writer, record, core_state, episode_end, should_stop) -> None:
+    """Appends; while the table is full or rate-limited (learner busy or gone) waits in short
+    slices."""
     try:
-        writer.append(record, core_state)
+        writer.append(record, first_step_extras=core_state, episode_end=episode_end)
         return
     except reverb.DeadlineExceededError:
         pass
@@ -325,13 +363,18 @@ class EvaluatorSettings:
     # protocol the papers evaluate with (e.g. impala.md §4.3 "[1, 30]"); the C++ batch draws
     # 0..noop_max-1 and is only faster, which an evaluator of a few envs does not need.
     backend: str = "gym"
+    # Agents with a behaviour selector: the run directory whose saved controller state (actor 0's,
+    # common.behaviour) the evaluator loads before each round to play the controllers' best choice.
+    state_dir: str | None = None
 
 
-def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False) -> list[float]:
+def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False,
+             selector: behaviour_lib.Behaviour | None = None) -> list[float]:
     """Raw whole-game scores of `num_episodes` episodes.
 
     Env i contributes its first quota_i episodes (quotas split `num_episodes` evenly), so that
     short episodes are not over-represented as they would be by taking the first to finish.
+    `selector` (evaluation mode) gives agents with a behaviour selector their parameters.
     """
     B = env.num_envs
     quotas = np.full(B, num_episodes // B) + (np.arange(B) < num_episodes % B)
@@ -341,11 +384,14 @@ def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False) 
     state = policy.initial_state(B)
     while not should_stop() and any(len(s) < q for s, q in zip(scores, quotas)):
         action, _, state = policy.step(observation, inputs.prev_action, inputs.prev_reward,
-                                       inputs.reset, state)
+                                       inputs.reset, state,
+                                       None if selector is None else selector.params)
         result = env.step(action)
         for i in np.flatnonzero(~np.isnan(result.episode_return)):
             if len(scores[i]) < quotas[i]:
                 scores[i].append(float(result.episode_return[i]))
+        if selector is not None:
+            selector.end_games(result.episode_return)
         inputs = StepInputs.after(result, action)
         observation = result.observation
     return [score for env_scores in scores for score in env_scores]
@@ -360,10 +406,13 @@ def human_normalized_or_nan(env: str, score: float) -> float:
 
 
 def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, replay_address: str,
-                  logdir: str, stop=None, finished=None, start_time: float | None = None,
+                  logdir: str, behaviour: behaviour_lib.BehaviourSpec | None = None, stop=None,
+                  finished=None, start_time: float | None = None,
                   intra_op_threads: int = 1) -> None:
     """Every `interval_s`, evaluates the latest published weights; when `finished` is set (the
-    learner reached its budget), runs the full protocol once. Writes eval.csv + TensorBoard."""
+    learner reached its budget), runs the full protocol once. Writes eval.csv + TensorBoard.
+    With a `behaviour` selector, each round plays the controllers' best choice (evaluation mode
+    of `common.behaviour`, state of actor 0 loaded anew each round)."""
     configure_threads(intra_op_threads)
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
@@ -390,7 +439,13 @@ def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, repla
             learner_step, weights = latest
             policy.set_weights(weights)
             episodes = settings.final_episodes if final else settings.round_episodes
-            scores = evaluate(env, policy, episodes, should_stop)
+            selector = None
+            if behaviour is not None:
+                path = (None if settings.state_dir is None
+                        else behaviour_lib.state_path(settings.state_dir, 0))
+                selector = behaviour_lib.Behaviour(behaviour, settings.num_envs, settings.seed,
+                                                   path, evaluation=True)
+            scores = evaluate(env, policy, episodes, should_stop, selector)
             frames = learner_step * settings.frames_per_learner_step
             hns = [human_normalized_or_nan(settings.env, s) for s in scores]
             for score, h in zip(scores, hns):

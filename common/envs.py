@@ -372,3 +372,11 @@ def make_env(env: str, num_envs: int, seed: int, protocol: str | AtariProtocol =
         raise ValueError(f"unknown backend {backend!r}: use one of {BACKENDS}")
     return _ProtocolEnv(atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss,
                         channels_last=True)
+
+
+def frames_per_step(env: str, protocol: str | AtariProtocol = "impala") -> int:
+    """Environment frames one agent step consumes: the protocol's action repeat on Atari
+    (frames count action repeats, impala.md §5.4), 1 on CartPole."""
+    if env in (CARTPOLE, "CartPole-v1", "cartpole"):
+        return 1
+    return (PROTOCOLS[protocol] if isinstance(protocol, str) else protocol).frame_skip

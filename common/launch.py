@@ -25,74 +25,50 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Callable, NamedTuple
-
-import numpy as np
-import tensorflow as tf
+from typing import Callable
 
 from common import acting
-from common import envs as envs_lib
 from common import learning
+from common import patterns
 from common import replay
+from common.agent import Agent, EnvSpec, probe_env
 
 ROLES = ("local", "replay", "learner", "actor")
 
 
-class EnvSpec(NamedTuple):
-    num_actions: int
-    observation_shape: tuple
-    observation_dtype: np.dtype
-
-
-class LearnerParts(NamedTuple):
-    """What a paper's learner builder returns (see `Experiment.make_learner`)."""
-
-    network: tf.Module
-    train_step: learning.TrainStep
-    checkpointables: dict[str, Any]
-
-
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """Everything the launcher needs from a paper package. Fields used by children are
-    picklable (module-level functions, `functools.partial`s of them, frozen dataclasses)."""
+    """A paper's agent plus the run settings of its processes."""
 
+    agent: Agent
     actor: acting.ActorSettings  # per actor process; actor i offsets the seed
     num_actors: int
-    make_policy: acting.PolicyFactory
-    make_learner: Callable[[EnvSpec], LearnerParts]  # runs in the learner process only
     learner: learning.LearnerSettings
-    queue_capacity: int
-    core_state_spec: Any = None  # per-env spec of the recurrent state (None: feed-forward)
     evaluator: acting.EvaluatorSettings | None = None
     replay_port: int | None = None  # None: any free port (local); the `replay` role needs one
     actor_threads: int = 1  # TF intra-op threads per actor process
     learner_threads: int = 2  # TF intra-op threads of the learner process
 
 
-def probe_env(env: str, protocol) -> EnvSpec:
-    """Actions and observation format of `env`, from a one-env batch."""
-    probe = envs_lib.make_env(env, 1, 0, protocol)
-    try:
-        return EnvSpec(probe.num_actions, tuple(probe.observation_shape),
-                       np.dtype(probe.observation_dtype))
-    finally:
-        probe.close()
+def replay_checkpoint_dir(experiment: Experiment) -> str | None:
+    """Where Reverb checkpoints replay whose contents matter (None for a queue)."""
+    if not experiment.agent.replay.checkpointed:
+        return None
+    return os.path.join(experiment.learner.logdir, "replay")
 
 
-def unroll_signature(experiment: Experiment, spec: EnvSpec) -> dict:
-    """The queue table's item signature: T+1 steps plus the core state at the first step."""
-    extras = (None if experiment.core_state_spec is None
-              else {acting.CORE_STATE: experiment.core_state_spec})
-    return replay.sequence_signature(
-        acting.step_spec(spec.observation_shape, spec.observation_dtype, spec.num_actions),
-        experiment.actor.unroll_length + 1, extras)
-
-
-def make_tables(experiment: Experiment, spec: EnvSpec) -> list:
-    return [replay.queue_table(acting.UNROLLS_TABLE, experiment.queue_capacity,
-                               unroll_signature(experiment, spec)),
-            replay.params_table(acting.PARAMS_TABLE)]
+def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None):
+    """The Reverb server with every table of the run, restored from the run's replay checkpoint
+    if there is one; prints the experience table's capacity and estimated memory."""
+    agent = experiment.agent
+    pattern = agent.replay
+    signature = agent.signature(spec)
+    gib = patterns.estimated_bytes(pattern, signature) / 2**30
+    print(f"[replay] {pattern.kind}: {pattern.capacity:,} items of {pattern.item_length} steps "
+          f"(~{pattern.unique_steps():,} distinct steps when full, {gib:.2f} GiB before Reverb's "
+          f"compression)", flush=True)
+    return replay.start_server(agent.tables(spec), port=port,
+                               checkpoint_dir=replay_checkpoint_dir(experiment))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -208,10 +184,12 @@ def _reseed_actor(kwargs: dict, restarts: int) -> dict:
 def start_actors(supervisor: Supervisor, experiment: Experiment, replay_address: str) -> None:
     for i in range(experiment.num_actors):
         settings = dataclasses.replace(
-            experiment.actor, seed=experiment.actor.seed + i * experiment.actor.num_envs)
+            experiment.actor, seed=experiment.actor.seed + i * experiment.actor.num_envs,
+            actor_id=i)
         supervisor.start(f"actor_{i}", acting.run_actor,
-                         dict(settings=settings, make_policy=experiment.make_policy,
-                              replay_address=replay_address,
+                         dict(settings=settings, make_policy=experiment.agent.make_policy,
+                              pattern=experiment.agent.replay, replay_address=replay_address,
+                              behaviour=experiment.agent.behaviour,
                               intra_op_threads=experiment.actor_threads),
                          reseed=_reseed_actor)
 
@@ -236,11 +214,11 @@ def _handle_stop_signals() -> None:
 def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str
                   ) -> learning.Learner:
     acting.configure_threads(experiment.learner_threads)
-    parts = experiment.make_learner(spec)
+    agent = experiment.agent
+    parts = agent.make_learner(spec)
     client = replay.connect(replay_address)
-    return learning.Learner(experiment.learner, parts.network, parts.train_step,
-                            parts.checkpointables, client, replay_address,
-                            unroll_signature(experiment, spec))
+    return learning.Learner(experiment.learner, parts, client, replay_address, agent.replay,
+                            agent.signature(spec), agent.behaviour_names)
 
 
 def run_learner_with_children(experiment: Experiment, spec: EnvSpec, replay_address: str,
@@ -259,8 +237,9 @@ def run_learner_with_children(experiment: Experiment, spec: EnvSpec, replay_addr
             start_actors(supervisor, experiment, replay_address)
         if experiment.evaluator is not None:
             supervisor.start("evaluator", acting.run_evaluator, dict(
-                settings=experiment.evaluator, make_policy=experiment.make_policy,
+                settings=experiment.evaluator, make_policy=experiment.agent.make_policy,
                 replay_address=replay_address, logdir=experiment.learner.logdir,
+                behaviour=experiment.agent.behaviour,
                 finished=finished, start_time=time.time() - float(learner.elapsed_s.numpy()),
                 intra_op_threads=experiment.actor_threads))
         learner.run(on_idle=supervisor.restart_dead)
@@ -292,7 +271,7 @@ def run(experiment: Experiment, role: str = "local", replay_address: str | None 
             run_learner_with_children(experiment, spec, replay_address, with_actors=False)
         else:
             port = experiment.replay_port if role == "replay" else None
-            server = replay.start_server(make_tables(experiment, spec), port=port)
+            server = start_server(experiment, spec, port)
             try:
                 if role == "replay":
                     print(f"[replay] serving on port {server.port}; connect learner and actors "

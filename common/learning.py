@@ -1,32 +1,61 @@
-"""The learner loop: Reverb -> compiled train step -> publish params, checkpoint, log.
+"""The learner loop: Reverb -> compiled train step -> priorities, publish params, checkpoint, log.
 
-Generic over papers (DESIGN.md §2, §6): a paper supplies its network, its compiled
-`train_step(batch_steps, frames) -> stats` and the objects to checkpoint (optimizer...); this
-module samples unroll batches outside the compiled function (Reverb ops cannot be XLA-compiled),
-counts steps and environment frames, publishes the weights every `publish_interval` steps, writes
-`tf.train.CheckpointManager` checkpoints periodically and at shutdown, and logs TensorBoard
-scalars, `episodes.csv` and a console line.
+Generic over papers (DESIGN.md §2, §6). A paper supplies `LearnerParts`: its compiled
+`train_step(batch, frames) -> stats`, everything a resume needs (`checkpointables`: networks,
+target networks, optimizers) and the variables its actors act with (`acting_variables`, the only
+ones published). This module samples batches of the agent's replay pattern (`common.patterns`)
+outside the compiled function (Reverb ops cannot be XLA-compiled), counts steps and frames,
+writes back the priorities a train step returns, publishes the acting weights every
+`publish_interval` steps (optionally `publish_lag` steps old), writes `tf.train.CheckpointManager`
+checkpoints (and Reverb checkpoints of replay whose contents matter) periodically and at
+shutdown, and logs TensorBoard scalars, `episodes.csv` and a console line.
 
-Resuming: a learner started on a logdir that holds checkpoints restores the network, the
-optimizer state, the step and frame counters and the run's elapsed wall time, so the learning
-rate schedule and the CSV time axis continue where the previous process stopped.
+The batch a train step receives (`batch`): the item's steps, time-major `[L, B, ...]`; `core_state`
+(the stored recurrent state at each item's first step, `[B, ...]`) when the agent has one;
+`info`: `key`, `probability`, `table_size`, `priority`, `times_sampled` of each item (`[B]`, for
+importance weights and priorities); `learner_step` (int64, before this step). `frames` is the
+learner's frame count before this step (it sets schedules). A `priorities` entry `[B]` in the
+returned stats is written back to the pattern's `priority_table` and not logged.
+
+Frames: `frames` counts the environment frames the learner has consumed (`frames_per_batch` per
+step: a paper's definition of new frames per learner step, which sets the budget and the
+schedules); `actor_frames` counts the frames the actors produced, as their reports say
+(`common.reports`). Each finished game is logged once, at the `actor_frames` count when its report
+arrived (the papers' x-axis counts frames of experience).
+
+Resuming: a learner started on a logdir that holds checkpoints restores the checkpointables, both
+frame counters, the step and the run's elapsed wall time, so schedules and the CSV time axis
+continue where the previous process stopped.
 """
 
 import collections
 import dataclasses
 import os
 import time
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import reverb
 import tensorflow as tf
 
 from common import acting
+from common import patterns
 from common import replay
+from common import reports
 from common import logging as run_logging
 
 TrainStep = Callable[[dict, tf.Tensor], Mapping[str, tf.Tensor]]
+PRIORITIES = "priorities"
+INFO = "info"
+LEARNER_STEP = "learner_step"
+
+
+class LearnerParts(NamedTuple):
+    """What a paper's learner factory returns (see `common.agent.Agent.make_learner`)."""
+
+    train_step: TrainStep
+    checkpointables: Mapping[str, Any]  # networks, target networks, optimizers, ...
+    acting_variables: Sequence[tf.Variable]  # published, in the order the policy's weights go
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +65,8 @@ class LearnerSettings:
     frames_per_batch: int  # environment frames one train step consumes
     batch_size: int
     publish_interval: int = 1  # learner steps between parameter publications
+    # IMPALA App. E.1 (impala.md §6.2): actors act with weights this many learner steps old.
+    publish_lag: int = 0
     checkpoint_interval_s: float = 300.0
     log_interval_s: float = 10.0
     max_checkpoints: int = 3  # choice: a few, in case the newest is from a diverged run
@@ -46,22 +77,24 @@ class LearnerSettings:
 class Learner:
     """Owns the counters, checkpoints and logs around a paper's train step."""
 
-    def __init__(self, settings: LearnerSettings, network: tf.Module, train_step: TrainStep,
-                 checkpointables: Mapping[str, Any], client: reverb.Client,
-                 replay_address: str, signature: dict, table: str = acting.UNROLLS_TABLE):
+    def __init__(self, settings: LearnerSettings, parts: LearnerParts, client: reverb.Client,
+                 replay_address: str, pattern: patterns.Pattern, signature: dict,
+                 behaviour_names: Sequence[str] = ()):
         self.settings = settings
-        self.network = network
-        self.train_step = train_step
+        self.train_step = parts.train_step
+        self.acting_variables = list(parts.acting_variables)
         self.client = client
+        self.pattern = pattern
         self._replay_address = replay_address
         self._signature = signature
-        self._table = table
+        self._behaviour_names = sorted(behaviour_names)  # the order actors report them in
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="learner_step")
         self.frames = tf.Variable(0, dtype=tf.int64, trainable=False, name="frames")
+        self.actor_frames = tf.Variable(0, dtype=tf.int64, trainable=False, name="actor_frames")
         self.elapsed_s = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="elapsed_s")
         self.checkpoint = tf.train.Checkpoint(step=self.step, frames=self.frames,
-                                              elapsed_s=self.elapsed_s, network=network,
-                                              **checkpointables)
+                                              actor_frames=self.actor_frames,
+                                              elapsed_s=self.elapsed_s, **parts.checkpointables)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(settings.logdir, "checkpoints"),
             max_to_keep=settings.max_checkpoints, step_counter=self.step)
@@ -70,10 +103,14 @@ class Learner:
             print(f"[{settings.name}] resumed {self.restored_from} (step "
                   f"{int(self.step.numpy())}, {int(self.frames.numpy())} frames)", flush=True)
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
+        self.reports = reports.ReportReader(client)
+        # (step, weights) of the last publish_lag + 1 steps: the oldest is published.
+        self._snapshots: collections.deque = collections.deque(maxlen=settings.publish_lag + 1)
         self.logger = run_logging.RunLogger(settings.logdir, settings.total_frames,
                                             settings.name)
         self.last_stats: dict[str, float] = {}
-        # The mean params step of the unrolls of each recent batch (policy lag diagnostics).
+        self.games_logged = 0
+        # The mean params step of the items of each recent batch (policy lag diagnostics).
         self.params_steps_seen: collections.deque = collections.deque(maxlen=1000)
         self._elapsed = lambda: float(self.elapsed_s.numpy())  # run() makes it a live clock
 
@@ -82,20 +119,26 @@ class Learner:
         return int(self.frames.numpy()) >= self.settings.total_frames
 
     def publish(self) -> None:
-        self.publisher.publish(int(self.step.numpy()),
-                               [v.numpy() for v in self.network.variables])
+        """Publishes the acting weights of `publish_lag` steps ago (the oldest held until that
+        many steps exist), with the step they are from."""
+        self._snapshot()
+        step, weights = self._snapshots[0]
+        self.publisher.publish(step, weights)
+
+    def _snapshot(self) -> None:
+        step = int(self.step.numpy())
+        if not self._snapshots or self._snapshots[-1][0] != step:
+            self._snapshots.append((step, [v.numpy() for v in self.acting_variables]))
 
     def save(self) -> str:
+        """A learner checkpoint and, for replay whose contents matter, a Reverb checkpoint."""
+        if self.pattern.checkpointed:
+            self.client.checkpoint()
         return self.manager.save(checkpoint_number=self.step)
 
-    def _batches(self) -> Iterator:
-        # choice: one batch in flight (plus the one prefetched): every item sampled ahead of the
-        # train step is an item whose policy lag grows while it waits.
-        dataset = replay.unroll_dataset(
-            self._replay_address, self._table, self._signature, self.settings.batch_size,
-            max_in_flight_samples_per_worker=self.settings.batch_size,
-            rate_limiter_timeout_ms=self.settings.sample_timeout_ms)
-        return iter(dataset)
+    def _batches(self) -> Iterator[reverb.ReplaySample]:
+        return self.pattern.batches(self._replay_address, self._signature,
+                                    self.settings.batch_size, self.settings.sample_timeout_ms)
 
     def run(self, should_stop: Callable[[], bool] = lambda: False, max_steps: int | None = None,
             on_idle: Callable[[], None] = lambda: None) -> None:
@@ -109,6 +152,7 @@ class Learner:
         self._elapsed = lambda: start_elapsed + time.monotonic() - started
         last_log = last_checkpoint = started
         frames_at_last_log = int(self.frames.numpy())
+        actor_frames_at_last_log = int(self.actor_frames.numpy())
         stats_sum: dict[str, float] = {}
         stats_count = 0
         steps_this_run = 0
@@ -118,6 +162,7 @@ class Learner:
             while not self.done and not should_stop() and (
                     max_steps is None or steps_this_run < max_steps):
                 on_idle()
+                self.record_reports()
                 try:
                     sample = next(batches)
                 except (StopIteration, tf.errors.OutOfRangeError):
@@ -131,62 +176,77 @@ class Learner:
                 now = time.monotonic()
                 self.elapsed_s.assign(self._elapsed())
                 if now - last_log >= self.settings.log_interval_s:
-                    frames = int(self.frames.numpy())
+                    frames, actor_frames = int(self.frames.numpy()), int(self.actor_frames.numpy())
                     fps = (frames - frames_at_last_log) / (now - last_log)
+                    actor_fps = (actor_frames - actor_frames_at_last_log) / (now - last_log)
                     self.last_stats = {k: v / stats_count for k, v in stats_sum.items()}
-                    self._log(fps)
+                    self._log(fps, actor_fps)
                     stats_sum, stats_count = {}, 0
                     last_log, frames_at_last_log = now, frames
+                    actor_frames_at_last_log = actor_frames
                 if now - last_checkpoint >= self.settings.checkpoint_interval_s:
                     self.save()
                     last_checkpoint = now
         finally:
+            self.record_reports()
             self.elapsed_s.assign(self._elapsed())
             path = self.save()
             print(f"[{self.settings.name}] checkpoint {path} (step {int(self.step.numpy())}, "
                   f"{int(self.frames.numpy())} frames)", flush=True)
 
-    def _train_on(self, sample) -> Mapping[str, tf.Tensor]:
-        """One train step on a sampled batch; counts, logs its episodes, publishes."""
+    def _train_on(self, sample: reverb.ReplaySample) -> dict[str, float]:
+        """One train step on a sampled batch; writes priorities back, counts, publishes."""
         steps = sample.data[replay.STEPS]
         batch = dict(steps)
         if replay.FIRST_STEP_EXTRAS in sample.data:
             batch[acting.CORE_STATE] = sample.data[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE]
-        stats = self.train_step(batch, self.frames.read_value())
+        batch[INFO] = sample.info._asdict()
+        batch[LEARNER_STEP] = self.step.read_value()
+        stats = dict(self.train_step(batch, self.frames.read_value()))
+        priorities = stats.pop(PRIORITIES, None)
+        if priorities is not None:
+            if self.pattern.priority_table is None:
+                raise ValueError(f"the train step returned priorities, but the "
+                                 f"{self.pattern.kind} pattern has no priorities")
+            replay.update_priorities(self.client, self.pattern.priority_table,
+                                     sample.info.key.numpy(), priorities.numpy())
         self.step.assign_add(1)
         self.frames.assign_add(self.settings.frames_per_batch)
-        self._record_episodes(steps)
         self.params_steps_seen.append(
             float(tf.reduce_mean(tf.cast(steps["params_step"], tf.float64))))
+        if self.settings.publish_lag:
+            self._snapshot()
         if int(self.step.numpy()) % self.settings.publish_interval == 0:
             self.publish()
         return stats
 
-    def _record_episodes(self, steps: Mapping[str, tf.Tensor]) -> None:
-        """Logs the games that ended in steps 0..T-1 of the batch (common.acting docstring)."""
-        returns = steps["episode_return"][:-1].numpy()
-        ended = ~np.isnan(returns)
-        if not ended.any():
-            return
-        lengths = steps["episode_length"][:-1].numpy()[ended]
-        frames = int(self.frames.numpy())
+    def record_reports(self) -> None:
+        """Adds the actors' produced frames and logs each finished game they reported, once."""
         wall_time = self._elapsed()
-        for episode_return, length in zip(returns[ended], lengths):
-            self.logger.episode(frames, episode_return, length, wall_time)
+        for report in self.reports.drain():
+            self.actor_frames.assign_add(report.frames)
+            if report.is_game:
+                self.logger.episode(int(self.actor_frames.numpy()), report.episode_return,
+                                    report.episode_length, wall_time,
+                                    dict(zip(self._behaviour_names, report.behaviour)))
+                self.games_logged += 1
 
-    def _log(self, fps: float) -> None:
+    def _log(self, fps: float, actor_fps: float) -> None:
         step = int(self.step.numpy())
         frames = int(self.frames.numpy())
-        # Learner steps between the weights that acted and the update that used the unrolls.
+        # Learner steps between the weights that acted and the update that used the items.
         lag = step - 1 - self.params_steps_seen[-1]
         scalars = dict(self.last_stats, **{"throughput/frames_per_second": fps,
+                                           "throughput/actor_frames_per_second": actor_fps,
                                            "throughput/policy_lag_steps": lag,
-                                           "progress/learner_step": step})
+                                           "progress/learner_step": step,
+                                           "progress/actor_frames": int(self.actor_frames.numpy())})
         if np.isfinite(self.logger.mean_recent_return):
             scalars["episode/mean_recent_return"] = self.logger.mean_recent_return
         self.logger.scalars(scalars, frames)
         self.logger.progress(step, frames, fps, self.last_stats.get("loss/total", float("nan")),
-                             extra=f"lag {lag:.1f}")
+                             extra=f"acted {run_logging.format_count(actor_fps)} fps | "
+                                   f"lag {lag:.1f}")
 
     def close(self) -> None:
         self.publisher.close()

@@ -3,8 +3,8 @@
 Import it as `from common import logging as run_logging` (it is not the standard `logging`).
 
 Files under a run's logdir (the ablation runner reads the CSVs; each row is flushed):
-- `episodes.csv`: `frames,episode_return,episode_length,wall_time`, one row per finished training
-  episode (raw whole-game score; `frames` = environment frames consumed by the learner then;
+- `episodes.csv`: `frames,episode_return,episode_length,wall_time`, one row per finished game
+  (raw whole-game score; `frames` = environment frames the actors had produced then;
   `wall_time` = seconds since the run started, continued across resumes);
 - `eval.csv`: `frames,episode_return,hns,wall_time`, one row per evaluation episode;
 - TensorBoard events in the logdir (learner) and `eval/` (evaluator), x-axis = frames.
@@ -88,8 +88,9 @@ class RunLogger:
         self._episode_count = 0
 
     def episode(self, frames: int, episode_return: float, episode_length: int,
-                wall_time: float) -> None:
-        """Records one finished training episode (CSV row + TensorBoard point)."""
+                wall_time: float, behaviour: Mapping[str, np.ndarray] | None = None) -> None:
+        """Records one finished game (CSV row + TensorBoard point), with the behaviour
+        parameters it was played with (TensorBoard `behaviour/<name>`; vectors per component)."""
         self._episodes.append(int(frames), float(episode_return), int(episode_length),
                               round(float(wall_time), 3))
         self._recent_returns.append(float(episode_return))
@@ -97,6 +98,13 @@ class RunLogger:
         with self._summary.as_default(step=int(frames)):
             tf.summary.scalar("episode/return", float(episode_return))
             tf.summary.scalar("episode/length", float(episode_length))
+            for name, value in (behaviour or {}).items():
+                value = np.asarray(value)
+                if value.ndim == 0:
+                    tf.summary.scalar(f"behaviour/{name}", float(value))
+                else:
+                    for i, component in enumerate(value.reshape(-1)):
+                        tf.summary.scalar(f"behaviour/{name}_{i}", float(component))
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
         with self._summary.as_default(step=int(frames)):

@@ -104,6 +104,21 @@ def queue_table(name: str, max_size: int, signature: Nest) -> reverb.Table:
     )
 
 
+def uniform_table(name: str, max_size: int, signature: Nest, min_size: int = 1) -> reverb.Table:
+    """IMPALA's replay of Table 2 "with replay" (impala.md §6.2, A24): uniform sampling with
+    replacement, oldest item evicted first, sampling once `min_size` items are in."""
+    _check_positive("max_size", max_size)
+    _check_positive("min_size", min_size)
+    return reverb.Table(
+        name=name,
+        sampler=reverb.selectors.Uniform(),
+        remover=reverb.selectors.Fifo(),
+        max_size=max_size,
+        rate_limiter=reverb.rate_limiters.MinSize(min_size),
+        signature=signature,
+    )
+
+
 def prioritized_table(
     name: str,
     max_size: int,
@@ -240,9 +255,10 @@ class _EnvStream:
     first_step_columns)` rebuilds the item's structure from the referenced columns.
     """
 
-    def __init__(self, client: reverb.Client, table: str, length: int, period: int, make_item):
+    def __init__(self, client: reverb.Client, tables: tuple[str, ...], length: int, period: int,
+                 make_item):
         self.writer = client.trajectory_writer(num_keep_alive_refs=length)
-        self.table = table
+        self.tables = tables
         self.length = length
         self.period = period
         self.make_item = make_item
@@ -264,7 +280,8 @@ class _EnvStream:
                 [column[-self.length :] for column in columns[:num_step_leaves]],
                 [column[-self.length] for column in columns[num_step_leaves:]],
             )
-            self.writer.create_item(self.table, priority, item)
+            for table in self.tables:  # items of several tables share the same chunks
+                self.writer.create_item(table, priority, item)
 
 
 class _BatchedWriter:
@@ -273,7 +290,7 @@ class _BatchedWriter:
     def __init__(
         self,
         client: reverb.Client,
-        table: str,
+        table: str | Sequence[str],
         length: int,
         period: int,
         num_envs: int,
@@ -281,6 +298,9 @@ class _BatchedWriter:
         flush_timeout_ms: int,
     ):
         _check_positive("num_envs", num_envs)
+        tables = (table,) if isinstance(table, str) else tuple(table)
+        if not tables:
+            raise ValueError("a writer needs at least one table")
         _check_positive("flush_timeout_ms", flush_timeout_ms)
         if max_in_flight_items is None:
             # choice: let about one sequence's worth of items wait, so chunks can grow to about a
@@ -292,7 +312,7 @@ class _BatchedWriter:
         self._max_in_flight_items = max_in_flight_items
         self._flush_timeout_ms = flush_timeout_ms
         self._streams = [
-            _EnvStream(client, table, length, period, self._make_item) for _ in range(num_envs)
+            _EnvStream(client, tables, length, period, self._make_item) for _ in range(num_envs)
         ]
         self._step_structure = None  # both fixed by the first append
         self._extras_structure = None
@@ -389,7 +409,7 @@ class SequenceWriter(_BatchedWriter):
     def __init__(
         self,
         client: reverb.Client,
-        table: str,
+        table: str | Sequence[str],
         sequence_length: int,
         stride: int,
         num_envs: int,
@@ -409,8 +429,11 @@ class SequenceWriter(_BatchedWriter):
         )
         self.initial_priority = initial_priority
 
-    def append(self, step: Mapping[str, Nest], first_step_extras: Nest = None) -> None:
+    def append(self, step: Mapping[str, Nest], first_step_extras: Nest = None,
+               episode_end: np.ndarray | None = None) -> None:
         """Appends one batched actor step; inserts the items it completes (see class docstring).
+        `episode_end` is accepted for a uniform writer API and ignored: these sequences run
+        across episodes (the per-step `reset` flags cut them).
 
         Raises `reverb.DeadlineExceededError` if the table does not accept items within
         `flush_timeout_ms`; the step is kept and its items stay queued in the writer.
@@ -434,7 +457,7 @@ class UnrollWriter(SequenceWriter):
     def __init__(
         self,
         client: reverb.Client,
-        table: str,
+        table: str | Sequence[str],
         unroll_length: int,
         num_envs: int,
         *,
@@ -481,7 +504,7 @@ class BurnInSequenceWriter(_BatchedWriter):
     def __init__(
         self,
         client: reverb.Client,
-        table: str,
+        table: str | Sequence[str],
         burn_in: int,
         length: int,
         num_envs: int,

@@ -1,11 +1,18 @@
 """Named IMPALA ablations: each maps to the config fields it overrides.
 
-The four off-policy corrections compared in §5.2.2 / Table 2 (readings in impala.md A25), plus the
-App. E.3 variant of the policy-gradient Q-estimate. Run them side by side with
-`python -m impala.main --ablations=vtrace,no_correction,eps_correction,one_step_is --seeds=3`.
+The four off-policy corrections compared in §5.2.2 / Table 2 (readings in impala.md A25), the
+App. E.3 variant of the policy-gradient Q-estimate, Table 2's "with replay" variants
+(`<correction>_replay`) and App. E.1's controlled policy lag (`<correction>_lag<k>`). Run them
+side by side with, e.g.,
+`python -m impala.main --ablations=vtrace,no_correction,eps_correction,one_step_is --seeds=3`
+`python -m impala.main --ablations=vtrace_replay,no_correction_replay --seeds=3`
+`python -m impala.main --ablations=vtrace,vtrace_lag4,vtrace_lag16,no_correction_lag16`.
 """
 
 import typing
+
+# The four off-policy corrections of §5.2.2 (Table 2); the replay and lag sweeps repeat them.
+CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 
 ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # §4: V-trace with rho_bar = c_bar = 1 (§5.2.2: "we clip each importance weight at 1").
@@ -20,6 +27,17 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # App. E.3: q_s = r_s + gamma V(x_{s+1}) instead of r_s + gamma v_{s+1} (found worse).
     "vtrace_baseline_q": dict(correction="vtrace", pg_q_estimate="baseline"),
 }
+
+# Table 2 "with replay" (impala.md §6.2, A24): each correction again, half of every batch drawn
+# uniformly from a replay of the last 10,000 unrolls.
+ABLATIONS.update({f"{name}_replay": dict(ABLATIONS[name], replay="queue_with_replay")
+                  for name in CORRECTIONS})
+
+# App. E.1 (Fig. E.1, impala.md §6.2): each correction under a forced policy lag of k learner
+# steps. choice: k in powers of two up to 16; the paper gives its lag values only in the figure.
+POLICY_LAGS = (1, 2, 4, 8, 16)
+ABLATIONS.update({f"{name}_lag{k}": dict(ABLATIONS[name], publish_lag=k)
+                  for name in CORRECTIONS for k in POLICY_LAGS})
 
 
 def overrides_for(name: str) -> dict[str, typing.Any]:

@@ -23,6 +23,11 @@ def make_policy(config: config_lib.ImpalaConfig, num_actions: int, observation_s
                                     greedy=greedy, jit_compile=config.jit_compile)
 
 
+def policy_extras(spec) -> dict:
+    """What IMPALA's actors store besides the action: the behaviour logits of mu (§4.1)."""
+    return acting.CategoricalPolicy.extras_spec(spec.num_actions)
+
+
 def training_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
     """Table G.1 preprocessing (common.envs "impala"), with the configured action set."""
     return dataclasses.replace(envs.PROTOCOLS["impala"],

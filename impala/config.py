@@ -16,6 +16,7 @@ from common.config import PRECISIONS, check_choice, field
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
 NETWORKS = ("deep", "shallow", "nature", "mlp")
+REPLAYS = ("queue", "queue_with_replay")
 OPTIMIZERS = ("rmsprop_tf1", "rmsprop_keras")
 EVAL_POLICIES = ("sample", "greedy")
 
@@ -84,6 +85,16 @@ class ImpalaConfig:
     # §3: actors pull the latest parameters before each trajectory, i.e. every n steps.
     publish_interval: int = field(1, "Learner steps between parameter publications.")
     # choice: publishing ~1M floats costs milliseconds, far less than one learner step.
+    publish_lag: int = field(0, "Actors act with parameters this many learner steps old.")
+    # App. E.1 (impala.md §6.2): the controlled policy lag; 0 is the normal run.
+
+    # --- Replay (Table 2 "with replay", impala.md §6.2, A24) ---------------------------------
+    replay: str = field("queue", "queue (the paper's default) or queue_with_replay (Table 2).")
+    # §5.4: the learner trains on each fresh unroll once; Table 2 adds a replay for its ablation.
+    replay_capacity: int = field(10_000, "Unrolls the replay holds (queue_with_replay).")
+    # impala.md §6.2: "capacity 10,000 trajectories, uniform sampling, FIFO removal".
+    replay_fraction: float = field(0.5, "Fraction of each batch drawn from the replay.")
+    # impala.md §6.2: "50% of each batch comes from replay".
     actor_niceness: int = field(10, "nice increment of actor and evaluator processes.")
     # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
     # learner leaves (benchmarks/throughput.py: ~1.5K vs ~1.25K frames/s for nice 10 vs 0).

@@ -114,6 +114,30 @@ def run_ablations(variants: list[str], seeds: list[int],
     print(f"ablation results in {logdir}: summary.md, curves.csv, curves.png", flush=True)
 
 
+def make_replay(config: config_lib.ImpalaConfig):
+    """The queue of §5.4, or Table 2's queue plus uniform replay (impala.md §6.2, A24)."""
+    from common import patterns
+    if config.replay == "queue":
+        return patterns.Queue(length=config.unroll_length, capacity=config.queue_capacity)
+    return patterns.QueueWithReplay(length=config.unroll_length, capacity=config.queue_capacity,
+                                    replay_capacity=config.replay_capacity,
+                                    replay_fraction=config.replay_fraction)
+
+
+def build_agent(config: config_lib.ImpalaConfig):
+    """IMPALA's pieces on the shared stack (common.agent)."""
+    from common import agent
+    from impala import acting as impala_acting
+    from impala import networks
+
+    return agent.Agent(
+        replay=make_replay(config),
+        make_policy=functools.partial(impala_acting.make_policy, config),
+        policy_extras=impala_acting.policy_extras,
+        make_learner=functools.partial(make_learner, config),
+        core_state_spec=networks.core_state_spec(config))
+
+
 def build_experiment(config: config_lib.ImpalaConfig, logdir: str,
                      replay_port: int | None = None):
     """The launcher's description of an IMPALA run (imports TensorFlow)."""
@@ -121,7 +145,6 @@ def build_experiment(config: config_lib.ImpalaConfig, logdir: str,
     from common import launch
     from common import learning
     from impala import acting as impala_acting
-    from impala import networks
 
     protocol = impala_acting.training_protocol(config)
     evaluator = None
@@ -134,28 +157,25 @@ def build_experiment(config: config_lib.ImpalaConfig, logdir: str,
             greedy=config.eval_policy == "greedy", seed=config.seed + 10_000,
             niceness=config.actor_niceness)
     return launch.Experiment(
+        agent=build_agent(config),
         actor=acting.ActorSettings(
             env=config.env, num_envs=config.envs_per_actor, seed=config.seed,
-            unroll_length=config.unroll_length, params_pull_interval=config.params_pull_interval,
-            protocol=protocol, niceness=config.actor_niceness),
+            params_pull_interval=config.params_pull_interval, protocol=protocol,
+            state_dir=logdir, niceness=config.actor_niceness),
         num_actors=config.num_actors,
-        make_policy=functools.partial(impala_acting.make_policy, config),
-        make_learner=functools.partial(make_learner, config),
         learner=learning.LearnerSettings(
             logdir=logdir, total_frames=config.total_frames,
             frames_per_batch=config.frames_per_batch, batch_size=config.batch_size,
-            publish_interval=config.publish_interval,
+            publish_interval=config.publish_interval, publish_lag=config.publish_lag,
             checkpoint_interval_s=config.checkpoint_interval_s,
             log_interval_s=config.log_interval_s, name=f"impala {config.env}"),
-        queue_capacity=config.queue_capacity,
-        core_state_spec=networks.core_state_spec(config),
         evaluator=evaluator,
         replay_port=replay_port)
 
 
 def make_learner(config: config_lib.ImpalaConfig, spec):
     """Network, compiled train step and optimizer of the learner process."""
-    from common import launch
+    from common import learning as common_learning
     from impala import learning
     from impala import networks
 
@@ -164,7 +184,9 @@ def make_learner(config: config_lib.ImpalaConfig, spec):
     network.create_variables(spec.observation_shape, spec.observation_dtype)
     optimizer = learning.make_optimizer(config)
     train_step = learning.make_train_step(network, optimizer, config)
-    return launch.LearnerParts(network, train_step, {"optimizer": optimizer})
+    return common_learning.LearnerParts(
+        train_step=train_step, checkpointables={"network": network, "optimizer": optimizer},
+        acting_variables=network.variables)
 
 
 def tf_seed(seed: int) -> None:

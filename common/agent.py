@@ -1,0 +1,84 @@
+"""What a paper supplies to the shared stack (docs/architecture.md).
+
+An `Agent` names the paper's pieces; `common.launch` runs them: actors (`common.acting`) write
+the per-step record its policy declares through its replay pattern (`common.patterns`), with the
+behaviour parameters its selector picks (`common.behaviour`); the learner (`common.learning`)
+samples the pattern's batches into its train step and publishes its acting variables.
+
+Fields used by actor processes (`make_policy`, `replay`, `behaviour`) are picklable:
+module-level functions, `functools.partial`s of them and frozen dataclasses.
+"""
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+import reverb
+
+from common import acting
+from common import behaviour as behaviour_lib
+from common import envs as envs_lib
+from common import learning
+from common import patterns
+from common import replay
+from common import reports
+
+
+class EnvSpec(NamedTuple):
+    num_actions: int
+    observation_shape: tuple
+    observation_dtype: np.dtype
+
+
+def probe_env(env: str, protocol) -> EnvSpec:
+    """Actions and observation format of `env`, from a one-env batch."""
+    probe = envs_lib.make_env(env, 1, 0, protocol)
+    try:
+        return EnvSpec(probe.num_actions, tuple(probe.observation_shape),
+                       np.dtype(probe.observation_dtype))
+    finally:
+        probe.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+    """A paper's agent on the shared stack.
+
+    - `replay`: the replay pattern (tables, writer, batches);
+    - `make_policy(num_actions, observation_shape, observation_dtype, seed, greedy)`: the acting
+      policy (`common.acting.Policy`) of one actor or evaluator process;
+    - `policy_extras(env_spec)`: per-step `tf.TensorSpec`s of the extras its policy returns
+      (e.g. IMPALA's behaviour logits), stored with every step;
+    - `make_learner(env_spec)`: runs in the learner process only and returns
+      `common.learning.LearnerParts` (train step, checkpointables, acting variables);
+    - `core_state_spec`: per-env spec of the recurrent state stored at each item's first step
+      (None: feed-forward);
+    - `behaviour`: the per-game behaviour selector (None: the policy has no parameters to pick).
+    """
+
+    replay: patterns.Pattern
+    make_policy: acting.PolicyFactory
+    policy_extras: Callable[[EnvSpec], dict]
+    make_learner: Callable[[EnvSpec], learning.LearnerParts]
+    core_state_spec: Any = None
+    behaviour: behaviour_lib.BehaviourSpec | None = None
+
+    def step_spec(self, spec: EnvSpec) -> dict:
+        shapes = None if self.behaviour is None else self.behaviour.param_shapes
+        return acting.step_spec(spec.observation_shape, spec.observation_dtype,
+                                self.policy_extras(spec), shapes)
+
+    def signature(self, spec: EnvSpec) -> dict:
+        """The experience tables' item signature."""
+        first_step = (None if self.core_state_spec is None
+                      else {acting.CORE_STATE: self.core_state_spec})
+        return self.replay.signature(self.step_spec(spec), first_step)
+
+    def tables(self, spec: EnvSpec) -> list[reverb.Table]:
+        """Every table of a run: the pattern's, the params table and the reports table."""
+        return [*self.replay.tables(self.signature(spec)), replay.params_table(acting.PARAMS_TABLE),
+                reports.reports_table()]
+
+    @property
+    def behaviour_names(self) -> tuple[str, ...]:
+        return () if self.behaviour is None else tuple(self.behaviour.param_shapes)

@@ -1,0 +1,134 @@
+"""Per-episode behaviour selection on the actor (DiCE's eta, GDI's (eta1, eta2, eps), LBC's psi).
+
+DESIGN.md §5: at the start of each game, a meta-controller (`common.bandits`) picks the game's
+behaviour parameters for that environment (dice.md §2.6 / Algorithm 1, gdi.md §2.6, lbc.md
+§2.5); the actor acts with them for the whole game, stores them with every step (a sequence can
+cross a game boundary) and, when the game ends, feeds the raw game return back to the
+controller that chose them.
+
+A game, not a training episode: where a life loss ends training episodes (IMPALA's protocol),
+the parameters still last the whole game, because the return the controller learns from is the
+game's. (DiCE, GDI and LBC do not end episodes at a life loss, so for them the two coincide.)
+
+Controller state survives restarts: `Behaviour` saves every controller's `state_dict` to one
+`.npz` file per actor (atomically: a temporary file, then a rename) at most every
+`save_interval_s` and when the actor closes, and a new actor process with the same file loads
+it, so a restarted actor or a resumed run continues the bandits' statistics. Evaluation mode
+loads a saved state, picks each controller's best choice (`propose_best`, where the controller
+has one) and never updates.
+"""
+
+import dataclasses
+import os
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from common import bandits
+
+SCOPES = ("per_env", "global")
+
+
+@dataclasses.dataclass(frozen=True)
+class BehaviourSpec:
+    """A paper's behaviour selection (picklable: it travels to spawned actor processes).
+
+    `make_controller(seed)` builds one controller; `param_shapes` names the parameters that are
+    stored with every step and their per-env shapes (float32), e.g. `{"eta": ()}` for DiCE.
+    `scope`: one controller per environment (Algorithm 1 builds the bandits inside each actor,
+    dice.md A8) or one shared by all environments of an actor process.
+    """
+
+    make_controller: Callable[[int], bandits.Controller]
+    param_shapes: Mapping[str, tuple]
+    scope: str = "per_env"
+
+    def __post_init__(self):
+        if self.scope not in SCOPES:
+            raise ValueError(f"behaviour scope {self.scope!r} is not one of {', '.join(SCOPES)}")
+        if not self.param_shapes:
+            raise ValueError("param_shapes must name at least one behaviour parameter")
+
+
+class Behaviour:
+    """The behaviour parameters of one actor's `num_envs` environments (module docstring)."""
+
+    def __init__(self, spec: BehaviourSpec, num_envs: int, seed: int, state_path: str | None,
+                 evaluation: bool = False, save_interval_s: float = 30.0):
+        self.spec = spec
+        self.num_envs = num_envs
+        self.evaluation = evaluation
+        self.state_path = state_path
+        # choice: a crashed actor loses at most this much bandit experience; saving is cheap.
+        self._save_interval_s = save_interval_s
+        self._last_save = time.monotonic()
+        count = num_envs if spec.scope == "per_env" else 1
+        self.controllers = [spec.make_controller(seed + i) for i in range(count)]
+        if state_path is not None and os.path.exists(state_path):
+            self.load(state_path)
+        self.params = {name: np.zeros((num_envs, *shape), np.float32)
+                       for name, shape in spec.param_shapes.items()}
+        self._chosen: list[Mapping[str, Any]] = [{}] * num_envs
+        for env in range(num_envs):
+            self._choose(env)
+        self.games_updated = 0
+
+    def controller_of(self, env: int) -> bandits.Controller:
+        return self.controllers[env if self.spec.scope == "per_env" else 0]
+
+    def _choose(self, env: int) -> None:
+        controller = self.controller_of(env)
+        if self.evaluation and hasattr(controller, "propose_best"):
+            chosen = controller.propose_best()
+        else:
+            chosen = controller.propose()
+        self._chosen[env] = chosen
+        for name in self.spec.param_shapes:
+            self.params[name][env] = chosen[name]
+
+    def end_games(self, episode_returns: np.ndarray) -> None:
+        """Where `episode_returns[i]` is not NaN, env i's game ended with that raw score: its
+        controller learns from it (not in evaluation) and the next game's parameters are drawn."""
+        for env in np.flatnonzero(~np.isnan(episode_returns)):
+            if not self.evaluation:
+                self.controller_of(env).update(self._chosen[env], float(episode_returns[env]))
+                self.games_updated += 1
+            self._choose(env)
+        if (not self.evaluation and self.state_path is not None
+                and time.monotonic() - self._last_save >= self._save_interval_s):
+            self.save()
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {f"{i}/{key}": value for i, controller in enumerate(self.controllers)
+                for key, value in controller.state_dict().items()}
+
+    def load(self, path: str) -> None:
+        """Loads the controllers saved at `path`. Controller i takes saved controller
+        i mod (number saved), so an evaluator with fewer or more environments than the actor
+        that saved the file still plays learned controllers."""
+        with np.load(path) as saved:
+            state = dict(saved)
+        saved_ids = sorted({int(key.split("/", 1)[0]) for key in state})
+        if not saved_ids:
+            raise ValueError(f"{path} holds no controller state")
+        for i, controller in enumerate(self.controllers):
+            prefix = f"{saved_ids[i % len(saved_ids)]}/"
+            controller.load_state_dict({key.removeprefix(prefix): value
+                                        for key, value in state.items()
+                                        if key.startswith(prefix)})
+
+    def save(self) -> None:
+        """Writes every controller's state to `state_path` atomically."""
+        if self.state_path is None or self.evaluation:
+            return
+        os.makedirs(os.path.dirname(self.state_path) or ".", exist_ok=True)
+        temporary = f"{self.state_path}.tmp.npz"
+        np.savez(temporary, **self.state_dict())
+        os.replace(temporary, self.state_path)
+        self._last_save = time.monotonic()
+
+
+def state_path(directory: str, actor_id: int) -> str:
+    """Where actor `actor_id` keeps its controllers' state under a run directory."""
+    return os.path.join(directory, "behaviour", f"actor_{actor_id}.npz")

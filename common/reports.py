@@ -1,0 +1,126 @@
+"""Finished games and produced frames, from the actors to the learner through one Reverb table.
+
+Whatever a replay pattern does with the steps (a queue consumes each once; prioritised replay
+samples overlapping sequences many times; sample-k items are padded and sampled k times), each
+finished game must be logged once, when it finished. So games do not travel with the experience:
+each actor inserts a small report per finished game (raw whole-game score, length in agent steps,
+the game's behaviour parameters) into the `reports` table, plus a heartbeat every
+`heartbeat_steps` steps; every report carries the environment frames the actor produced since
+its previous report. The learner reads the table (each report is sampled once and then
+removed), adds up the produced frames and logs each game at the produced-frame count when its
+report arrived. Remote actors need no other channel than Reverb.
+"""
+
+import queue
+import threading
+from typing import NamedTuple, Sequence
+
+import numpy as np
+import reverb
+
+REPORTS_TABLE = "reports"
+# choice: far more reports than a learner falls behind on; a full table drops the oldest.
+REPORTS_CAPACITY = 1_000_000
+# choice: produced frames reach the learner at least this often (agent steps of one actor).
+HEARTBEAT_STEPS = 100
+
+
+def reports_table(name: str = REPORTS_TABLE) -> reverb.Table:
+    """First in, first out, each report sampled once; inserts never block."""
+    return reverb.Table(
+        name=name,
+        sampler=reverb.selectors.Fifo(),
+        remover=reverb.selectors.Fifo(),
+        max_size=REPORTS_CAPACITY,
+        max_times_sampled=1,
+        rate_limiter=reverb.rate_limiters.MinSize(1),
+    )
+
+
+class Report(NamedTuple):
+    frames: int  # environment frames produced by the actor since its previous report
+    episode_return: float  # raw whole-game score; NaN for a heartbeat
+    episode_length: int  # agent steps of the game
+    behaviour: tuple[np.ndarray, ...]  # the game's behaviour parameters (empty without any)
+
+    @property
+    def is_game(self) -> bool:
+        return not np.isnan(self.episode_return)
+
+
+class Reporter:
+    """The actor's side: one report per finished game, a heartbeat every `heartbeat_steps`."""
+
+    def __init__(self, client: reverb.Client, num_envs: int, frames_per_step: int,
+                 table: str = REPORTS_TABLE, heartbeat_steps: int = HEARTBEAT_STEPS):
+        self._writer = client.trajectory_writer(num_keep_alive_refs=1)
+        self._table = table
+        self._frames_per_batch = num_envs * frames_per_step
+        self._heartbeat_steps = heartbeat_steps
+        self._pending_frames = 0
+        self._steps_since_report = 0
+
+    def step(self, episode_returns: np.ndarray, episode_lengths: np.ndarray,
+             behaviour: Sequence[np.ndarray] = ()) -> None:
+        """After one batched env step: `episode_returns[i]` is the raw score where env i's game
+        ended (NaN elsewhere); `behaviour` holds the batched parameters that game was played
+        with (`[num_envs, ...]` arrays)."""
+        self._pending_frames += self._frames_per_batch
+        self._steps_since_report += 1
+        for env in np.flatnonzero(~np.isnan(episode_returns)):
+            self._insert(float(episode_returns[env]), int(episode_lengths[env]),
+                         [np.asarray(b[env], np.float32) for b in behaviour])
+        if self._steps_since_report >= self._heartbeat_steps:
+            self.heartbeat(behaviour)
+
+    def heartbeat(self, behaviour: Sequence[np.ndarray] = ()) -> None:
+        """Reports the frames produced since the last report, without a game."""
+        if self._pending_frames:
+            self._insert(float("nan"), 0, [np.zeros(np.shape(b)[1:], np.float32)
+                                           for b in behaviour])
+
+    def _insert(self, episode_return: float, length: int, params: list) -> None:
+        self._writer.append([np.int64(self._pending_frames), np.float32(episode_return),
+                             np.int32(length), *params])
+        self._writer.create_item(self._table, 1.0, [c[-1] for c in self._writer.history])
+        self._pending_frames = 0
+        self._steps_since_report = 0
+
+    def close(self, timeout_ms: int = 1000) -> None:
+        """Sends what is left (bounded: reports the server cannot take are dropped)."""
+        try:
+            self._writer.flush(timeout_ms=timeout_ms)
+        except reverb.DeadlineExceededError:
+            pass
+        self._writer.close()
+
+
+class ReportReader:
+    """The learner's side: a daemon thread takes reports from `table` as they arrive (each is
+    sampled once, then removed); `drain()` returns those read so far, oldest first, never
+    waiting. One long-lived sampler: a new one per drain would cost a round trip each time."""
+
+    def __init__(self, client: reverb.Client, table: str = REPORTS_TABLE):
+        self._received: queue.SimpleQueue = queue.SimpleQueue()
+        self.error: Exception | None = None
+        self._thread = threading.Thread(target=self._read, args=(client, table),
+                                        name=f"read_{table}", daemon=True)
+        self._thread.start()
+
+    def _read(self, client: reverb.Client, table: str) -> None:
+        try:
+            # choice: no end; the thread blocks between reports and ends with the server.
+            for sample in client.sample(table, 2**62, emit_timesteps=False):
+                frames, episode_return, length, *params = sample.data
+                self._received.put(Report(int(frames), float(episode_return), int(length),
+                                          tuple(np.asarray(p) for p in params)))
+        except Exception as error:  # the server went away: nothing more will arrive
+            self.error = error
+
+    def drain(self) -> list[Report]:
+        received = []
+        while True:
+            try:
+                received.append(self._received.get_nowait())
+            except queue.Empty:
+                return received
