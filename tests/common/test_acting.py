@@ -10,9 +10,12 @@ import pytest
 import tensorflow as tf
 
 from common import acting
+from common import agent as agent_lib
 from common import envs
 from common import networks
+from common import patterns
 from common import replay
+from common import reports
 
 PROBS = np.array([0.1, 0.2, 0.7])
 
@@ -110,30 +113,40 @@ def lstm_policy(num_actions, observation_shape, observation_dtype, seed, greedy)
     return acting.CategoricalPolicy(net, observation_shape, observation_dtype, seed, greedy)
 
 
+def queue_agent(make_policy, num_actions, core_state_spec=None):
+    return agent_lib.Agent(
+        replay=patterns.Queue(length=UNROLL, capacity=100), make_policy=make_policy,
+        policy_extras=lambda spec: acting.CategoricalPolicy.extras_spec(num_actions),
+        make_learner=None, core_state_spec=core_state_spec)
+
+
+def drain_table(client, table):
+    size = client.server_info()[table].current_size
+    return [s.data for s in client.sample(table, size, emit_timesteps=False,
+                                          unpack_as_table_signature=True)] if size else []
+
+
 @pytest.fixture(scope="module")
 def actor_run():
-    spec = acting.step_spec((4,), np.float32, 2)
-    state_spec = {acting.CORE_STATE: (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2}
-    signature = replay.sequence_signature(spec, UNROLL + 1, state_spec)
-    server = replay.start_server([replay.queue_table(acting.UNROLLS_TABLE, 100, signature),
-                                  replay.params_table(acting.PARAMS_TABLE)])
+    agent = queue_agent(lstm_policy, 2, (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2)
+    server = replay.start_server(agent.tables(agent_lib.EnvSpec(2, (4,), np.float32)))
     address = replay.address_of(server)
     client = replay.connect(address)
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
     weights = [v.numpy() for v in reference.network.variables]
     replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, weights)
     settings = acting.ActorSettings(env="CartPole", num_envs=NUM_ENVS, seed=0,
-                                    unroll_length=UNROLL, params_pull_interval=10)
-    counters = acting.run_actor(settings, lstm_policy, address, max_steps=MAX_STEPS)
-    size = client.server_info()[acting.UNROLLS_TABLE].current_size
-    items = [s.data for s in client.sample(acting.UNROLLS_TABLE, size, emit_timesteps=False,
-                                           unpack_as_table_signature=True)]
+                                    params_pull_interval=10)
+    counters = acting.run_actor(settings, lstm_policy, agent.replay, address,
+                                max_steps=MAX_STEPS)
+    items = drain_table(client, patterns.EXPERIENCE_TABLE)
+    game_reports = [report for report in drain_table(client, reports.REPORTS_TABLE)]
     server.stop()
-    return counters, items, reference
+    return counters, items, reference, game_reports
 
 
 def test_actor_writes_overlapping_unrolls_with_consistent_inputs(actor_run):
-    counters, items, _ = actor_run
+    counters, items, _, _ = actor_run
     assert counters["steps"] == MAX_STEPS and counters["params_step"] == PUBLISHED_STEP
     # An item every UNROLL steps once UNROLL + 1 steps exist: starts 0, 5, ..., 35 per env.
     assert len(items) == NUM_ENVS * 8
@@ -145,12 +158,10 @@ def test_actor_writes_overlapping_unrolls_with_consistent_inputs(actor_run):
         for t in range(UNROLL):
             if s["reset"][t + 1]:
                 assert s["prev_action"][t + 1] == 0 and s["prev_reward"][t + 1] == 0
-                assert not np.isnan(s["episode_return"][t])  # a game ended at step t
                 episodes_ended += 1
             else:
                 assert s["prev_action"][t + 1] == s["action"][t]
                 assert s["prev_reward"][t + 1] == s["reward"][t] == 1.0
-                assert np.isnan(s["episode_return"][t])
     assert episodes_ended > 0  # random CartPole episodes last ~20 steps
     first_steps = {s["observation"][0].tobytes() for s in steps}
     last_steps = [s["observation"][-1].tobytes() for s in steps]
@@ -163,7 +174,7 @@ def test_learner_unroll_from_the_stored_state_reproduces_the_actor(actor_run):
     # The learner's view of an item (its T+1 steps from the stored core state, with the stored
     # resets and previous actions/rewards) must give back the actor's logits exactly: this checks
     # the published weights, the core state at the unroll start and the recurrent inputs.
-    _, items, reference = actor_run
+    _, items, reference, _ = actor_run
     for item in items:
         s = item[replay.STEPS]
         state = item[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE]
@@ -176,6 +187,17 @@ def test_learner_unroll_from_the_stored_state_reproduces_the_actor(actor_run):
     # The first unroll of each env starts from the zero state; later ones do not.
     states = [np.asarray(item[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE][0]) for item in items]
     assert sum(not s.any() for s in states) == NUM_ENVS
+
+
+def test_actor_reports_each_game_once_and_every_frame_it_produced(actor_run):
+    counters, _, _, game_reports = actor_run
+    frames, returns, lengths = zip(*[(int(r[0]), float(r[1]), int(r[2])) for r in game_reports])
+    games = [(ret, length) for ret, length in zip(returns, lengths) if not np.isnan(ret)]
+    # CartPole pays 1 per step, so a game's raw return is its length; each game reported once.
+    assert [ret for ret, _ in games] == counters["game_returns"] and games
+    assert all(ret == length for ret, length in games)
+    # Heartbeats and game reports together carry every frame (CartPole: 1 frame per env step).
+    assert sum(frames) == MAX_STEPS * NUM_ENVS
 
 
 def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
@@ -214,23 +236,19 @@ def shallow_policy(num_actions, observation_shape, observation_dtype, seed, gree
 def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
     protocol = dataclasses.replace(envs.PROTOCOLS["impala"], noop_max=0,
                                    max_episode_frames=4 * CAP_STEPS)
-    spec = acting.step_spec((84, 84, 4), np.uint8, 6)
-    server = replay.start_server([
-        replay.queue_table(acting.UNROLLS_TABLE, 100,
-                           replay.sequence_signature(spec, UNROLL + 1)),
-        replay.params_table(acting.PARAMS_TABLE)])
+    agent = queue_agent(shallow_policy, 6)
+    server = replay.start_server(agent.tables(agent_lib.EnvSpec(6, (84, 84, 4), np.uint8)))
     try:
         address = replay.address_of(server)
         client = replay.connect(address)
         reference = shallow_policy(6, (84, 84, 4), np.uint8, seed=0, greedy=False)
         replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
             1, [v.numpy() for v in reference.network.variables])
-        settings = acting.ActorSettings(env="Pong", num_envs=1, seed=5, unroll_length=UNROLL,
+        settings = acting.ActorSettings(env="Pong", num_envs=1, seed=5,
                                         params_pull_interval=100, protocol=protocol)
-        acting.run_actor(settings, shallow_policy, address, max_steps=TRUNCATION_RUN_STEPS)
-        size = client.server_info()[acting.UNROLLS_TABLE].current_size
-        items = [s.data[replay.STEPS] for s in client.sample(
-            acting.UNROLLS_TABLE, size, emit_timesteps=False, unpack_as_table_signature=True)]
+        acting.run_actor(settings, shallow_policy, agent.replay, address,
+                         max_steps=TRUNCATION_RUN_STEPS)
+        items = [item[replay.STEPS] for item in drain_table(client, patterns.EXPERIENCE_TABLE)]
     finally:
         server.stop()
     # One env: the FIFO items are consecutive unrolls of one stream.

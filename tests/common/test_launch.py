@@ -9,8 +9,11 @@ import time
 import tensorflow as tf
 
 from common import acting
+from common import agent as agent_lib
 from common import launch
+from common import patterns
 from common import replay
+from common import reports
 
 
 # Children (module-level so that spawned processes can import them).
@@ -106,21 +109,22 @@ def test_should_stop_on_event():
 
 
 def test_tables_match_what_actors_write():
-    experiment = launch.Experiment(
-        actor=acting.ActorSettings(env="CartPole", num_envs=2, seed=0, unroll_length=3,
-                                   params_pull_interval=3),
-        num_actors=1, make_policy=None, make_learner=None, learner=None, queue_capacity=4,
+    agent = agent_lib.Agent(
+        replay=patterns.Queue(length=3, capacity=4), make_policy=None, make_learner=None,
+        policy_extras=lambda spec: acting.CategoricalPolicy.extras_spec(spec.num_actions),
         core_state_spec=(tf.TensorSpec([5], tf.float32), tf.TensorSpec([5], tf.float32)))
-    spec = launch.probe_env("CartPole", "impala")
+    spec = agent_lib.probe_env("CartPole", "impala")
     assert spec.num_actions == 2 and spec.observation_shape == (4,)
-    tables = launch.make_tables(experiment, spec)
-    server = replay.start_server(tables)
+    server = replay.start_server(agent.tables(spec))
     try:
         client = replay.connect(replay.address_of(server))
         info = client.server_info()
-        assert info[acting.UNROLLS_TABLE].max_size == 4
-        signature = launch.unroll_signature(experiment, spec)
+        assert set(info) == {patterns.EXPERIENCE_TABLE, acting.PARAMS_TABLE,
+                             reports.REPORTS_TABLE}
+        assert info[patterns.EXPERIENCE_TABLE].max_size == 4
+        signature = agent.signature(spec)
         assert signature[replay.STEPS]["observation"].shape == (4, *spec.observation_shape)
+        assert signature[replay.STEPS]["behaviour_logits"].shape == (4, 2)
         assert signature[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE][0].shape == (5,)
     finally:
         server.stop()

@@ -1,5 +1,6 @@
-"""common/learning.py: the generic learner loop on a real Reverb queue with synthetic unrolls:
-step and frame counters, publication, episodes.csv (each episode once), checkpoint and resume."""
+"""common/learning.py: the generic learner loop on a real Reverb queue with synthetic unrolls and
+actor reports: step and frame counters, publication, episodes.csv (each game once, at the frames
+the actors had produced), checkpoint and resume."""
 
 import csv
 
@@ -8,9 +9,12 @@ import pytest
 import tensorflow as tf
 
 from common import acting
+from common import agent as agent_lib
 from common import learning
 from common import logging as run_logging
+from common import patterns
 from common import replay
+from common import reports
 
 T, NUM_ENVS, STEPS_PER_ENV, BATCH = 5, 2, 16, 2
 FRAMES_PER_BATCH = BATCH * T * 4
@@ -35,16 +39,20 @@ def episode_return_at(t: int) -> float:
     return 10.0 + t if t > 0 and t % 5 == 0 else np.nan
 
 
+PATTERN = patterns.Queue(length=T, capacity=100)
+AGENT = agent_lib.Agent(replay=PATTERN, make_policy=None, make_learner=None,
+                        policy_extras=lambda spec: {})
+SPEC = agent_lib.EnvSpec(2, (1,), np.uint8)
+
+
 @pytest.fixture
 def queue():
-    signature = replay.sequence_signature(acting.step_spec((1,), np.uint8, 2), T + 1)
-    server = replay.start_server([replay.queue_table(acting.UNROLLS_TABLE, 100, signature),
-                                  replay.params_table(acting.PARAMS_TABLE)])
+    server = replay.start_server(AGENT.tables(SPEC))
     address = replay.address_of(server)
     client = replay.connect(address)
-    with replay.UnrollWriter(client, acting.UNROLLS_TABLE, T, NUM_ENVS) as writer:
+    reporter = reports.Reporter(client, NUM_ENVS, frames_per_step=4)
+    with PATTERN.writer(client, NUM_ENVS, flush_timeout_ms=1000) as writer:
         for t in range(STEPS_PER_ENV):
-            ret = episode_return_at(t)
             writer.append(dict(
                 observation=np.zeros((NUM_ENVS, 1), np.uint8),
                 prev_action=np.zeros(NUM_ENVS, np.int32),
@@ -53,11 +61,12 @@ def queue():
                 action=np.zeros(NUM_ENVS, np.int32),
                 reward=np.full(NUM_ENVS, float(t), np.float32),
                 params_step=np.zeros(NUM_ENVS, np.int64),
-                episode_return=np.full(NUM_ENVS, ret, np.float32),
-                episode_length=np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32),
-                truncation_value=np.zeros(NUM_ENVS, np.float32),
-                behaviour_logits=np.zeros((NUM_ENVS, 2), np.float32)))
-    yield client, address, signature
+                truncation_value=np.zeros(NUM_ENVS, np.float32)))
+            ret = episode_return_at(t)
+            reporter.step(np.full(NUM_ENVS, ret, np.float32),
+                          np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32))
+    reporter.close()
+    yield client, address, AGENT.signature(SPEC)
     server.stop()
 
 
@@ -69,8 +78,9 @@ def make_learner(logdir, queue, total_batches=100):
         logdir=str(logdir), total_frames=total_batches * FRAMES_PER_BATCH,
         frames_per_batch=FRAMES_PER_BATCH, batch_size=BATCH, publish_interval=2,
         log_interval_s=0.0, checkpoint_interval_s=1e9, sample_timeout_ms=500)
-    return learning.Learner(settings, net, make_train_step(net), {"extra": extra}, client,
-                            address, signature), net, extra
+    parts = learning.LearnerParts(make_train_step(net), {"network": net, "extra": extra},
+                                  net.variables)
+    return learning.Learner(settings, parts, client, address, PATTERN, signature), net, extra
 
 
 def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):
@@ -92,14 +102,18 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     with open(tmp_path / "episodes.csv") as f:
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == run_logging.EPISODES_HEADER
-    # Ends at t = 5 and 10 per env, each read from the unroll where it is not the bootstrap step;
-    # t = 15 only ends the last unroll (its bootstrap step), so nobody trained on it yet.
-    assert sorted(float(r["episode_return"]) for r in rows) == [15.0, 15.0, 20.0, 20.0]
+    # Every game the actor reported, once, whatever was trained on: ends at t = 5, 10, 15 per
+    # env, each logged at the frames produced through its step (2 envs x 4 frames per step).
+    assert [float(r["episode_return"]) for r in rows] == [15.0, 15.0, 20.0, 20.0, 25.0, 25.0]
+    assert [int(r["frames"]) for r in rows] == [6 * 8] * 2 + [11 * 8] * 2 + [16 * 8] * 2
     assert {int(r["episode_length"]) for r in rows} == {5}
+    assert learner.games_logged == 6
+    assert int(learner.actor_frames.numpy()) == STEPS_PER_ENV * NUM_ENVS * 4
 
     resumed, net2, extra2 = make_learner(tmp_path, queue)
     assert resumed.restored_from
     assert int(resumed.step.numpy()) == 3 and int(resumed.frames.numpy()) == 3 * FRAMES_PER_BATCH
+    assert int(resumed.actor_frames.numpy()) == STEPS_PER_ENV * NUM_ENVS * 4
     np.testing.assert_allclose(net2.w.numpy(), net.w.numpy())
     assert extra2.numpy() == 5.0
     assert resumed.elapsed_s.numpy() > 0

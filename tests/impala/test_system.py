@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import agent as agent_lib
 from common import launch
 from common import replay
 from impala import config as config_lib
@@ -119,8 +120,8 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
                                        queue_capacity=8, total_frames=100_000_000,
                                        eval_interval_s=0, log_interval_s=1.0).validate()
     experiment = impala_main.build_experiment(config, logdir)
-    spec = launch.probe_env("CartPole", experiment.actor.protocol)
-    server = replay.start_server(launch.make_tables(experiment, spec))
+    spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
+    server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
     supervisor = launch.Supervisor()
     try:
@@ -128,9 +129,9 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
         # Resumed: the step counter, frames and the checkpointed weights.
         assert int(learner.step.numpy()) == checkpointed_step
         assert int(learner.frames.numpy()) == checkpointed_step * FRAMES_PER_BATCH
-        saved = impala_main.make_learner(config, spec).network
+        saved = impala_main.make_learner(config, spec).checkpointables["network"]
         tf.train.Checkpoint(network=saved).restore(learner.restored_from).expect_partial()
-        before = [v.numpy().copy() for v in learner.network.variables]
+        before = [v.numpy().copy() for v in learner.acting_variables]
         for restored, reference in zip(before, saved.variables):
             np.testing.assert_array_equal(restored, reference.numpy())
         assert any(np.any(s.numpy() != 1.0) for s in learner.checkpoint.optimizer.mean_squares)
@@ -140,7 +141,7 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
         # the prefetch buffer and its writer with unrolls of the resumed weights (~6 batches).
         learner.run(max_steps=10, on_idle=supervisor.restart_dead)
         assert int(learner.step.numpy()) == checkpointed_step + 10  # items arrived, steps ran
-        after = [v.numpy() for v in learner.network.variables]
+        after = [v.numpy() for v in learner.acting_variables]
         assert any(np.any(a != b) for a, b in zip(after, before))  # the weights changed
         # The actor acted with weights published in this run (params step > the resumed step).
         assert max(learner.params_steps_seen) > checkpointed_step
