@@ -34,13 +34,13 @@ SCOPES = ("per_env", "global")
 class BehaviourSpec:
     """A paper's behaviour selection (picklable: it travels to spawned actor processes).
 
-    `make_controller(seed)` builds one controller; `param_shapes` names the parameters that are
+    `make_controller(seed=...)` builds one controller (the `common.bandits` controllers); `param_shapes` names the parameters that are
     stored with every step and their per-env shapes (float32), e.g. `{"eta": ()}` for DiCE.
     `scope`: one controller per environment (Algorithm 1 builds the bandits inside each actor,
     dice.md A8) or one shared by all environments of an actor process.
     """
 
-    make_controller: Callable[[int], bandits.Controller]
+    make_controller: Callable[..., bandits.Controller]
     param_shapes: Mapping[str, tuple]
     scope: str = "per_env"
 
@@ -64,7 +64,7 @@ class Behaviour:
         self._save_interval_s = save_interval_s
         self._last_save = time.monotonic()
         count = num_envs if spec.scope == "per_env" else 1
-        self.controllers = [spec.make_controller(seed + i) for i in range(count)]
+        self.controllers = [spec.make_controller(seed=seed + i) for i in range(count)]
         if state_path is not None and os.path.exists(state_path):
             self.load(state_path)
         self.params = {name: np.zeros((num_envs, *shape), np.float32)

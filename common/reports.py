@@ -59,25 +59,27 @@ class Reporter:
         self._heartbeat_steps = heartbeat_steps
         self._pending_frames = 0
         self._steps_since_report = 0
+        self._param_shapes: list[tuple] = []
 
     def step(self, episode_returns: np.ndarray, episode_lengths: np.ndarray,
              behaviour: Sequence[np.ndarray] = ()) -> None:
         """After one batched env step: `episode_returns[i]` is the raw score where env i's game
         ended (NaN elsewhere); `behaviour` holds the batched parameters that game was played
-        with (`[num_envs, ...]` arrays)."""
+        with (`[num_envs, ...]` arrays, the same every step)."""
+        self._param_shapes = [np.shape(b)[1:] for b in behaviour]
         self._pending_frames += self._frames_per_batch
         self._steps_since_report += 1
         for env in np.flatnonzero(~np.isnan(episode_returns)):
             self._insert(float(episode_returns[env]), int(episode_lengths[env]),
                          [np.asarray(b[env], np.float32) for b in behaviour])
         if self._steps_since_report >= self._heartbeat_steps:
-            self.heartbeat(behaviour)
+            self.heartbeat()
 
-    def heartbeat(self, behaviour: Sequence[np.ndarray] = ()) -> None:
+    def heartbeat(self) -> None:
         """Reports the frames produced since the last report, without a game."""
         if self._pending_frames:
-            self._insert(float("nan"), 0, [np.zeros(np.shape(b)[1:], np.float32)
-                                           for b in behaviour])
+            self._insert(float("nan"), 0,
+                         [np.zeros(shape, np.float32) for shape in self._param_shapes])
 
     def _insert(self, episode_return: float, length: int, params: list) -> None:
         self._writer.append([np.int64(self._pending_frames), np.float32(episode_return),
