@@ -27,9 +27,12 @@ from absl import app
 from absl import flags
 
 from common import acting
+from common import agent as agent_lib
 from common import envs
 from common import launch
+from common import patterns
 from common import replay
+from common import reports
 from impala import config as config_lib
 from impala import main as impala_main
 
@@ -73,28 +76,29 @@ def measure_raw(config: config_lib.ImpalaConfig) -> float:
         supervisor.stop()
 
 
-def sink_table(experiment: launch.Experiment, spec: launch.EnvSpec) -> reverb.Table:
+def sink_table(experiment: launch.Experiment, spec: agent_lib.EnvSpec) -> reverb.Table:
     """The queue's signature without its back-pressure: full -> the oldest unroll is dropped."""
-    return reverb.Table(name=acting.UNROLLS_TABLE, sampler=reverb.selectors.Fifo(),
+    return reverb.Table(name=patterns.EXPERIENCE_TABLE, sampler=reverb.selectors.Fifo(),
                         remover=reverb.selectors.Fifo(), max_size=256,
                         rate_limiter=reverb.rate_limiters.MinSize(1),
-                        signature=launch.unroll_signature(experiment, spec))
+                        signature=experiment.agent.signature(spec))
 
 
 def inserted_unrolls(client: reverb.Client) -> int:
-    return client.server_info()[acting.UNROLLS_TABLE].rate_limiter_info.insert_stats.completed
+    return client.server_info()[patterns.EXPERIENCE_TABLE].rate_limiter_info.insert_stats.completed
 
 
 def measure_fleet(config: config_lib.ImpalaConfig) -> float:
     experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
-    spec = launch.probe_env(config.env, experiment.actor.protocol)
+    spec = agent_lib.probe_env(config.env, experiment.actor.protocol)
     server = replay.start_server([sink_table(experiment, spec),
-                                  replay.params_table(acting.PARAMS_TABLE)])
+                                  replay.params_table(acting.PARAMS_TABLE),
+                                  reports.reports_table()])
     address = replay.address_of(server)
     client = replay.connect(address)
-    network = impala_main.make_learner(config, spec).network
+    acting_variables = impala_main.make_learner(config, spec).acting_variables
     replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-        0, [v.numpy() for v in network.variables])
+        0, [v.numpy() for v in acting_variables])
     supervisor = launch.Supervisor()
     try:
         launch.start_actors(supervisor, experiment, address)
@@ -113,8 +117,8 @@ def measure_fleet(config: config_lib.ImpalaConfig) -> float:
 
 def measure_training(config: config_lib.ImpalaConfig) -> float:
     experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
-    spec = launch.probe_env(config.env, experiment.actor.protocol)
-    server = replay.start_server(launch.make_tables(experiment, spec))
+    spec = agent_lib.probe_env(config.env, experiment.actor.protocol)
+    server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
     supervisor = launch.Supervisor()
     try:

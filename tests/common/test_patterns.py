@@ -21,7 +21,6 @@ from common import learning
 from common import networks
 from common import patterns
 from common import replay
-from common import reports
 
 NUM_ENVS, LSTM_UNITS, ACTOR_STEPS, LEARNER_STEPS, BATCH = 4, 8, 120, 6, 4
 SPEC = agent_lib.EnvSpec(2, (4,), np.float32)
@@ -181,3 +180,46 @@ def test_every_game_is_logged_exactly_once_with_its_behaviour(pattern_run):
     state = np.load(behaviour_lib.state_path(logdir, 0))
     updates = sum(state[f"{env}/selector0/bandit0/counts"].sum() for env in range(NUM_ENVS))
     assert updates == len(counters["game_returns"])
+
+
+@pytest.mark.parametrize("name", ["queue_with_replay", "prioritized", "sample_k"])
+def test_replay_survives_a_restart_without_a_rate_limiter_deadlock(name, tmp_path):
+    """Reverb checkpoints the replay; a server started on the same directory restores it, and
+    the restored rate limiter lets the learner sample and the actors insert (reverb#103)."""
+    pattern = PATTERNS[name]
+    agent = agent_lib.Agent(replay=pattern, make_policy=None, make_learner=None,
+                            policy_extras=lambda spec: {})
+    signature = agent.signature(SPEC)
+    step_spec = signature[replay.STEPS]
+
+    def write(client, steps):
+        with pattern.writer(client, 1, flush_timeout_ms=5000) as writer:
+            for t in range(steps):
+                record = {key: np.zeros((1, *spec.shape[1:]), spec.dtype.as_numpy_dtype)
+                          for key, spec in step_spec.items() if key != replay.MASK}
+                record["reward"] += t
+                writer.append(record, episode_end=np.array([t == steps - 1]))
+
+    def sample(address, count):
+        batches = pattern.batches(address, signature, count, timeout_ms=5000)
+        return next(batches)
+
+    server = replay.start_server(agent.tables(SPEC), checkpoint_dir=str(tmp_path))
+    address = replay.address_of(server)
+    client = replay.connect(address)
+    write(client, 40)
+    sample(address, 2)
+    before = {t: i.current_size for t, i in client.server_info().items()}
+    client.checkpoint()
+    server.stop()
+
+    server = replay.start_server(agent.tables(SPEC), checkpoint_dir=str(tmp_path))
+    try:
+        address = replay.address_of(server)
+        client = replay.connect(address)
+        after = {t: i.current_size for t, i in client.server_info().items()}
+        assert after == before and after[patterns.EXPERIENCE_TABLE] > 0
+        write(client, 40)  # inserts are not blocked by the restored limiter
+        assert sample(address, 2).data[replay.STEPS]["reward"].shape[1] == 2  # nor samples
+    finally:
+        server.stop()
