@@ -124,7 +124,9 @@ class AdamW(tf.Module):
       decays: predicate choosing the variables that get weight decay.
     """
 
-    def __init__(self, learning_rate: ScheduleOrValue, weight_decay: ScheduleOrValue = 0.0,
+    def __init__(self, learning_rate: ScheduleOrValue,
+                 # choice: no decay unless asked; DiCE / GDI / LBC pass 0.01 annealed to 0 (Table 5)
+                 weight_decay: ScheduleOrValue = 0.0,
                  beta_1: float = 0.9,  # dice.md Table 5 (= gdi.md Table 6, lbc.md Table 3)
                  beta_2: float = 0.98,  # dice.md Table 5
                  epsilon: float = 1e-6,  # dice.md Table 5

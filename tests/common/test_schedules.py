@@ -257,6 +257,26 @@ def test_adamw_decays_kernels_not_biases_of_the_lstm_network():
     assert sum(optimizer._decay_mask) == 6  # 2 torso + LSTM kernel and recurrent + 2 heads
 
 
+def test_adamw_state_round_trips_through_a_checkpoint(tmp_path):
+    # DESIGN.md §6: the optimiser is checkpointed; resuming continues the schedules and moments.
+    weights, grads = random_problem(6, steps=4)
+    lr_fn = functools.partial(schedules.warmup_linear_decay, peak_value=0.1, warmup_steps=2,
+                              total_steps=10, dtype=tf.float64)
+    straight, _ = run_adamw(schedules.AdamW(lr_fn, 0.01), weights, grads)
+    first = schedules.AdamW(lr_fn, 0.01)
+    variables, _ = run_adamw(first, weights, grads[:2])
+    path = tf.train.Checkpoint(optimizer=first, weights=variables).save(str(tmp_path / "ckpt"))
+    resumed = schedules.AdamW(lr_fn, 0.01)
+    restored = [tf.Variable(np.zeros_like(w)) for w in weights]
+    resumed.build(restored)
+    tf.train.Checkpoint(optimizer=resumed, weights=restored).restore(path).assert_consumed()
+    assert int(resumed.iterations.numpy()) == 2
+    for step in grads[2:]:
+        resumed.apply([tf.constant(g) for g in step], restored)
+    for a, b in zip(restored, straight):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
 def test_adamw_must_be_built_and_clip_norm_positive():
     with pytest.raises(ValueError, match="call build"):
         schedules.AdamW(0.1).apply([tf.constant(1.0)], [tf.Variable(1.0)])

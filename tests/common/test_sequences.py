@@ -140,6 +140,19 @@ def test_bootstrapped_rewards_per_head_forms_agree_with_numpy():
     np.testing.assert_allclose(shared[~truncated][:, 2], want[..., 0][~truncated], rtol=1e-6)
 
 
+def test_bootstrapped_rewards_compiled_equals_eager():
+    rng = np.random.default_rng(6)
+    rewards = tf.constant(rng.normal(size=(5, 3)) * 4, tf.float32)
+    values = tf.constant(rng.normal(size=(5, 3, 3)), tf.float32)
+    gammas = tf.constant([0.997, 0.999, 0.99])
+    fn = tf.function(lambda r, v, g: sequences.bootstrapped_rewards(r, v, g, SHAPINGS),
+                     jit_compile=True)
+    np.testing.assert_allclose(_np(fn(rewards, values, gammas)),
+                               _np(sequences.bootstrapped_rewards(rewards, values, gammas,
+                                                                  SHAPINGS)),
+                               rtol=1e-6, atol=1e-6)
+
+
 def test_bootstrapped_rewards_bad_forms():
     with pytest.raises(ValueError, match="3 reward shapings for 2 heads"):
         sequences.bootstrapped_rewards(np.zeros((2, 1)), np.zeros((2, 1, 2)), 0.9, SHAPINGS)
