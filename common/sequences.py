@@ -101,12 +101,13 @@ def bootstrapped_rewards(rewards, truncation_values, discount,
     """f_k(r_t) + gamma_k · V_k(x_final) for every value head k (DESIGN.md §3, dice.md A16).
 
     Where step t hit the time limit, the actor stores the value of the final observation,
-    V_k(x_final), in `truncation_values` (0 elsewhere; `common.acting`), and the discount of step t
-    is 0 like a termination (the next stored step starts a new episode). Folding gamma_k V_k(x_final)
-    into the reward makes the target at t the one-step bootstrap r_t + gamma_k V_k(x_final): a
-    truncation bootstraps instead of terminating. Each head applies its own reward shaping f_k to
-    r_t first (e.g. GDI-H3 and LBC train one head per shaping, gdi.md §2.5, lbc.md §2.6); the
-    shaping never touches the bootstrap value, which is already in the head's (shaped) units.
+    V_k(x_final), in `truncation_values` (0 elsewhere; `common.acting`), and the discount of step
+    t is 0 like a termination (the next stored step starts a new episode). Folding
+    gamma_k V_k(x_final) into the reward makes the target at t the one-step bootstrap
+    r_t + gamma_k V_k(x_final): a truncation bootstraps instead of terminating. Each head applies
+    its own reward shaping f_k to r_t first (e.g. GDI-H3 and LBC train one head per shaping,
+    gdi.md §2.5, lbc.md §2.6); the shaping never touches the bootstrap value, which is already in
+    the head's (shaped) units.
 
     Forms (one head: f(r) + gamma V):
       - `truncation_values` [T, B]: one head; `discount` a scalar or broadcastable to [T, B];

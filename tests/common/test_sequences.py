@@ -84,7 +84,8 @@ def test_discounts_on_a_padded_item():
 
 def test_discounts_dtype_and_compiled():
     assert sequences.discounts_from_resets(RESETS, 0.99).dtype == tf.float32
-    assert sequences.discounts_from_resets(RESETS, tf.constant(0.99, tf.float64)).dtype == tf.float64
+    gamma64 = tf.constant(0.99, tf.float64)
+    assert sequences.discounts_from_resets(RESETS, gamma64).dtype == tf.float64
     fn = tf.function(lambda r, g, m: sequences.discounts_from_resets(r, g, m), jit_compile=True)
     gamma = tf.constant(RNG.uniform(0.5, 1.0, (6, 4)), tf.float32)
     np.testing.assert_allclose(_np(fn(tf.constant(RESETS), gamma, tf.constant(MASK))),
