@@ -1,14 +1,18 @@
 """The IMPALA train step: unroll batch in, V-trace loss, clipped gradients, RMSProp step out.
 
 The generic loop (sampling, publishing, checkpoints, logging) is `common.learning`; this module
-supplies what is IMPALA's: the optimiser with TF1 semantics (impala.md §8 A10), the linear
-learning-rate anneal (Table G.1, A11) and the step itself (§4.2, impala.md §2.9).
+supplies what is IMPALA's: the optimiser with TF1 semantics (impala.md §8 A10) and the step itself
+(§4.2, impala.md §2.9). The shared pieces it uses live in `common`: the linear learning-rate anneal
+(Table G.1, A11) in `common.schedules`, discounts from episode starts and truncation bootstraps in
+`common.sequences`.
 """
 
 from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from common import schedules
+from common import sequences
 from impala import config as config_lib
 from impala import losses
 
@@ -67,32 +71,6 @@ def make_optimizer(config: config_lib.ImpalaConfig) -> RMSProp:
                    epsilon=config.rmsprop_epsilon, initial_mean_square=initial)
 
 
-def linear_annealed_learning_rate(frames, initial_learning_rate: float, total_frames: int):
-    """lr(f) = lr0 * max(0, 1 - f / total_frames): "anneal linearly to 0" (Table G.1, A11).
-
-    Works on Python numbers and on tensors; `frames` counts environment frames (A11).
-    """
-    fraction = tf.cast(frames, tf.float64) / float(total_frames)
-    return tf.cast(initial_learning_rate * tf.nn.relu(1.0 - fraction), tf.float32)
-
-
-def discounts_from_resets(resets: tf.Tensor, discount: float) -> tf.Tensor:
-    """gamma_t = gamma (1 - d_t) for t = 0..T-1, where d_t = reset_{t+1} (impala.md §2.0, A2).
-
-    The actor marks the first step of every episode with `reset`; step t ended an episode iff
-    step t+1 is a first step (x_{t+1} then belongs to the next episode: no bootstrap from it).
-    """
-    return discount * (1.0 - tf.cast(resets[1:], tf.float32))
-
-
-def bootstrapped_rewards(rewards: tf.Tensor, truncation_values: tf.Tensor,
-                         discount: float) -> tf.Tensor:
-    """r_t + gamma * V(x_final) where step t hit the time limit (`truncation_values` is 0
-    elsewhere; common.acting): with gamma_t = 0 there, the target at t is r_t + gamma V(x_final),
-    so truncation bootstraps instead of acting as termination (DESIGN §3)."""
-    return rewards + discount * truncation_values
-
-
 def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
                     ) -> Callable[[dict, tf.Tensor], dict]:
     """The compiled learner step `step(batch, frames) -> stats` (one tf.function).
@@ -109,8 +87,8 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
 
     def step(batch: dict, frames: tf.Tensor) -> dict:
         if config.lr_anneal:
-            learning_rate = linear_annealed_learning_rate(frames, config.learning_rate,
-                                                          config.total_frames)
+            learning_rate = schedules.linear_anneal(frames, config.learning_rate,
+                                                    config.total_frames)
         else:
             learning_rate = tf.constant(config.learning_rate, tf.float32)
         core_state = batch.get("core_state")
@@ -127,9 +105,10 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
                 bootstrap_value=values[-1],
                 behaviour_logits=batch["behaviour_logits"][:-1],
                 actions=batch["action"][:-1],
-                rewards=bootstrapped_rewards(batch["reward"][:-1],
-                                             batch["truncation_value"][:-1], config.discount),
-                discounts=discounts_from_resets(batch["reset"], config.discount))
+                rewards=sequences.bootstrapped_rewards(batch["reward"][:-1],
+                                                       batch["truncation_value"][:-1],
+                                                       config.discount),
+                discounts=sequences.discounts_from_resets(batch["reset"], config.discount))
         gradients = tape.gradient(loss, variables)
         if config.max_grad_norm > 0:
             gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from common import policies
 from common import returns
 from impala import config as config_lib
 
@@ -49,13 +50,17 @@ class LossHyperparameters(NamedTuple):
 
 def policy_gradient_loss(logits: tf.Tensor, actions: tf.Tensor, advantages: tf.Tensor,
                          epsilon: float | None = None) -> tf.Tensor:
-    """L_pi = -sum A_s log pi(a_s|x_s) (AC-pi); with `epsilon`, log(pi(a_s|x_s) + eps) (§5.2.2)."""
+    """L_pi = -sum A_s log pi(a_s|x_s) (AC-pi); with `epsilon`, log(pi(a_s|x_s) + eps) (§5.2.2).
+
+    The per-step surrogate -sg(A_s) log pi(a_s|x_s) is `common.policies.policy_gradient_loss`;
+    IMPALA sums it over batch and time (Table D.1 note). The eps_correction variant feeds it
+    log(pi + eps) instead of log pi.
+    """
     if epsilon is None:
-        log_pi_a = -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=logits)
+        log_probs = tf.nn.log_softmax(logits)
     else:
-        pi_a = tf.gather(tf.nn.softmax(logits), actions, batch_dims=actions.shape.rank)
-        log_pi_a = tf.math.log(pi_a + epsilon)
-    return -tf.reduce_sum(tf.stop_gradient(advantages) * log_pi_a)
+        log_probs = tf.math.log(tf.nn.softmax(logits) + epsilon)
+    return tf.reduce_sum(policies.policy_gradient_loss(log_probs, actions, advantages))
 
 
 def baseline_loss(vs: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
@@ -64,9 +69,11 @@ def baseline_loss(vs: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
 
 
 def entropy_loss(logits: tf.Tensor) -> tf.Tensor:
-    """L_H = -sum_s H(pi(.|x_s)) = sum_s sum_a pi log pi (AC-H): minimising it raises entropy."""
-    log_pi = tf.nn.log_softmax(logits)
-    return tf.reduce_sum(tf.exp(log_pi) * log_pi)
+    """L_H = -sum_s H(pi(.|x_s)) = sum_s sum_a pi log pi (AC-H): minimising it raises entropy.
+
+    H per step is `common.policies.entropy`; IMPALA sums over batch and time.
+    """
+    return -tf.reduce_sum(policies.entropy(logits=logits))
 
 
 def off_policy_targets(hparams: LossHyperparameters, log_rhos: tf.Tensor, discounts: tf.Tensor,

@@ -1,9 +1,13 @@
-"""IMPALA optimiser (TF1 RMSProp), learning-rate schedule and the compiled train step."""
+"""IMPALA optimiser (TF1 RMSProp) and the compiled train step.
+
+The learning-rate anneal and discounts_from_resets moved to common/ with their tests
+(tests/common/test_schedules.py, tests/common/test_sequences.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import sequences
 from impala import config as config_lib
 from impala import learning
 
@@ -62,19 +66,6 @@ def test_optimizer_choice_from_config():
         config_lib.ImpalaConfig(optimizer="rmsprop_keras")).initial_mean_square == 0.0
 
 
-def test_linear_anneal_spec_T15():
-    # impala.md §9 T15: lr0 = 6e-4 over 200M frames.
-    lr = lambda f: float(learning.linear_annealed_learning_rate(f, 6e-4, 200_000_000))
-    np.testing.assert_allclose([lr(0), lr(50e6), lr(100e6), lr(200e6), lr(300e6)],
-                               [6e-4, 4.5e-4, 3e-4, 0.0, 0.0], atol=1e-10)
-
-
-def test_discounts_from_resets():
-    resets = tf.constant([[True, False], [False, False], [True, False], [False, True]])
-    np.testing.assert_allclose(learning.discounts_from_resets(resets, 0.99).numpy(),
-                               [[0.99, 0.99], [0.0, 0.99], [0.99, 0.0]])
-
-
 def synthetic_batch(T=5, B=3, A=2, seed=0):
     rng = np.random.default_rng(seed)
     reset = rng.random((T + 1, B)) < 0.3
@@ -118,7 +109,7 @@ def test_train_step_is_one_clipped_rmsprop_step_on_the_loss():
             losses.LossHyperparameters.from_config(config), logits[:-1], values[:-1],
             values[-1], batch["behaviour_logits"][:-1], batch["action"][:-1],
             batch["reward"][:-1] + 0.99 * batch["truncation_value"][:-1],  # DESIGN §3
-            learning.discounts_from_resets(batch["reset"], 0.99))
+            sequences.discounts_from_resets(batch["reset"], 0.99))
     grads = tape.gradient(loss, net.trainable_variables)
     norm = np.sqrt(sum(np.sum(g.numpy() ** 2) for g in grads))
     assert norm > 0.5  # the clip is active
