@@ -11,11 +11,10 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
-from common.config import PRECISIONS, check_choice, field
+from common.config import PRECISIONS, TORSOS, check_all, check_choice, field
 
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
-NETWORKS = ("deep", "shallow", "nature", "mlp")
 OPTIMIZERS = ("rmsprop_tf1", "rmsprop_keras")
 EVAL_POLICIES = ("sample", "greedy")
 
@@ -117,29 +116,22 @@ class ImpalaConfig:
     def validate(self) -> "ImpalaConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
         for name, allowed in (("correction", CORRECTIONS), ("pg_q_estimate", PG_Q_ESTIMATES),
-                              ("network", NETWORKS), ("optimizer", OPTIMIZERS),
+                              ("network", TORSOS), ("optimizer", OPTIMIZERS),
                               ("actor_precision", PRECISIONS),
                               ("eval_policy", EVAL_POLICIES)):
             check_choice(name, getattr(self, name), allowed)
-        positive = ("unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",
-                    "envs_per_actor", "queue_capacity", "params_pull_interval",
-                    "publish_interval", "lstm_units", "checkpoint_interval_s", "log_interval_s",
-                    "clip_rho_threshold", "clip_pg_rho_threshold", "eval_episodes",
-                    "eval_round_episodes", "eval_max_episode_frames", "rmsprop_epsilon")
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise ValueError(f"--{name}={getattr(self, name)} must be > 0")
-        non_negative = ("baseline_cost", "entropy_cost", "clip_c_threshold", "max_grad_norm",
-                        "rmsprop_momentum", "correction_epsilon", "eval_noop_max",
-                        "eval_interval_s")
-        for name in non_negative:
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name}={getattr(self, name)} must be >= 0")
-        if not 0 <= self.actor_niceness <= 19:
-            raise ValueError(f"--actor_niceness={self.actor_niceness} must be in [0, 19]")
-        for name in ("discount", "rmsprop_decay", "vtrace_lambda"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"--{name}={getattr(self, name)} must be in [0, 1]")
+        check_all(self, "> 0", lambda v: v > 0, (
+            "unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",
+            "envs_per_actor", "queue_capacity", "params_pull_interval", "publish_interval",
+            "lstm_units", "checkpoint_interval_s", "log_interval_s", "clip_rho_threshold",
+            "clip_pg_rho_threshold", "eval_episodes", "eval_round_episodes",
+            "eval_max_episode_frames", "rmsprop_epsilon"))
+        check_all(self, ">= 0", lambda v: v >= 0, (
+            "baseline_cost", "entropy_cost", "clip_c_threshold", "max_grad_norm",
+            "rmsprop_momentum", "correction_epsilon", "eval_noop_max", "eval_interval_s"))
+        check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1,
+                  ("discount", "rmsprop_decay", "vtrace_lambda"))
         if self.queue_capacity < self.batch_size:
             raise ValueError(f"--queue_capacity={self.queue_capacity} must be >= "
                              f"--batch_size={self.batch_size}, or the learner never samples")
