@@ -42,7 +42,7 @@ import tensorflow as tf
 from common import envs as envs_lib
 from common import metrics
 from common import replay
-from common import logging as run_logging
+from common import runlog as run_logging
 
 UNROLLS_TABLE = "unrolls"
 PARAMS_TABLE = "params"

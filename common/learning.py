@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from common import acting
 from common import replay
-from common import logging as run_logging
+from common import runlog as run_logging
 
 TrainStep = Callable[[dict, tf.Tensor], Mapping[str, tf.Tensor]]
 
