@@ -168,8 +168,3 @@ def default_config(env: str = ImpalaConfig.env, **overrides) -> ImpalaConfig:
     base = dict(CARTPOLE_OVERRIDES) if env == "CartPole" else {}
     base.update(overrides)
     return ImpalaConfig(env=env, **base)
-
-
-def field_types() -> dict[str, type]:
-    """Field name -> Python type, for building flags."""
-    return typing.get_type_hints(ImpalaConfig)
