@@ -50,8 +50,8 @@ class Paper:
 
     # Short name: `python -m <name>.main`, logdirs `runs/<name>_<env>...`, the console prefix.
     name: str
-    # The frozen config dataclass; its field names are the flag names, `validate()` raises
-    # ValueError naming the flag.
+    # The frozen config dataclass; its field names are the flag names, it has `env` and `seed`
+    # fields, and `validate()` returns it or raises ValueError naming the flag.
     config_class: type
     # (config, logdir, replay_port) -> common.launch.Experiment; imports TensorFlow.
     build_experiment: Callable[..., Any]
