@@ -28,6 +28,7 @@ from absl import flags
 
 from common import acting
 from common import agent as agent_lib
+from common import cli
 from common import envs
 from common import launch
 from common import patterns
@@ -140,7 +141,7 @@ def measure_training(config: config_lib.ImpalaConfig) -> float:
 def main(argv):
     del argv
     acting.configure_threads(2)  # the learner's, before TensorFlow starts
-    base = dataclasses.replace(impala_main.config_from_flags(), eval_interval_s=0.0,
+    base = dataclasses.replace(cli.config_from_flags(impala_main.PAPER), eval_interval_s=0.0,
                                log_interval_s=1e9, checkpoint_interval_s=1e9)
     print(f"{base.env}: {base.num_actors} actor processes x {base.envs_per_actor} envs, "
           f"{base.network} net, unroll {base.unroll_length}, batch {base.batch_size}; "

@@ -24,14 +24,15 @@ Choices (the papers compare final scores and learning curves but fix no procedur
   of the run's episodes that ended in the trailing 5% of the largest frame count; the plot shows the mean
   over seeds and shades the range between the lowest and highest seed.
 
-Command line:
+Command line (absl flags, see `--help`; the arguments after `--` go to every run):
 
     python -m common.ablation_runner --module=impala.main --variants=vtrace,no_correction \\
         --seeds=0,1,2 --logdir=runs/impala_vtrace --game=Pong --parallel=2 -- --total_frames=2000000
     python -m common.ablation_runner --report_only --logdir=runs/impala_vtrace --game=Pong
+
+A paper's main runs it for `--ablations` / `--seeds` (common.cli).
 """
 
-import argparse
 import csv
 import dataclasses
 import logging
@@ -45,14 +46,17 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from absl import flags
 from matplotlib.figure import Figure
 
+from common import cli
 from common import metrics
+from common import runlog
+from common.config import check_choice, field
 
-EPISODES_CSV = "episodes.csv"
-EVAL_CSV = "eval.csv"
-EPISODES_COLUMNS = ("frames", "episode_return", "episode_length", "wall_time")
-EVAL_COLUMNS = ("frames", "episode_return", "hns", "wall_time")
+# What a run writes, as common.runlog defines it (the runner only reads it).
+EPISODES_CSV, EVAL_CSV = runlog.EPISODES_CSV, runlog.EVAL_CSV
+EPISODES_COLUMNS, EVAL_COLUMNS = runlog.EPISODES_HEADER, runlog.EVAL_HEADER
 CURVES_COLUMNS = ("variant", "seed", "source", "frames", "wall_time", "episode_return", "hns")
 CURVES_CSV, SUMMARY_MD, CURVES_PNG = "curves.csv", "summary.md", "curves.png"
 STDOUT_LOG, STDERR_LOG = "stdout.log", "stderr.log"
@@ -290,11 +294,6 @@ def _format_stat(stat: SeedStat | None) -> str:
     return f"{stat.mean:.2f}" if len(stat.per_seed) == 1 else f"{stat.mean:.2f} ± {stat.std:.2f}"
 
 
-def _format_seconds(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
-
-
 def _summary_markdown(summary: AblationSummary, command: str | None) -> str:
     columns = [
         ("variant", lambda v: v.variant),
@@ -309,7 +308,7 @@ def _summary_markdown(summary: AblationSummary, command: str | None) -> str:
             columns.append((f"final eval HNS % ({summary.normaliser})", lambda v: _format_stat(v.final_eval_hns)))
     columns += [
         ("frames (mean)", lambda v: f"{v.frames.mean:,.0f}"),
-        ("wall time (mean)", lambda v: _format_seconds(v.wall_time.mean)),
+        ("wall time (mean)", lambda v: runlog.format_duration(v.wall_time.mean)),
     ]
     lines = ["# Ablation summary", ""]
     if command:
@@ -515,27 +514,60 @@ def run_ablations(
     return write_reports(logdir, variants, seeds, game, normaliser, command=template)
 
 
+@dataclasses.dataclass(frozen=True)
+class CommandLine:
+    """The flags of `python -m common.ablation_runner`."""
+
+    module: str | None = field(None, "Training module run as `python -m MODULE`, e.g. impala.main.")
+    variants: tuple[str, ...] = field((), "Ablation names, e.g. vtrace,no_correction (with "
+                                      "--report_only: all found).")
+    seeds: tuple[int, ...] = field((), "Integer seeds, e.g. 0,1,2 (with --report_only: all found).")
+    logdir: str | None = field(None, "Root directory of the runs and the reports (required).")
+    parallel: int = field(1, "Runs at a time.")
+    game: str | None = field(None, "Atari-57 or DMLab-30 name, for HNS columns.")
+    normaliser: str = field(metrics.DEFAULT_NORMALISER,
+                            f"HNS table: {', '.join(metrics.NORMALISERS)}.")
+    report_only: bool = field(False, "Only write the reports from existing runs.")
+
+    def validate(self) -> "CommandLine":
+        """Raises cli.FlagError naming the flag."""
+        if not self.logdir:
+            raise cli.FlagError("--logdir is required")
+        try:
+            check_choice("normaliser", self.normaliser, tuple(metrics.NORMALISERS))
+        except ValueError as error:
+            raise cli.FlagError(str(error)) from None
+        if not self.report_only and not (self.module and self.variants and self.seeds):
+            raise cli.FlagError("--module, --variants and --seeds are required unless "
+                                "--report_only")
+        return self
+
+
+def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
+    """The flags before `--` and the arguments after it (they go to every run); cli.FlagError
+    with one line on a bad flag. `--help` prints the flags and exits."""
+    own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    flag_values = flags.FlagValues()
+    cli.define_dataclass_flags(CommandLine, flag_values, module_name="common.ablation_runner")
+    if any(arg in ("-h", "--help", "--helpshort", "--helpfull") for arg in own):
+        print(f"{__doc__}\nflags:\n{flag_values.get_help()}")
+        sys.exit(0)
+    rest = cli.parse_flags(["python -m common.ablation_runner", *own], flag_values)
+    if len(rest) > 1:
+        raise cli.FlagError(f"unexpected arguments {rest[1:]}; flags are written --name=value, "
+                            "and the arguments of every run follow --")
+    return CommandLine(**cli.given_values(CommandLine, flag_values)).validate(), list(extra)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    parser = argparse.ArgumentParser(prog="python -m common.ablation_runner", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--module", help="training module run as `python -m MODULE`, e.g. impala.main")
-    parser.add_argument("--variants", help="comma-separated ablation names, e.g. vtrace,no_correction")
-    parser.add_argument("--seeds", help="comma-separated integer seeds (with --report_only: all found)")
-    parser.add_argument("--logdir", required=True, help="root directory of the runs and the reports")
-    parser.add_argument("--parallel", type=int, default=1, help="runs at a time (default: 1)")
-    parser.add_argument("--game", help="Atari-57 or DMLab-30 name, for HNS columns")
-    parser.add_argument("--normaliser", default=metrics.DEFAULT_NORMALISER, choices=list(metrics.NORMALISERS))
-    parser.add_argument("--report_only", action="store_true", help="only write the reports from existing runs")
-    args = parser.parse_args(own)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    variants = args.variants.split(",") if args.variants else None
     try:
-        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
-    except ValueError:
-        parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
-    if not args.report_only and not (args.module and variants and seeds):
-        parser.error("--module, --variants and --seeds are required unless --report_only")
+        args, extra = parse_command_line(argv)
+    except cli.FlagError as error:
+        cli.fail(str(error))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    variants = list(args.variants) or None
+    seeds = list(args.seeds) or None
     try:
         if args.report_only:
             summary = write_reports(args.logdir, variants, seeds, args.game, args.normaliser)

@@ -44,7 +44,7 @@ from common import patterns
 from common import policies
 from common import replay
 from common import reports
-from common import logging as run_logging
+from common import runlog as run_logging
 
 PARAMS_TABLE = "params"
 CORE_STATE = "core_state"

@@ -8,8 +8,21 @@ nothing heavy, so flags are validated in milliseconds.
 import dataclasses
 from typing import Any, Callable
 
+# The names configs choose from and TensorFlow modules implement, here so that a config validates
+# without importing TensorFlow. The TensorFlow side keys its objects by these names, and tests
+# assert both agree.
+
 # Arithmetic of a network that only acts (common.networks.build_in_precision).
 PRECISIONS = ("float32", "bfloat16")
+# Keys of common.transforms.REWARD_TRANSFORMS: reward clipping and shaping by name.
+REWARD_TRANSFORMS = ("none", "clip", "optimistic_asymmetric", "soft_asymmetric_code",
+                     "asymmetric_log", "fourth_root", "value_rescaling")
+# common.returns.retrace: "expected" bootstraps on E_pi Q(x', .) (Munos et al., Reactor),
+# "sampled" on Q(x', a') (as printed in DiCE, GDI, LBC); DESIGN.md §3.
+RETRACE_FORMS = ("expected", "sampled")
+# Keys of common.networks.TORSOS; the Atari papers' convolutional ones first.
+TORSOS = ("deep", "shallow", "nature", "mlp")
+ATARI_TORSOS = ("deep", "shallow", "nature")
 
 
 def field(default, doc: str):

@@ -336,9 +336,22 @@ _ROM_BY_KEY = {rom.replace("_", ""): rom for rom in _ROM_IDS}
 
 
 def atari_game(env: str) -> str | None:
-    """The ale-py ROM id for "Pong", "pong", "MsPacman", "ms_pacman" or "ALE/MsPacman-v5"."""
+    """The ale-py ROM id for "Pong", "pong", "MsPacman", "ms_pacman", "ALE/MsPacman-v5" or the
+    older gym ids "Pong-v4", "PongNoFrameskip-v4", "PongDeterministic-v4" (the id names the game
+    only: the protocol decides frame skip and sticky actions)."""
     name = re.sub(r"-v\d+$", "", env.removeprefix("ALE/"))
+    name = re.sub(r"(NoFrameskip|Deterministic)$", "", name, flags=re.IGNORECASE)
     return _ROM_BY_KEY.get(name.replace("_", "").lower())
+
+
+def canonical_env(env: str) -> str | None:
+    """The one name a config holds for an env as users write it: CARTPOLE for "CartPole",
+    "CartPole-v1" or "cartpole"; an Atari game's ale-py name ("Pong", "MsPacman") for any
+    spelling `atari_game` accepts; None for anything else. `make_env` accepts every result."""
+    if re.fullmatch(r"cartpole(-v1)?", env, flags=re.IGNORECASE):
+        return CARTPOLE
+    game = atari_game(env)
+    return None if game is None else rom_id_to_name(game)
 
 
 def make_env(env: str, num_envs: int, seed: int, protocol: str | AtariProtocol = "impala",

@@ -42,7 +42,7 @@ from common import acting
 from common import patterns
 from common import replay
 from common import reports
-from common import logging as run_logging
+from common import runlog as run_logging
 
 TrainStep = Callable[[dict, tf.Tensor], Mapping[str, tf.Tensor]]
 PRIORITIES = "priorities"

@@ -16,11 +16,14 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from common import config
+
 TensorLike = tf.types.experimental.TensorLike
 
 # "expected": Munos et al. (2016), Reactor Eq. (3): the TD error bootstraps on E_pi Q(x_{t+1}, .).
 # "sampled": as printed in DiCE Eq. (2), GDI Eq. (3) and LBC App. B.3: on Q(x_{t+1}, a_{t+1}).
-RETRACE_FORMS = ("expected", "sampled")
+# Defined in common.config, which configs import without TensorFlow.
+RETRACE_FORMS = config.RETRACE_FORMS
 
 
 class VTraceReturns(NamedTuple):

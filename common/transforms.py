@@ -122,6 +122,8 @@ def identity(rewards) -> tf.Tensor:
     return _as_float(rewards)
 
 
+# Keyed by common.config.REWARD_TRANSFORMS, in its order (tests assert they are equal), so that
+# configs validate the names without importing TensorFlow.
 REWARD_TRANSFORMS: dict[str, Callable[..., tf.Tensor]] = {
     "none": identity,
     "clip": clip_rewards,

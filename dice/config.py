@@ -13,7 +13,8 @@ gymnasium), so flags are validated in milliseconds.
 import dataclasses
 from typing import Any
 
-from common.config import (atari_protocol_overrides, check_all, check_choice, check_tuple, field,
+from common.config import (ATARI_TORSOS, RETRACE_FORMS, REWARD_TRANSFORMS,
+                           atari_protocol_overrides, check_all, check_choice, check_tuple, field,
                            prefixed_kwargs)
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -21,12 +22,6 @@ from common.config import (atari_protocol_overrides, check_all, check_choice, ch
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
-# Names of common.transforms.REWARD_TRANSFORMS, common.returns.RETRACE_FORMS and
-# common.networks.TORSOS (tests/test_paper_configs.py checks they exist there).
-REWARD_TRANSFORMS = ("none", "clip", "optimistic_asymmetric", "soft_asymmetric_code",
-                     "asymmetric_log", "fourth_root", "value_rescaling")
-RETRACE_FORMS = ("expected", "sampled")
-NETWORKS = ("deep", "shallow", "nature")
 Q_CENTERINGS = ("policy_mean", "none")
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")
@@ -34,7 +29,6 @@ EVAL_POLICIES = ("best_region", "bandits")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +137,7 @@ class DiceConfig:
 
     def validate(self) -> "DiceConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("reward_shaping", REWARD_TRANSFORMS), ("network", NETWORKS),
+        for name, allowed in (("reward_shaping", REWARD_TRANSFORMS), ("network", ATARI_TORSOS),
                               ("retrace_form", RETRACE_FORMS), ("q_centering", Q_CENTERINGS),
                               ("reuse_mode", REUSE_MODES), ("controller_scope", CONTROLLER_SCOPES),
                               ("eval_policy", EVAL_POLICIES), ("bandit_space", BANDIT_SPACES),

@@ -19,7 +19,8 @@ import dataclasses
 import math
 from typing import Any
 
-from common.config import (atari_protocol_overrides, check_all, check_choice, check_tuple, field,
+from common.config import (ATARI_TORSOS, RETRACE_FORMS, REWARD_TRANSFORMS,
+                           atari_protocol_overrides, check_all, check_choice, check_tuple, field,
                            prefixed_kwargs)
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -27,12 +28,6 @@ from common.config import (atari_protocol_overrides, check_all, check_choice, ch
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
-# Names of common.transforms.REWARD_TRANSFORMS, common.returns.RETRACE_FORMS and
-# common.networks.TORSOS (tests/test_paper_configs.py checks they exist there).
-REWARD_TRANSFORMS = ("none", "clip", "optimistic_asymmetric", "soft_asymmetric_code",
-                     "asymmetric_log", "fourth_root", "value_rescaling")
-RETRACE_FORMS = ("expected", "sampled")
-NETWORKS = ("deep", "shallow", "nature")
 VARIANTS = ("i3", "h3")
 Q_CENTERINGS = ("policy_mean", "none")
 PG_MODES = ("tau_free", "log_mixture")
@@ -41,7 +36,6 @@ CONTROLLER_SCOPES = ("per_env", "global")
 EVAL_POLICIES = ("bandits", "best_region")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +162,7 @@ class GdiConfig:
     def validate(self) -> "GdiConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
         for name, allowed in (("variant", VARIANTS), ("reward_shaping", REWARD_TRANSFORMS),
-                              ("reward_shaping_2", REWARD_TRANSFORMS), ("network", NETWORKS),
+                              ("reward_shaping_2", REWARD_TRANSFORMS), ("network", ATARI_TORSOS),
                               ("retrace_form", RETRACE_FORMS), ("q_centering", Q_CENTERINGS),
                               ("pg_mode", PG_MODES), ("reuse_mode", REUSE_MODES),
                               ("controller_scope", CONTROLLER_SCOPES),

@@ -11,11 +11,10 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
-from common.config import PRECISIONS, check_choice, field
+from common.config import PRECISIONS, TORSOS, check_all, check_choice, field
 
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
-NETWORKS = ("deep", "shallow", "nature", "mlp")
 REPLAYS = ("queue", "queue_with_replay")
 OPTIMIZERS = ("rmsprop_tf1", "rmsprop_keras")
 EVAL_POLICIES = ("sample", "greedy")
@@ -128,32 +127,32 @@ class ImpalaConfig:
     def validate(self) -> "ImpalaConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
         for name, allowed in (("correction", CORRECTIONS), ("pg_q_estimate", PG_Q_ESTIMATES),
-                              ("network", NETWORKS), ("optimizer", OPTIMIZERS),
-                              ("actor_precision", PRECISIONS),
+                              ("network", TORSOS), ("optimizer", OPTIMIZERS),
+                              ("actor_precision", PRECISIONS), ("replay", REPLAYS),
                               ("eval_policy", EVAL_POLICIES)):
             check_choice(name, getattr(self, name), allowed)
-        positive = ("unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",
-                    "envs_per_actor", "queue_capacity", "params_pull_interval",
-                    "publish_interval", "lstm_units", "checkpoint_interval_s", "log_interval_s",
-                    "clip_rho_threshold", "clip_pg_rho_threshold", "eval_episodes",
-                    "eval_round_episodes", "eval_max_episode_frames", "rmsprop_epsilon")
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise ValueError(f"--{name}={getattr(self, name)} must be > 0")
-        non_negative = ("baseline_cost", "entropy_cost", "clip_c_threshold", "max_grad_norm",
-                        "rmsprop_momentum", "correction_epsilon", "eval_noop_max",
-                        "eval_interval_s")
-        for name in non_negative:
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name}={getattr(self, name)} must be >= 0")
-        if not 0 <= self.actor_niceness <= 19:
-            raise ValueError(f"--actor_niceness={self.actor_niceness} must be in [0, 19]")
-        for name in ("discount", "rmsprop_decay", "vtrace_lambda"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"--{name}={getattr(self, name)} must be in [0, 1]")
+        check_all(self, "> 0", lambda v: v > 0, (
+            "unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",
+            "envs_per_actor", "queue_capacity", "params_pull_interval", "publish_interval",
+            "lstm_units", "checkpoint_interval_s", "log_interval_s", "clip_rho_threshold",
+            "clip_pg_rho_threshold", "eval_episodes", "eval_round_episodes",
+            "eval_max_episode_frames", "rmsprop_epsilon", "replay_capacity"))
+        check_all(self, ">= 0", lambda v: v >= 0, (
+            "baseline_cost", "entropy_cost", "clip_c_threshold", "max_grad_norm",
+            "rmsprop_momentum", "correction_epsilon", "eval_noop_max", "eval_interval_s",
+            "publish_lag"))
+        check_all(self, "in (0, 1)", lambda v: 0 < v < 1, ("replay_fraction",))
+        check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1,
+                  ("discount", "rmsprop_decay", "vtrace_lambda"))
         if self.queue_capacity < self.batch_size:
             raise ValueError(f"--queue_capacity={self.queue_capacity} must be >= "
                              f"--batch_size={self.batch_size}, or the learner never samples")
+        if self.replay == "queue_with_replay" and not (
+                1 <= round(self.replay_fraction * self.batch_size) < self.batch_size):
+            raise ValueError(f"--replay_fraction={self.replay_fraction} of --batch_size="
+                             f"{self.batch_size} must leave at least one fresh and one replayed "
+                             "unroll per batch")
         return self
 
     @property
@@ -187,8 +186,3 @@ def default_config(env: str = ImpalaConfig.env, **overrides) -> ImpalaConfig:
     base = dict(CARTPOLE_OVERRIDES) if env == "CartPole" else {}
     base.update(overrides)
     return ImpalaConfig(env=env, **base)
-
-
-def field_types() -> dict[str, type]:
-    """Field name -> Python type, for building flags."""
-    return typing.get_type_hints(ImpalaConfig)

@@ -20,7 +20,8 @@ import dataclasses
 import math
 from typing import Any
 
-from common.config import (atari_protocol_overrides, check_all, check_choice, check_tuple, field,
+from common.config import (ATARI_TORSOS, RETRACE_FORMS, REWARD_TRANSFORMS,
+                           atari_protocol_overrides, check_all, check_choice, check_tuple, field,
                            prefixed_kwargs)
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -28,12 +29,6 @@ from common.config import (atari_protocol_overrides, check_all, check_choice, ch
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 3: "Num. Action Repeats 4"
 
-# Names of common.transforms.REWARD_TRANSFORMS, common.returns.RETRACE_FORMS and
-# common.networks.TORSOS (tests/test_paper_configs.py checks they exist there).
-REWARD_TRANSFORMS = ("none", "clip", "optimistic_asymmetric", "soft_asymmetric_code",
-                     "asymmetric_log", "fourth_root", "value_rescaling")
-RETRACE_FORMS = ("expected", "sampled")
-NETWORKS = ("nature", "deep", "shallow")
 Q_CENTERINGS = ("policy_mean", "none")
 PG_ADVANTAGES = ("vtrace", "retrace")
 REUSE_MODES = ("replay", "repeat")
@@ -43,7 +38,6 @@ BANDIT_ETA_SPACES = ("log1p", "linear")
 BANDIT_PICKS = ("top", "softmax")
 BANDIT_UCB_SUMS = ("all", "others")
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +161,7 @@ class LbcConfig:
 
     def validate(self) -> "LbcConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("network", NETWORKS), ("retrace_form", RETRACE_FORMS),
+        for name, allowed in (("network", ATARI_TORSOS), ("retrace_form", RETRACE_FORMS),
                               ("q_centering", Q_CENTERINGS), ("pg_advantage", PG_ADVANTAGES),
                               ("reuse_mode", REUSE_MODES), ("controller_scope", CONTROLLER_SCOPES),
                               ("eval_policy", EVAL_POLICIES),

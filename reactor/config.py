@@ -13,7 +13,8 @@ milliseconds.
 import dataclasses
 from typing import Any
 
-from common.config import atari_protocol_overrides, check_all, check_choice, field
+from common.config import (RETRACE_FORMS, REWARD_TRANSFORMS, atari_protocol_overrides, check_all,
+                           check_choice, field)
 
 # The common.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1 "the same
 # as DQN, including 4 action repeats"), raw rewards (the learner clips, `reward_shaping`) and no
@@ -22,17 +23,11 @@ from common.config import atari_protocol_overrides, check_all, check_choice, fie
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # §4.1: "including 4 action repeats"
 
-# Names of common.transforms.REWARD_TRANSFORMS and common.returns.RETRACE_FORMS
-# (tests/test_paper_configs.py checks they exist there).
-REWARD_TRANSFORMS = ("none", "clip", "optimistic_asymmetric", "soft_asymmetric_code",
-                     "asymmetric_log", "fourth_root", "value_rescaling")
-RETRACE_FORMS = ("expected", "sampled")
 POLICY_GRADIENTS = ("beta_loo", "tislr")
 TRACE_POLICIES = ("target", "online")
 REPLAY_LSTM_STATES = ("stored", "zero")
 PRIORITISATIONS = ("lazy", "max", "uniform")
 EVAL_POLICIES = ("sample", "greedy")
-
 
 
 @dataclasses.dataclass(frozen=True)

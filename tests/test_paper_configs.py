@@ -1,20 +1,20 @@
 """The Reactor, DiCE, GDI and LBC configs: validation, agreement with `common`, derived numbers.
 
-No TensorFlow is imported: names defined in TF modules (common.transforms, common.returns,
-common.networks) are read from their source with `ast`, so a renamed key still fails here.
+No TensorFlow is imported: the names a config chooses from (reward transforms, Retrace forms,
+torsos) come from `common.config`, whose agreement with the TensorFlow modules is asserted in
+tests/common/test_transforms.py, test_returns.py and test_networks.py.
 """
 
-import ast
 import dataclasses
 import inspect
 import math
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
 from common import bandits, envs
+from common import config as common_config
 from dice import config as dice_config
 from gdi import config as gdi_config
 from lbc import config as lbc_config
@@ -26,19 +26,6 @@ CONFIGS = {reactor_config: reactor_config.ReactorConfig, dice_config: dice_confi
 CONTROLLERS = {dice_config.DiceConfig: bandits.DiceController,
                gdi_config.GdiConfig: bandits.GdiController,
                lbc_config.LbcConfig: bandits.LbcController}
-COMMON = pathlib.Path(__file__).resolve().parents[1] / "common"
-
-
-def _names_in_source(module: str, constant: str) -> tuple:
-    """The strings of a module-level tuple, or the keys of a module-level dict, in
-    common/<module>.py, read without importing the module."""
-    tree = ast.parse((COMMON / f"{module}.py").read_text())
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if any(isinstance(t, ast.Name) and t.id == constant for t in targets):
-            literal = node.value.keys if isinstance(node.value, ast.Dict) else node.value.elts
-            return tuple(ast.literal_eval(item) for item in literal)
-    raise AssertionError(f"common/{module}.py defines no {constant}")
 
 
 def _module_id(module) -> str:
@@ -107,13 +94,35 @@ def test_validate_names_the_flag(config_class, overrides, message):
 
 # ------------------------------------------------------------------------- agreement with common
 
-def test_choice_lists_name_what_common_defines(module):
-    transforms = _names_in_source("transforms", "REWARD_TRANSFORMS")
-    assert set(module.REWARD_TRANSFORMS) <= set(transforms)
-    # Compared as a literal read from common/returns.py, which imports TensorFlow.
-    assert module.RETRACE_FORMS == _names_in_source("returns", "RETRACE_FORMS")
-    if hasattr(module, "NETWORKS"):
-        assert set(module.NETWORKS) <= set(_names_in_source("networks", "TORSOS"))
+# The fields that name a reward transform, a Retrace form or a torso, per config; each must accept
+# exactly the names common.config lists (the ones the TensorFlow modules implement).
+NAMED_FIELDS = {
+    reactor_config: dict(reward_shaping=common_config.REWARD_TRANSFORMS,
+                         retrace_form=common_config.RETRACE_FORMS),
+    dice_config: dict(reward_shaping=common_config.REWARD_TRANSFORMS,
+                      retrace_form=common_config.RETRACE_FORMS,
+                      network=common_config.ATARI_TORSOS),
+    gdi_config: dict(reward_shaping=common_config.REWARD_TRANSFORMS,
+                     reward_shaping_2=common_config.REWARD_TRANSFORMS,
+                     retrace_form=common_config.RETRACE_FORMS,
+                     network=common_config.ATARI_TORSOS),
+    lbc_config: dict(retrace_form=common_config.RETRACE_FORMS,
+                     network=common_config.ATARI_TORSOS),
+}
+
+
+def test_choice_fields_accept_exactly_the_names_common_defines(module):
+    config_class = CONFIGS[module]
+    for name, allowed in NAMED_FIELDS[module].items():
+        for value in allowed:
+            config_class(**{name: value}).validate()
+        with pytest.raises(ValueError, match=f"--{name}='bogus' is not one of {allowed[0]}"):
+            config_class(**{name: "bogus"}).validate()
+    if module is lbc_config:  # one reward transform per network
+        for value in common_config.REWARD_TRANSFORMS:
+            lbc_config.LbcConfig(reward_shapings=(value,) * 3).validate()
+        with pytest.raises(ValueError, match="--reward_shapings="):
+            lbc_config.LbcConfig(reward_shapings=("bogus",) * 3).validate()
     if hasattr(module, "BANDIT_SELECTIONS"):
         assert module.BANDIT_SELECTIONS == bandits.SELECTIONS
     if hasattr(module, "BANDIT_SPACES"):
@@ -121,11 +130,10 @@ def test_choice_lists_name_what_common_defines(module):
 
 
 def test_defaults_use_each_paper_s_reward_shaping_and_retrace_form():
-    names = set(_names_in_source("transforms", "REWARD_TRANSFORMS"))
     used = {reactor_config.ReactorConfig().reward_shaping, dice_config.DiceConfig().reward_shaping,
             *gdi_config.GdiConfig(variant="h3").reward_shapings,
             *lbc_config.LbcConfig().reward_shapings}
-    assert used <= names
+    assert used <= set(common_config.REWARD_TRANSFORMS)
     # DESIGN.md §3: Reactor bootstraps on E_pi Q (Eq. (3)); DiCE, GDI, LBC print Q(x', a').
     assert reactor_config.ReactorConfig().retrace_form == "expected"
     assert {CONFIGS[m]().retrace_form for m in (dice_config, gdi_config, lbc_config)} == {"sampled"}

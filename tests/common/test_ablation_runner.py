@@ -40,7 +40,7 @@ def _synthetic_run(root: pathlib.Path, variant: str, seed: int, rng, with_eval: 
     n = int(rng.integers(30, 60))
     frames = np.cumsum(rng.integers(500, 3000, size=n))
     returns = np.round(rng.normal(-10 + 0.001 * frames * (2 if variant == "a" else 1), 3.0), 3)
-    wall = np.round(np.linspace(1.0, 3600.0 + seed, n), 3)
+    wall = np.round(np.linspace(1.0, 3600.0 + 60.0 * seed, n), 3)
     run_dir = root / variant / f"seed{seed}"
     _write_csv(run_dir / "episodes.csv", ablation_runner.EPISODES_COLUMNS,
                [(int(f), float(r), int(f) // 4, float(w)) for f, r, w in zip(frames, returns, wall)])
@@ -104,10 +104,10 @@ def test_write_reports_on_synthetic_runs(tmp_path):
         assert result.final_hns.mean == pytest.approx(np.mean(_pong_hns(finals)))
         assert result.final_hns.std == pytest.approx(np.std(_pong_hns(finals), ddof=1))
         assert result.frames.mean == pytest.approx(np.mean([runs[variant, s]["frames"][-1] for s in seeds]))
-        assert result.wall_time.mean == pytest.approx(np.mean([3600.0 + s for s in seeds]))
+        assert result.wall_time.mean == pytest.approx(np.mean([3600.0 + 60.0 * s for s in seeds]))
         row = next(line for line in md.splitlines() if line.startswith(f"| {variant} |"))
         assert f"| {np.mean(finals):.2f} ± {np.std(finals, ddof=1):.2f} |" in row
-        assert "| 1:00:01 |" in row  # mean wall time 3601 s
+        assert "| 1h01m |" in row  # mean wall time 3660 s (common.runlog.format_duration)
     eval_finals = [_final(runs["a", s]["eval_frames"], runs["a", s]["eval_returns"]) for s in seeds]
     assert summary["a"].final_eval_return.mean == pytest.approx(np.mean(eval_finals))
     assert summary["a"].final_eval_hns.std == pytest.approx(np.std(_pong_hns(eval_finals), ddof=1))
@@ -251,6 +251,34 @@ def test_command_line(tmp_path, fake_module_on_path, capsys):
     assert "| slow | 0 | 5.00 |" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="variant 'broken', seed 0"):
         ablation_runner.main(run + ["--variants=broken"])
+
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds=0,a", "--logdir=x", "--module=m", "--variants=v"],
+     "error: --seeds=0,a must be a comma list of integers"),
+    (["--report_only"], "error: --logdir is required"),
+    (["--logdir=x", "--variants=v"], "error: --module, --variants and --seeds are required unless --report_only"),
+    (["--logdir=x", "--report_only", "--normaliser=bogus"], "error: --normaliser='bogus' is not one of"),
+    (["--logdir=x", "--report_onl"], "error: unknown flag --report_onl (did you mean --report_only?)"),
+    (["--logdir=x", "--report_only", "--total_frames=5"], "error: unknown flag --total_frames"),
+])
+def test_command_line_errors_are_one_line(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as raised:
+        ablation_runner.main(argv)
+    assert raised.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), lines
+
+
+def test_command_line_help_lists_the_flags(capsys):
+    with pytest.raises(SystemExit) as raised:
+        ablation_runner.main(["--help"])
+    assert raised.value.code == 0
+    out = capsys.readouterr().out
+    for name in ("module", "variants", "seeds", "logdir", "parallel", "game", "normaliser"):
+        assert f"--{name}:" in out
+    assert "--[no]report_only:" in out
 
 
 def _alive(pid: int) -> bool:

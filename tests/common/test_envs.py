@@ -2,10 +2,11 @@
 
 import dataclasses
 
+import ale_py.roms
 import numpy as np
 import pytest
 
-from common.envs import PROTOCOLS, StepResult, atari_game, make_env
+from common.envs import PROTOCOLS, StepResult, atari_game, canonical_env, make_env
 
 
 def _run(env, actions):
@@ -160,6 +161,24 @@ def test_game_names_resolve_to_rom_ids():
         assert atari_game(name) == "ms_pacman"
     assert atari_game("TicTacToe3D") == "tic_tac_toe_3d"
     assert atari_game("NotAGame") is None
+    for name in ["Pong-v4", "PongNoFrameskip-v4", "PongDeterministic-v4", "pongnoframeskip-v4"]:
+        assert atari_game(name) == "pong"
+
+
+def test_canonical_env_names():
+    for name in ["CartPole", "CartPole-v1", "cartpole", "CARTPOLE"]:
+        assert canonical_env(name) == "CartPole"
+    for name in ["Pong", "pong", "ALE/Pong-v5", "PongNoFrameskip-v4", "Pong-v4"]:
+        assert canonical_env(name) == "Pong"
+    for name in ["MsPacman", "ms_pacman", "ALE/MsPacman-v5"]:
+        assert canonical_env(name) == "MsPacman"
+    assert canonical_env("tic_tac_toe_3d") == "TicTacToe3D"
+    for name in ["Pongo", "CartPole-v0", "", "ALE/"]:
+        assert canonical_env(name) is None
+    # Every game's canonical name is itself canonical, and names the same ROM.
+    for rom in ale_py.roms.get_all_rom_ids():
+        name = canonical_env(rom)
+        assert canonical_env(name) == name and atari_game(name) == rom
 
 
 def test_unknown_names_raise_listing_the_valid_ones():

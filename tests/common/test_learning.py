@@ -11,7 +11,7 @@ import tensorflow as tf
 from common import acting
 from common import agent as agent_lib
 from common import learning
-from common import logging as run_logging
+from common import runlog
 from common import patterns
 from common import replay
 from common import reports
@@ -101,7 +101,7 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
 
     with open(tmp_path / "episodes.csv") as f:
         rows = list(csv.DictReader(f))
-    assert tuple(rows[0]) == run_logging.EPISODES_HEADER
+    assert tuple(rows[0]) == runlog.EPISODES_HEADER
     # Every game the actor reported, once, whatever was trained on: ends at t = 5, 10, 15 per
     # env, each logged at the frames produced through its step (2 envs x 4 frames per step).
     assert [float(r["episode_return"]) for r in rows] == [15.0, 15.0, 20.0, 20.0, 25.0, 25.0]
@@ -146,11 +146,11 @@ def test_learner_waits_with_timeouts_and_honours_stop(queue, tmp_path):
 
 def test_csv_log_appends_and_rejects_a_foreign_header(tmp_path):
     path = str(tmp_path / "e.csv")
-    log = run_logging.CsvLog(path, run_logging.EVAL_HEADER)
+    log = runlog.CsvLog(path, runlog.EVAL_HEADER)
     log.append(1, 2.0, 3.0, 4.0)
     log.close()
-    run_logging.CsvLog(path, run_logging.EVAL_HEADER).append(5, 6.0, 7.0, 8.0)
+    runlog.CsvLog(path, runlog.EVAL_HEADER).append(5, 6.0, 7.0, 8.0)
     assert open(path).read().splitlines() == ["frames,episode_return,hns,wall_time",
                                               "1,2.0,3.0,4.0", "5,6.0,7.0,8.0"]
     with pytest.raises(ValueError, match="expected \\('frames', 'episode_return', 'episode_len"):
-        run_logging.CsvLog(path, run_logging.EPISODES_HEADER)
+        runlog.CsvLog(path, runlog.EPISODES_HEADER)

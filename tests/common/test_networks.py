@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import networks
+from common import config, networks
 from common.networks import (DeepTorso, ImpalaNet, ShallowTorso, instruction_tokens)
 
 ATARI = (84, 84, 4)
@@ -238,3 +238,8 @@ def test_bfloat16_acting_network_follows_the_float32_one(torso, use_lstm, observ
         assert not np.array_equal(half_logits.numpy(), logits.numpy())
     with pytest.raises(ValueError, match="precision 'float16' is not one of float32, bfloat16"):
         networks.build_in_precision("float16", build)
+
+
+def test_torso_names_are_the_light_list_configs_validate_against():
+    assert tuple(networks.TORSOS) == config.TORSOS
+    assert set(config.ATARI_TORSOS) <= set(config.TORSOS)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import returns
+from common import config, returns
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
@@ -724,3 +724,7 @@ def test_retrace_bad_input():
         returns.retrace(*args, lambda_=-0.1)
     with pytest.raises(ValueError, match="n must be an int >= 1"):
         returns.n_step_returns(d["rewards"], d["discounts"], d["rewards"], n=0)
+
+
+def test_retrace_forms_are_the_light_list_configs_validate_against():
+    assert returns.RETRACE_FORMS == config.RETRACE_FORMS == ("expected", "sampled")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import transforms
+from common import config, transforms
 
 
 def _np(x):
@@ -197,3 +197,10 @@ def test_jit_compiled_equals_eager():
 
     compiled = tf.function(all_transforms, jit_compile=True)
     np.testing.assert_allclose(_np(compiled(r)), _np(all_transforms(r)), rtol=1e-6, atol=1e-6)
+
+
+def test_transform_names_are_the_light_list_configs_validate_against():
+    # Configs check names against common.config without importing TensorFlow; both must agree.
+    assert tuple(transforms.REWARD_TRANSFORMS) == config.REWARD_TRANSFORMS
+    for name in config.REWARD_TRANSFORMS:
+        assert transforms.reward_transform(name) is transforms.REWARD_TRANSFORMS[name]

@@ -1,13 +1,14 @@
 """Run logging: TensorBoard scalars, per-episode CSV files and one concise console line.
 
-Import it as `from common import logging as run_logging` (it is not the standard `logging`).
-
-Files under a run's logdir (the ablation runner reads the CSVs; each row is flushed):
+Files under a run's logdir (common.ablation_runner reads the CSVs; each row is flushed):
 - `episodes.csv`: `frames,episode_return,episode_length,wall_time`, one row per finished game
   (raw whole-game score; `frames` = environment frames the actors had produced then;
   `wall_time` = seconds since the run started, continued across resumes);
 - `eval.csv`: `frames,episode_return,hns,wall_time`, one row per evaluation episode;
 - TensorBoard events in the logdir (learner) and `eval/` (evaluator), x-axis = frames.
+
+The file names, CSV headers and number formats are defined here once; TensorFlow is imported only
+by the loggers that write TensorBoard events, so the ablation runner reads these names without it.
 """
 
 import collections
@@ -17,8 +18,9 @@ import os
 from typing import Mapping, Sequence
 
 import numpy as np
-import tensorflow as tf
 
+EPISODES_CSV = "episodes.csv"
+EVAL_CSV = "eval.csv"
 EPISODES_HEADER = ("frames", "episode_return", "episode_length", "wall_time")
 EVAL_HEADER = ("frames", "episode_return", "hns", "wall_time")
 
@@ -61,6 +63,7 @@ def format_count(x: float) -> str:
 
 
 def format_duration(seconds: float) -> str:
+    """75 -> '1m15s', 3660 -> '1h01m', 90000 -> '1d01h'; '?' if not finite."""
     if not math.isfinite(seconds):
         return "?"
     seconds = int(seconds)
@@ -82,8 +85,9 @@ class RunLogger:
         self.logdir = logdir
         self.total_frames = total_frames
         self.name = name
+        import tensorflow as tf
         self._summary = tf.summary.create_file_writer(logdir)
-        self._episodes = CsvLog(os.path.join(logdir, "episodes.csv"), EPISODES_HEADER)
+        self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), EPISODES_HEADER)
         self._recent_returns: collections.deque = collections.deque(maxlen=return_window)
         self._episode_count = 0
 
@@ -95,6 +99,7 @@ class RunLogger:
                               round(float(wall_time), 3))
         self._recent_returns.append(float(episode_return))
         self._episode_count += 1
+        import tensorflow as tf
         with self._summary.as_default(step=int(frames)):
             tf.summary.scalar("episode/return", float(episode_return))
             tf.summary.scalar("episode/length", float(episode_length))
@@ -107,6 +112,7 @@ class RunLogger:
                         tf.summary.scalar(f"behaviour/{name}_{i}", float(component))
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
+        import tensorflow as tf
         with self._summary.as_default(step=int(frames)):
             for key, value in values.items():
                 tf.summary.scalar(key, float(value))
@@ -139,8 +145,9 @@ class EvalLogger:
     """eval.csv rows and TensorBoard scalars under `<logdir>/eval` for the evaluator."""
 
     def __init__(self, logdir: str):
+        import tensorflow as tf
         self._summary = tf.summary.create_file_writer(os.path.join(logdir, "eval"))
-        self._csv = CsvLog(os.path.join(logdir, "eval.csv"), EVAL_HEADER)
+        self._csv = CsvLog(os.path.join(logdir, EVAL_CSV), EVAL_HEADER)
 
     def episode(self, frames: int, episode_return: float, hns: float, wall_time: float) -> None:
         self._csv.append(int(frames), float(episode_return), float(hns),
@@ -148,6 +155,7 @@ class EvalLogger:
 
     def round(self, frames: int, returns: Sequence[float], hns: Sequence[float]) -> str:
         """TensorBoard means of one evaluation round, and its console line."""
+        import tensorflow as tf
         with self._summary.as_default(step=int(frames)):
             tf.summary.scalar("eval/return", float(np.mean(returns)))
             if np.isfinite(hns).any():
