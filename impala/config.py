@@ -15,7 +15,7 @@ from common.config import PRECISIONS, TORSOS, check_all, check_choice, field
 
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
-REPLAYS = ("queue", "queue_with_replay")
+REPLAYS = ("queue", "queue_with_replay", "prioritized", "sample_k")
 OPTIMIZERS = ("rmsprop_tf1", "rmsprop_keras")
 EVAL_POLICIES = ("sample", "greedy")
 
@@ -88,12 +88,20 @@ class ImpalaConfig:
     # App. E.1 (impala.md §6.2): the controlled policy lag; 0 is the normal run.
 
     # --- Replay (Table 2 "with replay", impala.md §6.2, A24) ---------------------------------
-    replay: str = field("queue", "queue (the paper's default) or queue_with_replay (Table 2).")
+    replay: str = field(
+        "queue", "queue (the paper's), queue_with_replay (Table 2), or the other papers' "
+        "patterns: prioritized (Reactor's sequences), sample_k (DiCE/GDI/LBC burn-in items).")
     # §5.4: the learner trains on each fresh unroll once; Table 2 adds a replay for its ablation.
-    replay_capacity: int = field(10_000, "Unrolls the replay holds (queue_with_replay).")
+    # choice: prioritized and sample_k are not IMPALA's; they run its learner on the other papers'
+    # replay patterns (with no priorities written back, prioritized samples uniformly).
+    replay_capacity: int = field(10_000, "Unrolls the replay holds (all but queue).")
     # impala.md §6.2: "capacity 10,000 trajectories, uniform sampling, FIFO removal".
     replay_fraction: float = field(0.5, "Fraction of each batch drawn from the replay.")
     # impala.md §6.2: "50% of each batch comes from replay".
+    burn_in: int = field(0, "sample_k: burn-in steps from the stored core state.")
+    # choice: not IMPALA's (dice.md §5 uses 40); 0 trains every stored step.
+    times_sampled: int = field(2, "sample_k: times each item is trained on.")
+    # choice: not IMPALA's; dice.md §4.1 "We train each sample twice".
     actor_niceness: int = field(10, "nice increment of actor and evaluator processes.")
     # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
     # learner leaves (benchmarks/throughput.py: ~1.5K vs ~1.25K frames/s for nice 10 vs 0).
@@ -136,11 +144,11 @@ class ImpalaConfig:
             "envs_per_actor", "queue_capacity", "params_pull_interval", "publish_interval",
             "lstm_units", "checkpoint_interval_s", "log_interval_s", "clip_rho_threshold",
             "clip_pg_rho_threshold", "eval_episodes", "eval_round_episodes",
-            "eval_max_episode_frames", "rmsprop_epsilon", "replay_capacity"))
+            "eval_max_episode_frames", "rmsprop_epsilon", "replay_capacity", "times_sampled"))
         check_all(self, ">= 0", lambda v: v >= 0, (
             "baseline_cost", "entropy_cost", "clip_c_threshold", "max_grad_norm",
             "rmsprop_momentum", "correction_epsilon", "eval_noop_max", "eval_interval_s",
-            "publish_lag"))
+            "publish_lag", "burn_in"))
         check_all(self, "in (0, 1)", lambda v: 0 < v < 1, ("replay_fraction",))
         check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
         check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1,
@@ -162,8 +170,17 @@ class ImpalaConfig:
 
     @property
     def frames_per_batch(self) -> int:
-        """Frames one learner step consumes (impala.md §5.4: frames include action repeats)."""
-        return self.batch_size * self.unroll_length * self.frames_per_step
+        """New environment frames one learner step trains on (impala.md §5.4: frames include
+        action repeats): a batch of fresh unrolls; with Table 2's replay only the fresh part;
+        with sample_k each item counts once over its `times_sampled` trainings. This sets the
+        budget and the learning-rate anneal."""
+        frames = self.batch_size * self.unroll_length * self.frames_per_step
+        if self.replay == "queue_with_replay":
+            return frames - round(self.replay_fraction * self.batch_size) * (
+                self.unroll_length * self.frames_per_step)
+        if self.replay == "sample_k":
+            return frames // self.times_sampled
+        return frames
 
 
 # choice: CartPole is the fast smoke test, not a paper setting. A 2-layer MLP without LSTM and one

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from common import replay
 from common import schedules
 from common import sequences
 from impala import config as config_lib
@@ -94,21 +95,33 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
         core_state = batch.get("core_state")
         if core_state is None:
             core_state = network.initial_state(tf.shape(batch["reward"])[1])
+        # Items of the sample-k pattern: burn-in steps first (no gradient), padding masked out.
+        mask = batch.get(replay.MASK)
+        burn_in = config.burn_in if mask is not None else 0
+        trained = {key: value[burn_in:] for key, value in batch.items()
+                   if key in ("reset", "action", "behaviour_logits", "reward",
+                              "truncation_value", replay.MASK)}
+        if mask is not None:
+            mask = trained[replay.MASK][:-1]
         with tf.GradientTape() as tape:
-            (logits, values), _ = network.unroll(
-                batch["observation"], batch["prev_action"], batch["prev_reward"],
-                batch["reset"], core_state)
+            (logits, values), _ = sequences.burn_in_unroll(
+                network.unroll, (batch["observation"], batch["prev_action"],
+                                 batch["prev_reward"], batch["reset"]),
+                core_state, burn_in, batch.get(replay.MASK))
             loss, stats = losses.impala_loss(
                 hparams,
                 target_logits=logits[:-1],
                 values=values[:-1],
                 bootstrap_value=values[-1],
-                behaviour_logits=batch["behaviour_logits"][:-1],
-                actions=batch["action"][:-1],
-                rewards=sequences.bootstrapped_rewards(batch["reward"][:-1],
-                                                       batch["truncation_value"][:-1],
+                behaviour_logits=trained["behaviour_logits"][:-1],
+                actions=trained["action"][:-1],
+                rewards=sequences.bootstrapped_rewards(trained["reward"][:-1],
+                                                       trained["truncation_value"][:-1],
                                                        config.discount),
-                discounts=sequences.discounts_from_resets(batch["reset"], config.discount))
+                discounts=sequences.discounts_from_resets(
+                    trained["reset"], config.discount,
+                    None if mask is None else trained[replay.MASK]),
+                mask=mask)
         gradients = tape.gradient(loss, variables)
         if config.max_grad_norm > 0:
             gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from common import policies
 from common import returns
+from common import sequences
 from impala import config as config_lib
 
 
@@ -49,7 +50,8 @@ class LossHyperparameters(NamedTuple):
 
 
 def policy_gradient_loss(logits: tf.Tensor, actions: tf.Tensor, advantages: tf.Tensor,
-                         epsilon: float | None = None) -> tf.Tensor:
+                         epsilon: float | None = None, mask: tf.Tensor | None = None
+                         ) -> tf.Tensor:
     """L_pi = -sum A_s log pi(a_s|x_s) (AC-pi); with `epsilon`, log(pi(a_s|x_s) + eps) (§5.2.2).
 
     The per-step surrogate -sg(A_s) log pi(a_s|x_s) is `common.policies.policy_gradient_loss`;
@@ -60,20 +62,26 @@ def policy_gradient_loss(logits: tf.Tensor, actions: tf.Tensor, advantages: tf.T
         log_probs = tf.nn.log_softmax(logits)
     else:
         log_probs = tf.math.log(tf.nn.softmax(logits) + epsilon)
-    return tf.reduce_sum(policies.policy_gradient_loss(log_probs, actions, advantages))
+    return _sum(policies.policy_gradient_loss(log_probs, actions, advantages), mask)
 
 
-def baseline_loss(vs: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+def baseline_loss(vs: tf.Tensor, values: tf.Tensor, mask: tf.Tensor | None = None) -> tf.Tensor:
     """L_V = sum 1/2 (v_s - V(x_s))^2 with v_s constant (AC-V); the 1/2 is impala.md A9."""
-    return 0.5 * tf.reduce_sum(tf.square(tf.stop_gradient(vs) - values))
+    return 0.5 * _sum(tf.square(tf.stop_gradient(vs) - values), mask)
 
 
-def entropy_loss(logits: tf.Tensor) -> tf.Tensor:
+def entropy_loss(logits: tf.Tensor, mask: tf.Tensor | None = None) -> tf.Tensor:
     """L_H = -sum_s H(pi(.|x_s)) = sum_s sum_a pi log pi (AC-H): minimising it raises entropy.
 
     H per step is `common.policies.entropy`; IMPALA sums over batch and time.
     """
-    return -tf.reduce_sum(policies.entropy(logits=logits))
+    return -_sum(policies.entropy(logits=logits), mask)
+
+
+def _sum(per_step: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
+    """IMPALA's sum over batch and time, of the real steps only when `mask` is given (padded
+    replay items, `common.patterns.SampleK`)."""
+    return tf.reduce_sum(per_step) if mask is None else sequences.masked_sum(per_step, mask)
 
 
 def off_policy_targets(hparams: LossHyperparameters, log_rhos: tf.Tensor, discounts: tf.Tensor,
@@ -116,7 +124,8 @@ class LossOutputs(NamedTuple):
 
 def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: tf.Tensor,
                 bootstrap_value: tf.Tensor, behaviour_logits: tf.Tensor, actions: tf.Tensor,
-                rewards: tf.Tensor, discounts: tf.Tensor) -> LossOutputs:
+                rewards: tf.Tensor, discounts: tf.Tensor, mask: tf.Tensor | None = None
+                ) -> LossOutputs:
     """L = L_pi + baseline_cost L_V + entropy_cost L_H of one batch (§4.2, impala.md §2.9).
 
     Args:
@@ -128,6 +137,8 @@ def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: 
       actions: [T, B] actions taken by mu.
       rewards: [T, B] (clipped) rewards.
       discounts: [T, B] gamma * (1 - done_t).
+      mask: optional [T, B], 1 for real steps, 0 for padding (left out of every sum; the
+        discounts must already cut the returns there, `common.sequences.discounts_from_resets`).
 
     Returns:
       The summed loss and diagnostic scalars (loss terms, importance-ratio statistics).
@@ -136,9 +147,9 @@ def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: 
     vs, pg_advantages = off_policy_targets(hparams, log_rhos, discounts, rewards, values,
                                            bootstrap_value)
     epsilon = hparams.correction_epsilon if hparams.correction == "eps_correction" else None
-    pg = policy_gradient_loss(target_logits, actions, pg_advantages, epsilon)
-    baseline = baseline_loss(vs, values)
-    entropy = entropy_loss(target_logits)
+    pg = policy_gradient_loss(target_logits, actions, pg_advantages, epsilon, mask)
+    baseline = baseline_loss(vs, values, mask)
+    entropy = entropy_loss(target_logits, mask)
     total = pg + hparams.baseline_cost * baseline + hparams.entropy_cost * entropy
     rhos = tf.exp(log_rhos)
     stats = {
@@ -146,7 +157,9 @@ def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: 
         "loss/policy_gradient": pg,
         "loss/baseline": baseline,
         "loss/entropy": entropy,
-        "policy/entropy_per_step": -entropy / tf.cast(tf.size(rewards), tf.float32),
+        "policy/entropy_per_step": -entropy / (tf.cast(tf.size(rewards), tf.float32)
+                                               if mask is None
+                                               else tf.maximum(tf.reduce_sum(mask), 1.0)),
         "importance/rho_mean": tf.reduce_mean(rhos),
         "importance/rho_min": tf.reduce_min(rhos),
         "importance/rho_max": tf.reduce_max(rhos),

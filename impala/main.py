@@ -25,13 +25,24 @@ from impala import config as config_lib
 
 
 def make_replay(config: config_lib.ImpalaConfig):
-    """The queue of §5.4, or Table 2's queue plus uniform replay (impala.md §6.2, A24)."""
+    """The queue of §5.4, Table 2's queue plus uniform replay (impala.md §6.2, A24), or another
+    paper's pattern with IMPALA's learner (config.replay)."""
     from common import patterns
-    if config.replay == "queue":
-        return patterns.Queue(length=config.unroll_length, capacity=config.queue_capacity)
-    return patterns.QueueWithReplay(length=config.unroll_length, capacity=config.queue_capacity,
-                                    replay_capacity=config.replay_capacity,
-                                    replay_fraction=config.replay_fraction)
+    length, capacity = config.unroll_length, config.replay_capacity
+    pattern = {
+        "queue": lambda: patterns.Queue(length=length, capacity=config.queue_capacity),
+        "queue_with_replay": lambda: patterns.QueueWithReplay(
+            length=length, capacity=config.queue_capacity, replay_capacity=capacity,
+            replay_fraction=config.replay_fraction),
+        "prioritized": lambda: patterns.Prioritized(length=length, capacity=capacity,
+                                                    min_size=config.batch_size),
+        "sample_k": lambda: patterns.SampleK(length=length, capacity=capacity,
+                                             burn_in=config.burn_in,
+                                             times_sampled=config.times_sampled,
+                                             min_size=config.batch_size),
+    }[config.replay]()
+    pattern.validate()
+    return pattern
 
 
 def build_agent(config: config_lib.ImpalaConfig):

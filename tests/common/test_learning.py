@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import acting
 from common import agent as agent_lib
 from common import learning
 from common import runlog

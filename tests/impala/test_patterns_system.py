@@ -1,0 +1,78 @@
+"""IMPALA's recurrent learner on every replay pattern, through `python -m impala.main` (real
+launcher, actor processes, Reverb server and learner), and a resume that restores the replay.
+
+Budgets are a few learner steps: these runs prove the plumbing of each pattern end to end
+(items arrive, the learner steps and checkpoints, every game is logged, replay is restored);
+learning curves live in benchmarks/ and the README."""
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.impala.test_system import checkpoint_step
+
+pytestmark = pytest.mark.slow
+
+FLAGS = ["--env=CartPole-v1", "--use_lstm", "--lstm_units=16", "--num_actors=1",
+         "--envs_per_actor=8", "--batch_size=8", "--queue_capacity=8", "--unroll_length=10",
+         "--replay_capacity=500", "--eval_interval_s=0", "--log_interval_s=1"]
+
+
+def run_main(logdir, *extra, timeout_s=240) -> str:
+    """Runs `python -m impala.main` to its frame budget; returns its output (a file, not a
+    pipe: tests/impala/test_system.py explains why)."""
+    output_path = os.path.join(logdir, f"output_{len(os.listdir(logdir))}.txt")
+    with open(output_path, "w") as output:
+        process = subprocess.Popen([sys.executable, "-m", "impala.main", f"--logdir={logdir}",
+                                    *FLAGS, *extra], stdout=output, stderr=subprocess.STDOUT)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    text = open(output_path).read()
+    assert process.returncode == 0, text
+    return text
+
+
+def episode_rows(logdir) -> list[dict]:
+    with open(os.path.join(logdir, "episodes.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("replay, extra, frames_per_step", [
+    ("queue", [], 8 * 10),
+    ("queue_with_replay", [], 4 * 10),  # half of each batch is replayed
+    ("prioritized", [], 8 * 10),
+    ("sample_k", ["--burn_in=4"], 8 * 10 // 2),  # each item is trained on twice
+])
+def test_each_pattern_trains_through_the_launcher(replay, extra, frames_per_step, tmp_path):
+    logdir = str(tmp_path)
+    output = run_main(logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}",
+                      *extra)
+    assert f"[replay] {replay}:" in output  # capacity and memory estimate at start
+    assert checkpoint_step(logdir) == 6
+    rows = episode_rows(logdir)
+    assert rows and all(float(r["episode_return"]) == int(r["episode_length"]) for r in rows)
+    frames = [int(r["frames"]) for r in rows]
+    assert frames == sorted(frames)  # each game at the frames produced when it ended
+    assert os.path.isdir(os.path.join(logdir, "replay")) == (replay != "queue")
+
+
+def test_resume_restores_the_replay_and_the_counters(tmp_path):
+    logdir = str(tmp_path)
+    budget = 6 * 40
+    run_main(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={budget}")
+    games = len(episode_rows(logdir))
+    last_frames = int(episode_rows(logdir)[-1]["frames"])
+    output = run_main(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={2 * budget}")
+    assert "Successfully loaded 3 tables" in output  # experience, params and reports restored
+    assert f"resumed {logdir}/checkpoints/ckpt-6 (step 6, {budget} frames)" in output
+    assert checkpoint_step(logdir) == 12
+    rows = episode_rows(logdir)
+    assert len(rows) > games
+    # The actors' frame count continued from the checkpoint instead of restarting at 0.
+    assert int(rows[games]["frames"]) > last_frames
