@@ -75,7 +75,7 @@ PolicyFactory = Callable[[int, tuple, np.dtype, int, bool], Policy]
 
 
 class CategoricalPolicy:
-    """a_t ~ softmax(logits) (or argmax with `greedy`) of a network with ImpalaNet's `step` API.
+    """a_t ~ softmax(logits) (or argmax with `greedy`) of a network with ActorCriticNet's `step` API.
 
     One compiled call per batched step (`tf.function`, optionally XLA); actions are drawn by
     `common.policies.sample_actions` with a stateless seed from the policy's own generator, which

@@ -1,6 +1,6 @@
 """IMPALA's networks (impala.md §3): torsos, the LSTM core with its reset mask, and the heads.
 
-`ImpalaNet` serves both sides of the actor-learner split with the same weights:
+`ActorCriticNet` serves both sides of the actor-learner split with the same weights:
 - `step`: one time step for a batch of envs (actors);
 - `unroll`: T steps (learner). The torso runs once on the time-folded batch [T*B, ...]
   (impala.md §3.3, "apply the CNN to [T·B, H, W, C]"), the LSTM steps over T with `tf.scan`,
@@ -29,7 +29,7 @@ def build_in_precision(precision: str, build: Callable[[], _Built]) -> _Built:
 
     "bfloat16" is Keras' "mixed_bfloat16": float32 variables (the learner's weights load as they
     are), bfloat16 arithmetic. Outputs and the recurrent state stay float32 at the network's
-    boundary (`ImpalaNet`), so callers see the same dtypes either way.
+    boundary (`ActorCriticNet`), so callers see the same dtypes either way.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
@@ -217,8 +217,9 @@ def _head(units: int, hidden: int | None) -> tf.keras.layers.Layer:
     return tf.keras.Sequential([_dense(hidden, "relu"), _dense(units)])
 
 
-class ImpalaNet(tf.keras.Model):
-    """IMPALA agent network (§3): torso -> [LSTM core] -> policy logits and value.
+class ActorCriticNet(tf.keras.Model):
+    """The actor-critic network of IMPALA (§3) and of DiCE, GDI and LBC (their A head is the
+    logits head): torso -> [LSTM core] -> policy logits and value.
 
     Core input (§3.1-3.3): concat[torso output, previous reward clipped to [-1, 1], one-hot
     previous action, (instruction encoding)]. Where `reset` marks the first step of an episode,

@@ -246,7 +246,7 @@ def burn_in_unroll(unroll_fn: UnrollFn, inputs: Sequence[Nest], initial_state: N
     2. Unroll steps burn_in..T−1 from that state, with gradient.
 
     `unroll_fn(*step_inputs, state) -> (outputs, final_state)` runs a recurrent network over a
-    time-major sequence: `common.networks.ImpalaNet.unroll` with
+    time-major sequence: `common.networks.ActorCriticNet.unroll` with
     `inputs = (obs, prev_action, prev_reward, reset)`. Each element of `inputs` is a tensor (or a
     nest of tensors) with leading axes [T, B]; the state is a nest of [B, ...] tensors (() for a
     feed-forward network, for which the burn-in is skipped: it cannot change anything).

@@ -1,4 +1,4 @@
-"""The IMPALA network of a config: `common.networks.ImpalaNet` with the paper's choices.
+"""The IMPALA network of a config: `common.networks.ActorCriticNet` with the paper's choices.
 
 Atari (App. G, impala.md §3.5): feed-forward, 4-frame stack, deep or shallow torso, no LSTM.
 DMLab (§3.1-3.3): add `--use_lstm` (256 units, previous action and clipped reward as inputs).
@@ -10,8 +10,8 @@ from common import networks
 from impala import config as config_lib
 
 
-def make_network(config: config_lib.ImpalaConfig, num_actions: int) -> networks.ImpalaNet:
-    return networks.ImpalaNet(num_actions, torso=config.network, use_lstm=config.use_lstm,
+def make_network(config: config_lib.ImpalaConfig, num_actions: int) -> networks.ActorCriticNet:
+    return networks.ActorCriticNet(num_actions, torso=config.network, use_lstm=config.use_lstm,
                               lstm_units=config.lstm_units)
 
 

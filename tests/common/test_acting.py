@@ -21,7 +21,7 @@ PROBS = np.array([0.1, 0.2, 0.7])
 
 
 class FixedLogitsNet(tf.Module):
-    """The `ImpalaNet.step` API with state-independent logits (one variable)."""
+    """The `ActorCriticNet.step` API with state-independent logits (one variable)."""
 
     def __init__(self, logits):
         super().__init__()
@@ -109,7 +109,7 @@ LSTM_UNITS = 8
 
 
 def lstm_policy(num_actions, observation_shape, observation_dtype, seed, greedy):
-    net = networks.ImpalaNet(num_actions, torso="mlp", use_lstm=True, lstm_units=LSTM_UNITS)
+    net = networks.ActorCriticNet(num_actions, torso="mlp", use_lstm=True, lstm_units=LSTM_UNITS)
     return acting.CategoricalPolicy(net, observation_shape, observation_dtype, seed, greedy)
 
 
@@ -229,7 +229,7 @@ CAP_STEPS, TRUNCATION_RUN_STEPS = 6, 26  # Pong capped at 6 agent steps: truncat
 
 
 def shallow_policy(num_actions, observation_shape, observation_dtype, seed, greedy):
-    net = networks.ImpalaNet(num_actions, torso="shallow", use_lstm=False)
+    net = networks.ActorCriticNet(num_actions, torso="shallow", use_lstm=False)
     return acting.CategoricalPolicy(net, observation_shape, observation_dtype, seed, greedy)
 
 

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from common import config, networks
-from common.networks import (DeepTorso, ImpalaNet, ShallowTorso, instruction_tokens)
+from common.networks import (DeepTorso, ActorCriticNet, ShallowTorso, instruction_tokens)
 
 ATARI = (84, 84, 4)
 DMLAB = (72, 96, 3)  # A19: RGB 72x96
@@ -17,7 +17,7 @@ def _count(variables):
 
 
 def _built(observation_shape, dtype=tf.uint8, **kwargs):
-    net = ImpalaNet(**kwargs)
+    net = ActorCriticNet(**kwargs)
     net.create_variables(observation_shape, dtype, instruction_length=4)
     return net
 
@@ -196,7 +196,7 @@ def test_instruction_channel():
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="unknown torso 'resnet'.*deep.*mlp.*nature.*shallow"):
-        ImpalaNet(4, torso="resnet")
+        ActorCriticNet(4, torso="resnet")
     net = _built(DMLAB, num_actions=9, torso="shallow", instruction_vocab=1000)
     obs, a, r, reset = _inputs(np.random.default_rng(7), 1, 1, 9, DMLAB)
     with pytest.raises(ValueError, match="instruction"):
@@ -210,7 +210,7 @@ def test_bad_arguments_raise():
 def test_bfloat16_acting_network_follows_the_float32_one(torso, use_lstm, observation_shape,
                                                           observation_dtype):
     def build():
-        return networks.ImpalaNet(6, torso=torso, use_lstm=use_lstm, lstm_units=16)
+        return networks.ActorCriticNet(6, torso=torso, use_lstm=use_lstm, lstm_units=16)
 
     full = build()
     half = networks.build_in_precision("bfloat16", build)

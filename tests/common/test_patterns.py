@@ -42,7 +42,7 @@ PATTERNS = {
 
 
 def lstm_policy(num_actions, observation_shape, observation_dtype, seed, greedy):
-    net = networks.ImpalaNet(num_actions, torso="mlp", use_lstm=True, lstm_units=LSTM_UNITS)
+    net = networks.ActorCriticNet(num_actions, torso="mlp", use_lstm=True, lstm_units=LSTM_UNITS)
     return acting.CategoricalPolicy(net, observation_shape, observation_dtype, seed, greedy)
 
 

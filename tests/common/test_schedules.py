@@ -245,7 +245,7 @@ def test_adamw_skips_variables_without_gradient():
 
 def test_adamw_decays_kernels_not_biases_of_the_lstm_network():
     # dice.md A17: all kernels decay, biases (LSTM biases included) do not.
-    net = networks.ImpalaNet(4, torso="mlp", lstm_units=8)
+    net = networks.ActorCriticNet(4, torso="mlp", lstm_units=8)
     net.create_variables((3,), tf.float32)
     optimizer = schedules.AdamW(1e-3, 0.01)
     optimizer.build(net.trainable_variables)

@@ -230,7 +230,7 @@ T, B, OBS, A, UNITS = 7, 4, 3, 3, 5
 
 def make_net(use_lstm=True):
     tf.keras.utils.set_random_seed(7)
-    net = networks.ImpalaNet(A, torso="mlp", use_lstm=use_lstm, lstm_units=UNITS,
+    net = networks.ActorCriticNet(A, torso="mlp", use_lstm=use_lstm, lstm_units=UNITS,
                              prev_reward_clip=None)
     net.create_variables((OBS,), tf.float32)
     return net

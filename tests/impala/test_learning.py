@@ -89,7 +89,7 @@ def make_step(jit_compile, **overrides):
     tf.keras.utils.set_random_seed(1)
     config = config_lib.default_config("CartPole", jit_compile=jit_compile, max_grad_norm=0.5,
                                        total_frames=1000, **overrides)
-    net = networks.ImpalaNet(2, torso="mlp", use_lstm=False)
+    net = networks.ActorCriticNet(2, torso="mlp", use_lstm=False)
     net.create_variables((4,), tf.float32)
     optimizer = learning.make_optimizer(config)
     return net, optimizer, learning.make_train_step(net, optimizer, config), config
