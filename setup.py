@@ -2,6 +2,7 @@
 
 Stops an install on the wrong Python with the reason, before pip resolves anything.
 """
+
 import sys
 
 from setuptools import setup

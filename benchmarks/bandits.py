@@ -55,24 +55,42 @@ class Objective:
 
     def __call__(self, params) -> float:
         f = self.features(params)
-        return 100.0 * float(np.mean(np.exp(-0.5 * ((f - self.centres) / np.asarray(self.widths)) ** 2)))
+        return 100.0 * float(
+            np.mean(np.exp(-0.5 * ((f - self.centres) / np.asarray(self.widths)) ** 2))
+        )
 
 
 def one_d(eta_of: Callable[[dict], float], span: float) -> Objective:
-    return Objective("1-D", lambda p: np.array([math.log1p(eta_of(p))]), (2.0,), (0.15,), (span,),
-                     ("log(1+eta)",))
+    return Objective(
+        "1-D",
+        lambda p: np.array([math.log1p(eta_of(p))]),
+        (2.0,),
+        (0.15,),
+        (span,),
+        ("log(1+eta)",),
+    )
 
 
 def three_d(features: Callable[[dict], np.ndarray], span: float, weight: str) -> Objective:
-    return Objective("3-D", features, (2.5, 1.0, 0.7), (0.15, 0.15, 0.04), (span, span, 1.0),
-                     ("log(1+eta1)", "log(1+eta2)", weight))
+    return Objective(
+        "3-D",
+        features,
+        (2.5, 1.0, 0.7),
+        (0.15, 0.15, 0.04),
+        (span, span, 1.0),
+        ("log(1+eta1)", "log(1+eta2)", weight),
+    )
 
 
 LN51, LBC_SPAN = math.log(51.0), 4.0
-GDI_3D = three_d(lambda p: np.array([math.log1p(p["eta1"]), math.log1p(p["eta2"]), p["epsilon"]]), LN51,
-                 "eps")
-LBC_3D = three_d(lambda p: np.array([math.log1p(p["eta"][0]), math.log1p(p["eta"][1]), p["omega"][0]]),
-                 LBC_SPAN, "omega1")
+GDI_3D = three_d(
+    lambda p: np.array([math.log1p(p["eta1"]), math.log1p(p["eta2"]), p["epsilon"]]), LN51, "eps"
+)
+LBC_3D = three_d(
+    lambda p: np.array([math.log1p(p["eta"][0]), math.log1p(p["eta"][1]), p["omega"][0]]),
+    LBC_SPAN,
+    "omega1",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,9 +105,16 @@ def cases(with_joint: bool) -> list[Case]:
         Case("DiCE", bandits.DiceController, one_d(lambda p: p["eta"], LN51)),
         Case("GDI", bandits.GdiController, one_d(lambda p: p["eta1"], LN51)),
         Case("GDI", bandits.GdiController, GDI_3D),
-        Case("GDI joint (literal)", lambda **kw: bandits.GdiController(factorized=False, **kw), GDI_3D),
-        Case("LBC N=1", lambda **kw: bandits.LbcController(num_policies=1, **kw),
-             one_d(lambda p: p["eta"][0], LBC_SPAN)),
+        Case(
+            "GDI joint (literal)",
+            lambda **kw: bandits.GdiController(factorized=False, **kw),
+            GDI_3D,
+        ),
+        Case(
+            "LBC N=1",
+            lambda **kw: bandits.LbcController(num_policies=1, **kw),
+            one_d(lambda p: p["eta"][0], LBC_SPAN),
+        ),
         Case("LBC N=3", bandits.LbcController, LBC_3D),
     ]
     return [case for case in listed if with_joint or "joint" not in case.name]
@@ -120,21 +145,28 @@ def main(argv):
     del argv
     selected = cases(FLAGS.joint)
     figure, axes = plt.subplots(len(selected), 2, figsize=(13, 2.6 * len(selected)), squeeze=False)
-    print(f"{'controller':<20} {'objective':<9} {'mean of last ' + str(FLAGS.last):>22} {'per seed':<24} "
-          f"{'uniform':>7} {'ratio':>6} {'ms/episode':>10}")
+    print(
+        f"{'controller':<20} {'objective':<9} {'mean of last ' + str(FLAGS.last):>22} {'per seed':<24} "
+        f"{'uniform':>7} {'ratio':>6} {'ms/episode':>10}"
+    )
     for row, case in zip(axes, selected):
         started = time.process_time()
         runs = [run(case, seed, FLAGS.episodes) for seed in range(FLAGS.seeds)]
         cost_ms = 1e3 * (time.process_time() - started) / (FLAGS.seeds * FLAGS.episodes)
-        finals = np.array([returns[-FLAGS.last:].mean() for _, returns in runs])
+        finals = np.array([returns[-FLAGS.last :].mean() for _, returns in runs])
         uniform = uniform_mean(case)
-        print(f"{case.name:<20} {case.objective.name:<9} {finals.mean():>15.1f} ± {finals.std():<4.1f} "
-              f"{str(np.round(finals, 1)):<24} {uniform:>7.1f} {finals.mean() / uniform:>6.1f} "
-              f"{cost_ms:>10.2f}")
+        print(
+            f"{case.name:<20} {case.objective.name:<9} {finals.mean():>15.1f} ± {finals.std():<4.1f} "
+            f"{str(np.round(finals, 1)):<24} {uniform:>7.1f} {finals.mean() / uniform:>6.1f} "
+            f"{cost_ms:>10.2f}"
+        )
         plot_case(row, case, runs, uniform)
         row[0].set_title(f"{case.name}, {case.objective.name}: choices (seed 0)", fontsize=10)
-        row[1].set_title(f"{case.name}, {case.objective.name}: returns (last {FLAGS.last}: "
-                         f"{finals.mean():.1f} vs uniform {uniform:.1f})", fontsize=10)
+        row[1].set_title(
+            f"{case.name}, {case.objective.name}: returns (last {FLAGS.last}: "
+            f"{finals.mean():.1f} vs uniform {uniform:.1f})",
+            fontsize=10,
+        )
     for ax in axes[-1]:
         ax.set_xlabel("episode")
     figure.tight_layout()
@@ -151,14 +183,18 @@ def plot_case(row, case: Case, runs, uniform: float) -> None:
     for d, label in enumerate(objective.labels):
         scaled = features[:, d] / objective.spans[d]
         choices.scatter(episodes, scaled, s=3, alpha=0.5, color=colours[d], label=label)
-        choices.axhline(objective.centres[d] / objective.spans[d], color=colours[d], linestyle="--", lw=1)
+        choices.axhline(
+            objective.centres[d] / objective.spans[d], color=colours[d], linestyle="--", lw=1
+        )
     choices.set_ylim(-0.02, 1.02)
     choices.set_ylabel("position in box")
     choices.legend(loc="upper right", fontsize=7, markerscale=3)
     returns.scatter(episodes, seed0_returns, s=3, alpha=0.25, color="grey", label="seed 0")
     for seed, (_, seed_returns) in enumerate(runs):
         smooth = moving_average(seed_returns, WINDOW)
-        returns.plot(np.arange(WINDOW - 1, len(seed_returns)), smooth, lw=1.2, label=f"seed {seed} mean")
+        returns.plot(
+            np.arange(WINDOW - 1, len(seed_returns)), smooth, lw=1.2, label=f"seed {seed} mean"
+        )
     returns.axhline(uniform, color="black", linestyle=":", lw=1.2, label="uniform")
     returns.axhline(100.0, color="black", linestyle="--", lw=0.8, label="optimum")
     returns.set_ylim(-30, 130)

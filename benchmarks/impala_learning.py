@@ -25,10 +25,12 @@ from matplotlib.figure import Figure
 
 _TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", "pong"], "Which benchmark.")
 _TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
-_TOTAL_FRAMES = flags.DEFINE_integer("total_frames", None,
-                                     "Frame budget (default: cartpole 1M, pong 10M).")
-_PLOT_ONLY = flags.DEFINE_bool("plot_only", False,
-                                "Pong: only plot the run in --logdir (e.g. one in progress).")
+_TOTAL_FRAMES = flags.DEFINE_integer(
+    "total_frames", None, "Frame budget (default: cartpole 1M, pong 10M)."
+)
+_PLOT_ONLY = flags.DEFINE_bool(
+    "plot_only", False, "Pong: only plot the run in --logdir (e.g. one in progress)."
+)
 _LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<task>).")
 _WINDOW = 100  # CartPole's usual "solved" window
 
@@ -52,8 +54,15 @@ def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def start(env: str, logdir: str, total_frames: int, extra: list[str]) -> subprocess.Popen:
-    command = [sys.executable, "-m", "impala.main", f"--env={env}", f"--logdir={logdir}",
-               f"--total_frames={total_frames}", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "impala.main",
+        f"--env={env}",
+        f"--logdir={logdir}",
+        f"--total_frames={total_frames}",
+        *extra,
+    ]
     print(" ".join(command), flush=True)
     return subprocess.Popen(command)
 
@@ -67,7 +76,7 @@ def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
         frames, returns, wall = read_episodes(path)
         if len(returns) >= _WINDOW:
             means = trailing_mean(returns, _WINDOW)
-            hits = np.flatnonzero(means[_WINDOW - 1:] >= _TARGET.value)
+            hits = np.flatnonzero(means[_WINDOW - 1 :] >= _TARGET.value)
             if hits.size:
                 i = hits[0] + _WINDOW - 1
                 reached = (frames[i], wall[i])
@@ -76,8 +85,10 @@ def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
         process.wait(60)
     frames, returns, wall = read_episodes(path)
     if reached:
-        print(f"\nCartPole: mean return of the last {_WINDOW} episodes >= {_TARGET.value:.0f} "
-              f"after {reached[0]:,.0f} frames, {reached[1]:.0f} s of training")
+        print(
+            f"\nCartPole: mean return of the last {_WINDOW} episodes >= {_TARGET.value:.0f} "
+            f"after {reached[0]:,.0f} frames, {reached[1]:.0f} s of training"
+        )
     else:
         best = trailing_mean(returns, _WINDOW).max() if len(returns) else float("nan")
         print(f"\nCartPole: target not reached in {total_frames:,} frames (best mean {best:.1f})")
@@ -103,13 +114,18 @@ def plot_pong(logdir: str) -> None:
     axes = figure.subplots()
     axes.plot(frames, returns, ".", alpha=0.2, label="episode")
     axes.plot(frames, trailing_mean(returns, 20), label="mean of last 20")
-    axes.set(xlabel="environment frames", ylabel="episode return (raw score)",
-             title=f"IMPALA deep, Pong, {wall[-1] / 3600:.1f} h")
+    axes.set(
+        xlabel="environment frames",
+        ylabel="episode return (raw score)",
+        title=f"IMPALA deep, Pong, {wall[-1] / 3600:.1f} h",
+    )
     axes.legend()
     path = os.path.join(logdir, "returns.png")
     figure.savefig(path, dpi=100, bbox_inches="tight")
-    print(f"\nPong: {len(returns)} episodes, {frames[-1]:,.0f} frames, {wall[-1]:.0f} s; last 20 "
-          f"mean {returns[-20:].mean():.1f}; curve in {path}")
+    print(
+        f"\nPong: {len(returns)} episodes, {frames[-1]:,.0f} frames, {wall[-1]:.0f} s; last 20 "
+        f"mean {returns[-20:].mean():.1f}; curve in {path}"
+    )
 
 
 def main(argv):

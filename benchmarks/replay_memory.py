@@ -74,8 +74,11 @@ from reactor import config as reactor_config
 _NUM_ENVS = flags.DEFINE_integer("num_envs", 2, "Environments stepped together (one writer).")
 _WINDOWS = flags.DEFINE_integer("windows", 4, "Measured windows per pattern (the first: warm-up).")
 _WINDOW_STEPS = flags.DEFINE_integer("window_steps", 2500, "Steps per env in each window.")
-_PATTERNS = flags.DEFINE_list("patterns", ["sample_k", "prioritized", "queue_with_replay"],
-                              "Patterns to measure, each in its own process.")
+_PATTERNS = flags.DEFINE_list(
+    "patterns",
+    ["sample_k", "prioritized", "queue_with_replay"],
+    "Patterns to measure, each in its own process.",
+)
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the environments and the random actions.")
 _FLUSH_TIMEOUT_MS = flags.DEFINE_integer("flush_timeout_ms", 60_000, "Writer flush timeout.")
 
@@ -84,8 +87,8 @@ PROTOCOL = "dice_gdi_lbc"
 NUM_ACTIONS = 18  # the full action set of the protocol, IMPALA-style behaviour logits
 LSTM_UNITS = 256
 BUDGET_GIB = 24.0
-GIB = 2.0 ** 30
-MIB = 2.0 ** 20
+GIB = 2.0**30
+MIB = 2.0**20
 
 
 # ----------------------------------------------------------------------------------------------
@@ -107,12 +110,18 @@ def measured_pattern(kind: str, capacity: int) -> patterns.Pattern:
     impala = impala_config.ImpalaConfig()
     pattern = {
         "sample_k": lambda: patterns.SampleK(
-            length=dice.sequence_length, capacity=capacity, burn_in=dice.burn_in,
-            times_sampled=dice.times_sampled, error_buffer=1e9),
+            length=dice.sequence_length,
+            capacity=capacity,
+            burn_in=dice.burn_in,
+            times_sampled=dice.times_sampled,
+            error_buffer=1e9,
+        ),
         "prioritized": lambda: patterns.Prioritized(
-            length=reactor.sequence_length - 1, capacity=capacity),
+            length=reactor.sequence_length - 1, capacity=capacity
+        ),
         "queue_with_replay": lambda: patterns.QueueWithReplay(
-            length=impala.unroll_length, capacity=capacity, replay_capacity=capacity),
+            length=impala.unroll_length, capacity=capacity, replay_capacity=capacity
+        ),
     }[kind]()
     pattern.validate()
     return pattern
@@ -124,22 +133,48 @@ def default_patterns() -> list[tuple[str, str, patterns.Pattern]]:
     reactor = reactor_config.ReactorConfig()
     impala = impala_config.ImpalaConfig()
     return [
-        ("DiCE sample_k", "sample_k", patterns.SampleK(
-            length=dice.sequence_length, capacity=dice.replay_capacity, burn_in=dice.burn_in,
-            times_sampled=dice.times_sampled)),
-        ("Reactor prioritized", "prioritized", patterns.Prioritized(
-            length=reactor.sequence_length - 1, capacity=reactor.replay_capacity)),
-        ("IMPALA queue_with_replay", "queue_with_replay", patterns.QueueWithReplay(
-            length=impala.unroll_length, capacity=impala.queue_capacity,
-            replay_capacity=impala.replay_capacity)),
-        ("IMPALA queue", "queue_with_replay", patterns.Queue(
-            length=impala.unroll_length, capacity=impala.queue_capacity)),
+        (
+            "DiCE sample_k",
+            "sample_k",
+            patterns.SampleK(
+                length=dice.sequence_length,
+                capacity=dice.replay_capacity,
+                burn_in=dice.burn_in,
+                times_sampled=dice.times_sampled,
+            ),
+        ),
+        (
+            "Reactor prioritized",
+            "prioritized",
+            patterns.Prioritized(
+                length=reactor.sequence_length - 1, capacity=reactor.replay_capacity
+            ),
+        ),
+        (
+            "IMPALA queue_with_replay",
+            "queue_with_replay",
+            patterns.QueueWithReplay(
+                length=impala.unroll_length,
+                capacity=impala.queue_capacity,
+                replay_capacity=impala.replay_capacity,
+            ),
+        ),
+        (
+            "IMPALA queue",
+            "queue_with_replay",
+            patterns.Queue(length=impala.unroll_length, capacity=impala.queue_capacity),
+        ),
     ]
 
 
 def make_agent(pattern: patterns.Pattern) -> agent_lib.Agent:
-    return agent_lib.Agent(replay=pattern, make_policy=None, policy_extras=policy_extras,
-                           make_learner=None, core_state_spec=core_state_spec())
+    return agent_lib.Agent(
+        replay=pattern,
+        make_policy=None,
+        policy_extras=policy_extras,
+        make_learner=None,
+        core_state_spec=core_state_spec(),
+    )
 
 
 ATARI_SPEC = agent_lib.EnvSpec(NUM_ACTIONS, (84, 84, 4), np.dtype(np.uint8))
@@ -147,7 +182,8 @@ ATARI_SPEC = agent_lib.EnvSpec(NUM_ACTIONS, (84, 84, 4), np.dtype(np.uint8))
 
 def raw_bytes_per_step(pattern: patterns.Pattern, spec: agent_lib.EnvSpec) -> float:
     return patterns.estimated_bytes(pattern, make_agent(pattern).signature(spec)) / (
-        pattern.unique_steps())
+        pattern.unique_steps()
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -157,6 +193,7 @@ def raw_bytes_per_step(pattern: patterns.Pattern, spec: agent_lib.EnvSpec) -> fl
 def _rss_bytes() -> int:
     try:
         import psutil
+
         return psutil.Process().memory_info().rss
     except ImportError:
         with open("/proc/self/status") as status:
@@ -186,21 +223,26 @@ def settled_rss() -> int:
 # One pattern, in its own process
 
 
-def measure(kind: str, num_envs: int, windows: int, window_steps: int, seed: int,
-            flush_timeout_ms: int) -> dict:
+def measure(
+    kind: str, num_envs: int, windows: int, window_steps: int, seed: int, flush_timeout_ms: int
+) -> dict:
     """Writes `windows` x `window_steps` real Pong steps per env through the pattern's writer;
     returns the RSS and table size after each window (module docstring)."""
     acting.configure_threads(1)
     env = envs.make_env(ENV, num_envs, seed, PROTOCOL)
-    spec = agent_lib.EnvSpec(env.num_actions, tuple(env.observation_shape),
-                             np.dtype(env.observation_dtype))
+    spec = agent_lib.EnvSpec(
+        env.num_actions, tuple(env.observation_shape), np.dtype(env.observation_dtype)
+    )
     if spec != ATARI_SPEC:
         raise ValueError(f"expected {ATARI_SPEC}, got {spec}")
     # Room for every item written (at most one per step): nothing is evicted.
     pattern = measured_pattern(kind, capacity=num_envs * windows * window_steps)
     agent = make_agent(pattern)
-    table = (patterns.REPLAY_TABLE if isinstance(pattern, patterns.QueueWithReplay)
-             else patterns.EXPERIENCE_TABLE)
+    table = (
+        patterns.REPLAY_TABLE
+        if isinstance(pattern, patterns.QueueWithReplay)
+        else patterns.EXPERIENCE_TABLE
+    )
     rng = np.random.default_rng(seed)
 
     def random_actions():
@@ -224,15 +266,23 @@ def measure(kind: str, num_envs: int, windows: int, window_steps: int, seed: int
         for _ in range(window_steps):
             action = random_actions()
             result = env.step(action)
-            record = dict(observation=observation, **inputs._asdict(), action=action,
-                          reward=result.reward.astype(np.float32), params_step=params_step,
-                          truncation_value=truncation_value,
-                          behaviour_logits=rng.standard_normal((num_envs, NUM_ACTIONS),
-                                                               np.float32))
-            core_state = tuple(rng.standard_normal((num_envs, LSTM_UNITS), np.float32)
-                               for _ in range(2))
-            writer.append(record, first_step_extras={acting.CORE_STATE: core_state},
-                          episode_end=result.terminated | result.truncated)
+            record = dict(
+                observation=observation,
+                **inputs._asdict(),
+                action=action,
+                reward=result.reward.astype(np.float32),
+                params_step=params_step,
+                truncation_value=truncation_value,
+                behaviour_logits=rng.standard_normal((num_envs, NUM_ACTIONS), np.float32),
+            )
+            core_state = tuple(
+                rng.standard_normal((num_envs, LSTM_UNITS), np.float32) for _ in range(2)
+            )
+            writer.append(
+                record,
+                first_step_extras={acting.CORE_STATE: core_state},
+                episode_end=result.terminated | result.truncated,
+            )
             inputs = acting.StepInputs.after(result, action)
             observation = result.observation
         write_s += time.monotonic() - start
@@ -257,11 +307,18 @@ def measure(kind: str, num_envs: int, windows: int, window_steps: int, seed: int
     server.stop()
     del client, server
     env.close()
-    return dict(kind=kind, rss=rss, items=items, closed=closed, released=released,
-                write_s=write_s, item_length=pattern.item_length,
-                steps_per_window=num_envs * window_steps,
-                raw_per_step=raw_bytes_per_step(pattern, spec),
-                queue_item_bytes=queue_item_bytes)
+    return dict(
+        kind=kind,
+        rss=rss,
+        items=items,
+        closed=closed,
+        released=released,
+        write_s=write_s,
+        item_length=pattern.item_length,
+        steps_per_window=num_envs * window_steps,
+        raw_per_step=raw_bytes_per_step(pattern, spec),
+        queue_item_bytes=queue_item_bytes,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -277,8 +334,9 @@ def cpu_line() -> str:
                 model = value.strip()
             elif key.strip() == "flags" and not flags_present:
                 flags_present = set(value.split())
-    simd = ", ".join(f"{flag} {'yes' if flag in flags_present else 'no'}"
-                     for flag in ("avx2", "avx512f"))
+    simd = ", ".join(
+        f"{flag} {'yes' if flag in flags_present else 'no'}" for flag in ("avx2", "avx512f")
+    )
     return f"CPU: {model} ({os.cpu_count()} cores visible; {simd})"
 
 
@@ -288,67 +346,98 @@ def main(argv):
     if windows < 2:
         raise app.UsageError("--windows must be >= 2: the first one is the chunkers' cold start")
     print(cpu_line())
-    print(f"{ENV} ({PROTOCOL}, random actions): {num_envs} envs x {windows} windows x "
-          f"{window_steps} steps per pattern, each pattern in a fresh spawned process",
-          flush=True)
+    print(
+        f"{ENV} ({PROTOCOL}, random actions): {num_envs} envs x {windows} windows x "
+        f"{window_steps} steps per pattern, each pattern in a fresh spawned process",
+        flush=True,
+    )
     context = multiprocessing.get_context("spawn")
     results = {}
     for kind in _PATTERNS.value:
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-            r = pool.submit(measure, kind, num_envs, windows, window_steps, _SEED.value,
-                            _FLUSH_TIMEOUT_MS.value).result()
+            r = pool.submit(
+                measure, kind, num_envs, windows, window_steps, _SEED.value, _FLUSH_TIMEOUT_MS.value
+            ).result()
         results[kind] = r
-        by_window = ", ".join(f"{(after - before) / r['steps_per_window']:.0f}"
-                              for before, after in zip(r["rss"], r["rss"][1:]))
+        by_window = ", ".join(
+            f"{(after - before) / r['steps_per_window']:.0f}"
+            for before, after in zip(r["rss"], r["rss"][1:])
+        )
         steps = r["steps_per_window"] * windows
-        queue = ("" if r["queue_item_bytes"] is None else
-                 f"; the queue's copy of an item: {r['queue_item_bytes']:.0f} bytes")
-        print(f"{kind}: {r['items'][-1]} items, {steps} env steps in {r['write_s']:.1f} s "
-              f"({steps / r['write_s']:.0f} steps/s); bytes/step by window: {by_window}; "
-              f"RSS {r['rss'][0] / MIB:.0f} -> {r['closed'] / MIB:.0f} MiB after closing the "
-              f"writer, {r['released'] / MIB:.0f} MiB released by emptying the tables{queue}",
-              flush=True)
+        queue = (
+            ""
+            if r["queue_item_bytes"] is None
+            else f"; the queue's copy of an item: {r['queue_item_bytes']:.0f} bytes"
+        )
+        print(
+            f"{kind}: {r['items'][-1]} items, {steps} env steps in {r['write_s']:.1f} s "
+            f"({steps / r['write_s']:.0f} steps/s); bytes/step by window: {by_window}; "
+            f"RSS {r['rss'][0] / MIB:.0f} -> {r['closed'] / MIB:.0f} MiB after closing the "
+            f"writer, {r['released'] / MIB:.0f} MiB released by emptying the tables{queue}",
+            flush=True,
+        )
 
     per_step = {}
-    print(f"\nMeasured: windows 2-{windows} ({num_envs} envs x {windows - 1} x {window_steps} "
-          f"steps of real Pong frames, chunkers warmed up by window 1):\n")
-    print("| pattern           | items | steps/item | env steps | RSS delta MiB | bytes/item "
-          "| bytes/step | raw bytes/step | compression | window 1 bytes/step |")
-    print("|-------------------|-------|------------|-----------|---------------|------------"
-          "|------------|----------------|-------------|---------------------|")
+    print(
+        f"\nMeasured: windows 2-{windows} ({num_envs} envs x {windows - 1} x {window_steps} "
+        f"steps of real Pong frames, chunkers warmed up by window 1):\n"
+    )
+    print(
+        "| pattern           | items | steps/item | env steps | RSS delta MiB | bytes/item "
+        "| bytes/step | raw bytes/step | compression | window 1 bytes/step |"
+    )
+    print(
+        "|-------------------|-------|------------|-----------|---------------|------------"
+        "|------------|----------------|-------------|---------------------|"
+    )
     for kind, r in results.items():
         delta = r["rss"][-1] - r["rss"][1]
         steps = r["steps_per_window"] * (windows - 1)
         items = r["items"][-1] - r["items"][1]
         per_step[kind] = delta / steps
         cold = (r["rss"][1] - r["rss"][0]) / r["steps_per_window"]
-        print(f"| {kind:<17} | {items:>5} | {r['item_length']:>10} | {steps:>9} "
-              f"| {delta / MIB:>13.1f} | {delta / items:>10.0f} | {per_step[kind]:>10.0f} "
-              f"| {r['raw_per_step']:>14.0f} | {r['raw_per_step'] / per_step[kind]:>10.1f}x "
-              f"| {cold:>19.0f} |")
+        print(
+            f"| {kind:<17} | {items:>5} | {r['item_length']:>10} | {steps:>9} "
+            f"| {delta / MIB:>13.1f} | {delta / items:>10.0f} | {per_step[kind]:>10.0f} "
+            f"| {r['raw_per_step']:>14.0f} | {r['raw_per_step'] / per_step[kind]:>10.1f}x "
+            f"| {cold:>19.0f} |"
+        )
 
-    print(f"\nAt the papers' default capacities (measured bytes/step x unique steps held; "
-          f"the replay alone against {BUDGET_GIB:.0f} GiB):\n")
-    print("| pattern                  | items              | steps/item | measured bytes/step "
-          "| compression vs raw | estimated resident at default capacity | fits in 24 GiB? |")
-    print("|--------------------------|--------------------|------------|---------------------"
-          "|--------------------|----------------------------------------|-----------------|")
+    print(
+        f"\nAt the papers' default capacities (measured bytes/step x unique steps held; "
+        f"the replay alone against {BUDGET_GIB:.0f} GiB):\n"
+    )
+    print(
+        "| pattern                  | items              | steps/item | measured bytes/step "
+        "| compression vs raw | estimated resident at default capacity | fits in 24 GiB? |"
+    )
+    print(
+        "|--------------------------|--------------------|------------|---------------------"
+        "|--------------------|----------------------------------------|-----------------|"
+    )
     notes = []
     for label, kind, pattern in default_patterns():
         if kind not in per_step:
             continue
         raw_step = raw_bytes_per_step(pattern, ATARI_SPEC)
         resident = per_step[kind] * pattern.unique_steps()
-        items = (f"{pattern.replay_capacity:,} (+{pattern.capacity} queue)"
-                 if isinstance(pattern, patterns.QueueWithReplay) else f"{pattern.capacity:,}")
+        items = (
+            f"{pattern.replay_capacity:,} (+{pattern.capacity} queue)"
+            if isinstance(pattern, patterns.QueueWithReplay)
+            else f"{pattern.capacity:,}"
+        )
         fits = "yes" if resident < BUDGET_GIB * GIB else "no"
         share = f"{resident / GIB:.2f} GiB ({100 * resident / (BUDGET_GIB * GIB):.0f}%)"
-        print(f"| {label:<24} | {items:<18} | {pattern.item_length:>10} "
-              f"| {per_step[kind]:>19.0f} | {raw_step / per_step[kind]:>17.1f}x "
-              f"| {share:>38} | {fits:<15} |")
-        notes.append(f"{label}: {pattern.unique_steps():,} unique steps, "
-                     f"{raw_step * pattern.unique_steps() / GIB:.1f} GiB uncompressed "
-                     f"(patterns.estimated_bytes), {kind}'s bytes/step")
+        print(
+            f"| {label:<24} | {items:<18} | {pattern.item_length:>10} "
+            f"| {per_step[kind]:>19.0f} | {raw_step / per_step[kind]:>17.1f}x "
+            f"| {share:>38} | {fits:<15} |"
+        )
+        notes.append(
+            f"{label}: {pattern.unique_steps():,} unique steps, "
+            f"{raw_step * pattern.unique_steps() / GIB:.1f} GiB uncompressed "
+            f"(patterns.estimated_bytes), {kind}'s bytes/step"
+        )
     print()
     for note in notes:
         print(note)

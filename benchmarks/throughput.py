@@ -41,12 +41,14 @@ _SECONDS = flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
 _WARMUP = flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
 _JIT = flags.DEFINE_list("jit", ["off", "on"], "Rows 2-3 with jit_compile off and/or on.")
 _ROWS = flags.DEFINE_list("rows", ["raw", "fleet", "train"], "Which measurements.")
-_PRECISIONS = flags.DEFINE_list("actor_precisions", ["float32", "bfloat16"],
-                                "Rows 2-3 with these --actor_precision values.")
+_PRECISIONS = flags.DEFINE_list(
+    "actor_precisions", ["float32", "bfloat16"], "Rows 2-3 with these --actor_precision values."
+)
 
 
-def raw_worker(env: str, num_envs: int, seed: int, warmup_s: float, seconds: float,
-               results, stop=None) -> None:
+def raw_worker(
+    env: str, num_envs: int, seed: int, warmup_s: float, seconds: float, results, stop=None
+) -> None:
     """Random actions on one process's vector env; puts its frames/s on `results`."""
     batch = envs.make_env(env, num_envs, seed)
     batch.reset()
@@ -67,22 +69,37 @@ def measure_raw(config: config_lib.ImpalaConfig) -> float:
     supervisor = launch.Supervisor()
     results = multiprocessing.get_context("spawn").Queue()
     for i in range(config.num_actors):
-        supervisor.start(f"raw_{i}", raw_worker, dict(
-            env=config.env, num_envs=config.envs_per_actor, seed=i * config.envs_per_actor,
-            warmup_s=_WARMUP.value, seconds=_SECONDS.value, results=results))
+        supervisor.start(
+            f"raw_{i}",
+            raw_worker,
+            dict(
+                env=config.env,
+                num_envs=config.envs_per_actor,
+                seed=i * config.envs_per_actor,
+                warmup_s=_WARMUP.value,
+                seconds=_SECONDS.value,
+                results=results,
+            ),
+        )
     try:
-        return sum(results.get(timeout=_WARMUP.value + _SECONDS.value + 120)
-                   for _ in range(config.num_actors))
+        return sum(
+            results.get(timeout=_WARMUP.value + _SECONDS.value + 120)
+            for _ in range(config.num_actors)
+        )
     finally:
         supervisor.stop()
 
 
 def sink_table(experiment: launch.Experiment, spec: agent_lib.EnvSpec) -> reverb.Table:
     """The queue's signature without its back-pressure: full -> the oldest unroll is dropped."""
-    return reverb.Table(name=patterns.EXPERIENCE_TABLE, sampler=reverb.selectors.Fifo(),
-                        remover=reverb.selectors.Fifo(), max_size=256,
-                        rate_limiter=reverb.rate_limiters.MinSize(1),
-                        signature=experiment.agent.signature(spec))
+    return reverb.Table(
+        name=patterns.EXPERIENCE_TABLE,
+        sampler=reverb.selectors.Fifo(),
+        remover=reverb.selectors.Fifo(),
+        max_size=256,
+        rate_limiter=reverb.rate_limiters.MinSize(1),
+        signature=experiment.agent.signature(spec),
+    )
 
 
 def inserted_unrolls(client: reverb.Client) -> int:
@@ -92,14 +109,19 @@ def inserted_unrolls(client: reverb.Client) -> int:
 def measure_fleet(config: config_lib.ImpalaConfig) -> float:
     experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
     spec = agent_lib.probe_env(config.env, experiment.actor.protocol)
-    server = replay.start_server([sink_table(experiment, spec),
-                                  replay.params_table(acting.PARAMS_TABLE),
-                                  reports.reports_table()])
+    server = replay.start_server(
+        [
+            sink_table(experiment, spec),
+            replay.params_table(acting.PARAMS_TABLE),
+            reports.reports_table(),
+        ]
+    )
     address = replay.address_of(server)
     client = replay.connect(address)
     acting_variables = impala_main.make_learner(config, spec).acting_variables
     replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-        0, [v.numpy() for v in acting_variables])
+        0, [v.numpy() for v in acting_variables]
+    )
     supervisor = launch.Supervisor()
     try:
         launch.start_actors(supervisor, experiment, address)
@@ -109,8 +131,7 @@ def measure_fleet(config: config_lib.ImpalaConfig) -> float:
         start, before = time.monotonic(), inserted_unrolls(client)
         time.sleep(_SECONDS.value)
         unrolls = inserted_unrolls(client) - before
-        return unrolls * config.unroll_length * config.frames_per_step / (
-            time.monotonic() - start)
+        return unrolls * config.unroll_length * config.frames_per_step / (time.monotonic() - start)
     finally:
         supervisor.stop()
         server.stop()
@@ -126,8 +147,9 @@ def measure_training(config: config_lib.ImpalaConfig) -> float:
         learner = launch.build_learner(experiment, spec, address)
         launch.start_actors(supervisor, experiment, address)
         warmup_end = time.monotonic() + _WARMUP.value
-        learner.run(should_stop=lambda: time.monotonic() > warmup_end
-                    and int(learner.step.numpy()) > 0)
+        learner.run(
+            should_stop=lambda: time.monotonic() > warmup_end and int(learner.step.numpy()) > 0
+        )
         start, frames = time.monotonic(), int(learner.frames.numpy())
         learner.run(should_stop=lambda: time.monotonic() - start > _SECONDS.value)
         fps = (int(learner.frames.numpy()) - frames) / (time.monotonic() - start)
@@ -141,19 +163,27 @@ def measure_training(config: config_lib.ImpalaConfig) -> float:
 def main(argv):
     del argv
     acting.configure_threads(2)  # the learner's, before TensorFlow starts
-    base = dataclasses.replace(cli.config_from_flags(impala_main.PAPER), eval_interval_s=0.0,
-                               log_interval_s=1e9, checkpoint_interval_s=1e9)
-    print(f"{base.env}: {base.num_actors} actor processes x {base.envs_per_actor} envs, "
-          f"{base.network} net, unroll {base.unroll_length}, batch {base.batch_size}; "
-          f"{_SECONDS.value:.0f} s per row after {_WARMUP.value:.0f} s warm-up", flush=True)
+    base = dataclasses.replace(
+        cli.config_from_flags(impala_main.PAPER),
+        eval_interval_s=0.0,
+        log_interval_s=1e9,
+        checkpoint_interval_s=1e9,
+    )
+    print(
+        f"{base.env}: {base.num_actors} actor processes x {base.envs_per_actor} envs, "
+        f"{base.network} net, unroll {base.unroll_length}, batch {base.batch_size}; "
+        f"{_SECONDS.value:.0f} s per row after {_WARMUP.value:.0f} s warm-up",
+        flush=True,
+    )
     rows = []
     raw = measure_raw(base) if "raw" in _ROWS.value else float("nan")
     rows.append(("raw batched ALE, random actions", "-", "-", raw))
     print(f"raw: {raw:.0f} frames/s", flush=True)
     for jit in _JIT.value:
         for precision in _PRECISIONS.value:
-            config = dataclasses.replace(base, jit_compile=jit == "on",
-                                         actor_precision=precision).validate()
+            config = dataclasses.replace(
+                base, jit_compile=jit == "on", actor_precision=precision
+            ).validate()
             if "fleet" in _ROWS.value:
                 fps = measure_fleet(config)
                 rows.append(("actor fleet (acting + Reverb, no learner)", jit, precision, fps))

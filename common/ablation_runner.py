@@ -159,10 +159,17 @@ def run_logdir(logdir: str, variant: str, seed: int) -> str:
     return os.path.join(logdir, variant, f"seed{seed}")
 
 
-def run_command(module: str, variant: str, seed: int, logdir: str, extra_argv: Sequence[str]) -> list[str]:
+def run_command(
+    module: str, variant: str, seed: int, logdir: str, extra_argv: Sequence[str]
+) -> list[str]:
     return [
-        sys.executable, "-m", module, f"--ablation={variant}", f"--seed={seed}",
-        f"--logdir={run_logdir(logdir, variant, seed)}", *extra_argv,
+        sys.executable,
+        "-m",
+        module,
+        f"--ablation={variant}",
+        f"--seed={seed}",
+        f"--logdir={run_logdir(logdir, variant, seed)}",
+        *extra_argv,
     ]
 
 
@@ -176,14 +183,21 @@ def read_episodes(path: str, columns: Sequence[str]) -> Episodes:
         reader = csv.DictReader(f)
         missing = [c for c in columns if c not in (reader.fieldnames or [])]
         if missing:
-            raise ValueError(f"{path}: header {reader.fieldnames} lacks {missing}; expected {','.join(columns)}")
+            raise ValueError(
+                f"{path}: header {reader.fieldnames} lacks {missing}; expected {','.join(columns)}"
+            )
         rows = list(reader)
     if not rows:
         raise ValueError(f"{path} has a header but no episodes")
     try:
-        values = {c: np.array([float(row[c]) for row in rows]) for c in ("frames", "episode_return", "wall_time")}
+        values = {
+            c: np.array([float(row[c]) for row in rows])
+            for c in ("frames", "episode_return", "wall_time")
+        }
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{path}: frames, episode_return and wall_time must be numbers ({error})") from None
+        raise ValueError(
+            f"{path}: frames, episode_return and wall_time must be numbers ({error})"
+        ) from None
     return Episodes(values["frames"], values["episode_return"], values["wall_time"])
 
 
@@ -282,8 +296,12 @@ def _write_curves_csv(path: str, runs: Sequence[Run], hns: HnsFn) -> None:
             for source, episodes in (("train", run.train), ("eval", run.eval)):
                 if episodes is None:
                     continue
-                normalised = map(_number, hns(episodes.returns)) if hns else [""] * len(episodes.returns)
-                for frames, wall, ret, h in zip(episodes.frames, episodes.wall_time, episodes.returns, normalised):
+                normalised = (
+                    map(_number, hns(episodes.returns)) if hns else [""] * len(episodes.returns)
+                )
+                for frames, wall, ret, h in zip(
+                    episodes.frames, episodes.wall_time, episodes.returns, normalised
+                ):
                     numbers = [_number(frames), _number(wall), _number(ret)]
                     writer.writerow([run.variant, run.seed, source, *numbers, h])
 
@@ -305,7 +323,12 @@ def _summary_markdown(summary: AblationSummary, command: str | None) -> str:
     if any(v.final_eval_return is not None for v in summary.variants):
         columns.append(("final eval return", lambda v: _format_stat(v.final_eval_return)))
         if summary.game:
-            columns.append((f"final eval HNS % ({summary.normaliser})", lambda v: _format_stat(v.final_eval_hns)))
+            columns.append(
+                (
+                    f"final eval HNS % ({summary.normaliser})",
+                    lambda v: _format_stat(v.final_eval_hns),
+                )
+            )
     columns += [
         ("frames (mean)", lambda v: f"{v.frames.mean:,.0f}"),
         ("wall time (mean)", lambda v: runlog.format_duration(v.wall_time.mean)),
@@ -332,22 +355,40 @@ def _plot_curves(path: str, runs: Sequence[Run], variants: Sequence[str], title:
     sources = [("train", "training episodes")]
     if any(r.eval is not None for r in runs):
         sources.append(("eval", "evaluation episodes"))
-    max_frames = max(float(ep.frames.max()) for r in runs for ep in (r.train, r.eval) if ep is not None)
+    max_frames = max(
+        float(ep.frames.max()) for r in runs for ep in (r.train, r.eval) if ep is not None
+    )
     grid = np.linspace(max_frames / GRID_POINTS, max_frames, GRID_POINTS)
     window = SMOOTHING_FRACTION * max_frames
     figure = Figure(figsize=(7 * len(sources), 4.5), layout="constrained")
     for axes, (source, label) in zip(figure.subplots(1, len(sources), squeeze=False)[0], sources):
         for variant in variants:
-            curves = [smoothed_curve(getattr(r, source), grid, window)
-                      for r in runs if r.variant == variant and getattr(r, source) is not None]
+            curves = [
+                smoothed_curve(getattr(r, source), grid, window)
+                for r in runs
+                if r.variant == variant and getattr(r, source) is not None
+            ]
             if not curves:
                 continue
-            seeds = np.ma.masked_invalid(np.stack(curves))  # masked: no warnings where all seeds are nan
+            seeds = np.ma.masked_invalid(
+                np.stack(curves)
+            )  # masked: no warnings where all seeds are nan
             # Markers keep sparse curves (a few evaluations) visible where a line has no two neighbours.
-            line, = axes.plot(grid, seeds.mean(axis=0).filled(np.nan), marker="o" if source == "eval" else None,
-                              markersize=3, label=f"{variant} ({len(curves)} seeds)")
-            axes.fill_between(grid, seeds.min(axis=0).filled(np.nan), seeds.max(axis=0).filled(np.nan),
-                              color=line.get_color(), alpha=0.2, linewidth=0)
+            (line,) = axes.plot(
+                grid,
+                seeds.mean(axis=0).filled(np.nan),
+                marker="o" if source == "eval" else None,
+                markersize=3,
+                label=f"{variant} ({len(curves)} seeds)",
+            )
+            axes.fill_between(
+                grid,
+                seeds.min(axis=0).filled(np.nan),
+                seeds.max(axis=0).filled(np.nan),
+                color=line.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
         axes.set_title(f"{title}: {label}")
         axes.set_xlabel("environment frames")
         axes.set_ylabel(f"episode return (mean over trailing {SMOOTHING_FRACTION:.0%} of frames)")
@@ -388,19 +429,25 @@ def write_reports(
         game = table.game(game)
 
         def hns(returns: Sequence[float]) -> np.ndarray:
-            return np.atleast_1d(metrics.human_normalized_score(game, np.asarray(returns, dtype=float), table))
+            return np.atleast_1d(
+                metrics.human_normalized_score(game, np.asarray(returns, dtype=float), table)
+            )
 
     runs = [read_run(logdir, v, s) for v, ss in plan.items() for s in ss]
     summary = AblationSummary(
         logdir=logdir,
         game=game,
         normaliser=normaliser if game is not None else None,
-        variants=tuple(_summarize_variant([r for r in runs if r.variant == v], hns) for v in variants),
+        variants=tuple(
+            _summarize_variant([r for r in runs if r.variant == v], hns) for v in variants
+        ),
     )
     _write_curves_csv(summary.curves_csv, runs, hns)
     with open(summary.summary_md, "w") as f:
         f.write(_summary_markdown(summary, command))
-    _plot_curves(summary.curves_png, runs, variants, game or os.path.basename(os.path.abspath(logdir)))
+    _plot_curves(
+        summary.curves_png, runs, variants, game or os.path.basename(os.path.abspath(logdir))
+    )
     return summary
 
 
@@ -410,12 +457,20 @@ def write_reports(
 
 def _check_run_arguments(module, variants, seeds, extra_argv, parallel) -> None:
     if not isinstance(module, str) or not re.fullmatch(r"[A-Za-z_][\w.]*", module):
-        raise ValueError(f"module must be a dotted Python module name like 'impala.main', got {module!r}")
+        raise ValueError(
+            f"module must be a dotted Python module name like 'impala.main', got {module!r}"
+        )
     if not variants or len(set(variants)) != len(variants):
         raise ValueError(f"variants must be a non-empty list of distinct names, got {variants!r}")
-    bad = [v for v in variants if not isinstance(v, str) or not re.fullmatch(r"[\w.+-]+", v) or v in (".", "..")]
+    bad = [
+        v
+        for v in variants
+        if not isinstance(v, str) or not re.fullmatch(r"[\w.+-]+", v) or v in (".", "..")
+    ]
     if bad:
-        raise ValueError(f"variant names become directory names: use letters, digits and _.+- only, got {bad!r}")
+        raise ValueError(
+            f"variant names become directory names: use letters, digits and _.+- only, got {bad!r}"
+        )
     if not seeds or len(set(seeds)) != len(seeds) or not all(isinstance(s, int) for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct integers, got {seeds!r}")
     if isinstance(extra_argv, str) or not all(isinstance(a, str) for a in extra_argv):
@@ -448,10 +503,14 @@ def _stop(process: subprocess.Popen) -> None:
 
 def _start(command: list[str], directory: str) -> subprocess.Popen:
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, STDOUT_LOG), "wb") as out, \
-            open(os.path.join(directory, STDERR_LOG), "wb") as err:
+    with (
+        open(os.path.join(directory, STDOUT_LOG), "wb") as out,
+        open(os.path.join(directory, STDERR_LOG), "wb") as err,
+    ):
         # A new session: stopping the run can then stop its actor processes too, and only those.
-        return subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
 
 def _check_finished(process: subprocess.Popen, variant: str, seed: int, directory: str) -> None:
@@ -519,14 +578,16 @@ class CommandLine:
     """The flags of `python -m common.ablation_runner`."""
 
     module: str | None = field(None, "Training module run as `python -m MODULE`, e.g. impala.main.")
-    variants: tuple[str, ...] = field((), "Ablation names, e.g. vtrace,no_correction (with "
-                                      "--report_only: all found).")
+    variants: tuple[str, ...] = field(
+        (), "Ablation names, e.g. vtrace,no_correction (with --report_only: all found)."
+    )
     seeds: tuple[int, ...] = field((), "Integer seeds, e.g. 0,1,2 (with --report_only: all found).")
     logdir: str | None = field(None, "Root directory of the runs and the reports (required).")
     parallel: int = field(1, "Runs at a time.")
     game: str | None = field(None, "Atari-57 or DMLab-30 name, for HNS columns.")
-    normaliser: str = field(metrics.DEFAULT_NORMALISER,
-                            f"HNS table: {', '.join(metrics.NORMALISERS)}.")
+    normaliser: str = field(
+        metrics.DEFAULT_NORMALISER, f"HNS table: {', '.join(metrics.NORMALISERS)}."
+    )
     report_only: bool = field(False, "Only write the reports from existing runs.")
 
     def validate(self) -> "CommandLine":
@@ -538,15 +599,18 @@ class CommandLine:
         except ValueError as error:
             raise cli.FlagError(str(error)) from None
         if not self.report_only and not (self.module and self.variants and self.seeds):
-            raise cli.FlagError("--module, --variants and --seeds are required unless "
-                                "--report_only")
+            raise cli.FlagError(
+                "--module, --variants and --seeds are required unless --report_only"
+            )
         return self
 
 
 def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
     """The flags before `--` and the arguments after it (they go to every run); cli.FlagError
     with one line on a bad flag. `--help` prints the flags and exits."""
-    own, extra = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    own, extra = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    )
     flag_values = flags.FlagValues()
     cli.define_dataclass_flags(CommandLine, flag_values, module_name="common.ablation_runner")
     if any(arg in ("-h", "--help", "--helpshort", "--helpfull") for arg in own):
@@ -554,8 +618,10 @@ def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
         sys.exit(0)
     rest = cli.parse_flags(["python -m common.ablation_runner", *own], flag_values)
     if len(rest) > 1:
-        raise cli.FlagError(f"unexpected arguments {rest[1:]}; flags are written --name=value, "
-                            "and the arguments of every run follow --")
+        raise cli.FlagError(
+            f"unexpected arguments {rest[1:]}; flags are written --name=value, "
+            "and the arguments of every run follow --"
+        )
     return CommandLine(**cli.given_values(CommandLine, flag_values)).validate(), list(extra)
 
 
@@ -572,8 +638,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.report_only:
             summary = write_reports(args.logdir, variants, seeds, args.game, args.normaliser)
         else:
-            summary = run_ablations(args.module, variants, seeds, args.logdir, extra, args.parallel,
-                                    args.game, args.normaliser)
+            summary = run_ablations(
+                args.module,
+                variants,
+                seeds,
+                args.logdir,
+                extra,
+                args.parallel,
+                args.game,
+                args.normaliser,
+            )
     except (AblationRunError, ValueError) as error:
         sys.exit(f"error: {error}")
     with open(summary.summary_md) as f:

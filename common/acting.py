@@ -56,14 +56,21 @@ class Policy(Protocol):
 
     def initial_state(self, batch_size: int) -> Any: ...
 
-    def step(self, observation: np.ndarray, prev_action: np.ndarray, prev_reward: np.ndarray,
-             reset: np.ndarray, state: Any, behaviour: Mapping[str, np.ndarray] | None = None
-             ) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
+    def step(
+        self,
+        observation: np.ndarray,
+        prev_action: np.ndarray,
+        prev_reward: np.ndarray,
+        reset: np.ndarray,
+        state: Any,
+        behaviour: Mapping[str, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
         """(actions [B] int32, extras {name: [B, ...]}, new core state). `behaviour` holds the
         per-env behaviour parameters of agents that have a selector (else None)."""
 
-    def bootstrap_value(self, observation: np.ndarray, prev_action: np.ndarray,
-                        prev_reward: np.ndarray, state: Any) -> np.ndarray:
+    def bootstrap_value(
+        self, observation: np.ndarray, prev_action: np.ndarray, prev_reward: np.ndarray, state: Any
+    ) -> np.ndarray:
         """[B] float32: the value a truncated episode bootstraps from at `observation` (its final
         observation, continuing the episode from `state`)."""
 
@@ -83,16 +90,21 @@ class CategoricalPolicy:
     the learner's V-trace needs (§4.1). `bootstrap_value` is the network's baseline V(x).
     """
 
-    def __init__(self, network, observation_shape: tuple, observation_dtype, seed: int,
-                 greedy: bool = False, jit_compile: bool = False):
+    def __init__(
+        self,
+        network,
+        observation_shape: tuple,
+        observation_dtype,
+        seed: int,
+        greedy: bool = False,
+        jit_compile: bool = False,
+    ):
         network.create_variables(observation_shape, observation_dtype)
         self.network = network
         self.greedy = greedy
         self._rng = tf.random.Generator.from_seed(seed)
-        self._step = tf.function(self._step_graph, jit_compile=jit_compile,
-                                 reduce_retracing=True)
-        self._value = tf.function(self._value_graph, jit_compile=jit_compile,
-                                  reduce_retracing=True)
+        self._step = tf.function(self._step_graph, jit_compile=jit_compile, reduce_retracing=True)
+        self._value = tf.function(self._value_graph, jit_compile=jit_compile, reduce_retracing=True)
 
     @staticmethod
     def extras_spec(num_actions: int) -> dict:
@@ -103,8 +115,9 @@ class CategoricalPolicy:
         return tf.nest.map_structure(lambda x: x.numpy(), self.network.initial_state(batch_size))
 
     def _step_graph(self, observation, prev_action, prev_reward, reset, state):
-        (logits, _), new_state = self.network.step(observation, prev_action, prev_reward, reset,
-                                                   state)
+        (logits, _), new_state = self.network.step(
+            observation, prev_action, prev_reward, reset, state
+        )
         if self.greedy:
             return tf.argmax(logits, -1, output_type=tf.int32), logits, new_state
         seed = tf.cast(self._rng.make_seeds(1)[:, 0], tf.int32)
@@ -119,10 +132,12 @@ class CategoricalPolicy:
         return self._value(observation, prev_action, prev_reward, state).numpy()
 
     def step(self, observation, prev_action, prev_reward, reset, state, behaviour=None):
-        actions, logits, new_state = self._step(observation, prev_action, prev_reward, reset,
-                                                state)
-        return (actions.numpy(), {"behaviour_logits": logits.numpy()},
-                tf.nest.map_structure(lambda x: x.numpy(), new_state))
+        actions, logits, new_state = self._step(observation, prev_action, prev_reward, reset, state)
+        return (
+            actions.numpy(),
+            {"behaviour_logits": logits.numpy()},
+            tf.nest.map_structure(lambda x: x.numpy(), new_state),
+        )
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         assign_weights(self.network.variables, weights)
@@ -134,13 +149,18 @@ def assign_weights(variables, weights: list[np.ndarray]) -> None:
         raise ValueError(f"got {len(weights)} weight arrays for {len(variables)} variables")
     for var, value in zip(variables, weights):
         if tuple(var.shape) != np.shape(value):
-            raise ValueError(f"weight for {var.name} has shape {np.shape(value)}, "
-                             f"expected {tuple(var.shape)}")
+            raise ValueError(
+                f"weight for {var.name} has shape {np.shape(value)}, expected {tuple(var.shape)}"
+            )
         var.assign(value)
 
 
-def step_spec(observation_shape: tuple, observation_dtype, extras_spec: Mapping[str, Any],
-              behaviour_shapes: Mapping[str, tuple] | None = None) -> dict:
+def step_spec(
+    observation_shape: tuple,
+    observation_dtype,
+    extras_spec: Mapping[str, Any],
+    behaviour_shapes: Mapping[str, tuple] | None = None,
+) -> dict:
     """Per-step `tf.TensorSpec`s of the actor's record (module docstring)."""
     spec = {
         "observation": tf.TensorSpec(observation_shape, tf.as_dtype(observation_dtype)),
@@ -154,8 +174,9 @@ def step_spec(observation_shape: tuple, observation_dtype, extras_spec: Mapping[
         **extras_spec,
     }
     if behaviour_shapes:
-        spec[BEHAVIOUR] = {name: tf.TensorSpec(shape, tf.float32)
-                           for name, shape in behaviour_shapes.items()}
+        spec[BEHAVIOUR] = {
+            name: tf.TensorSpec(shape, tf.float32) for name, shape in behaviour_shapes.items()
+        }
     return spec
 
 
@@ -199,14 +220,20 @@ class StepInputs(NamedTuple):
 
     @classmethod
     def first(cls, batch_size: int) -> "StepInputs":
-        return cls(np.ones(batch_size, bool), np.zeros(batch_size, np.int32),
-                   np.zeros(batch_size, np.float32))
+        return cls(
+            np.ones(batch_size, bool),
+            np.zeros(batch_size, np.int32),
+            np.zeros(batch_size, np.float32),
+        )
 
     @classmethod
     def after(cls, result: envs_lib.StepResult, action: np.ndarray) -> "StepInputs":
         reset = result.terminated | result.truncated
-        return cls(reset, np.where(reset, 0, action).astype(np.int32),
-                   np.where(reset, 0.0, result.reward).astype(np.float32))
+        return cls(
+            reset,
+            np.where(reset, 0, action).astype(np.int32),
+            np.where(reset, 0.0, result.reward).astype(np.float32),
+        )
 
 
 def configure_threads(intra_op: int, inter_op: int = 1) -> None:
@@ -229,27 +256,40 @@ def _wait_for_params(subscriber: replay.ParamsSubscriber, should_stop, timeout_s
     return None
 
 
-def make_behaviour(spec: behaviour_lib.BehaviourSpec | None, settings: ActorSettings,
-                   evaluation: bool = False) -> behaviour_lib.Behaviour | None:
+def make_behaviour(
+    spec: behaviour_lib.BehaviourSpec | None, settings: ActorSettings, evaluation: bool = False
+) -> behaviour_lib.Behaviour | None:
     if spec is None:
         return None
-    path = (None if settings.state_dir is None
-            else behaviour_lib.state_path(settings.state_dir, settings.actor_id))
+    path = (
+        None
+        if settings.state_dir is None
+        else behaviour_lib.state_path(settings.state_dir, settings.actor_id)
+    )
     return behaviour_lib.Behaviour(spec, settings.num_envs, settings.seed, path, evaluation)
 
 
-def run_actor(settings: ActorSettings, make_policy: PolicyFactory, pattern: patterns.Pattern,
-              replay_address: str, behaviour: behaviour_lib.BehaviourSpec | None = None,
-              stop=None, max_steps: int | None = None, intra_op_threads: int = 1) -> dict:
+def run_actor(
+    settings: ActorSettings,
+    make_policy: PolicyFactory,
+    pattern: patterns.Pattern,
+    replay_address: str,
+    behaviour: behaviour_lib.BehaviourSpec | None = None,
+    stop=None,
+    max_steps: int | None = None,
+    intra_op_threads: int = 1,
+) -> dict:
     """The actor loop (module docstring). Returns counters: steps, params_updates, params_step
     and the raw returns of the games it finished (in order)."""
     configure_threads(intra_op_threads)
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
-    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol,
-                            settings.backend)
-    policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
-                         settings.seed, False)
+    env = envs_lib.make_env(
+        settings.env, settings.num_envs, settings.seed, settings.protocol, settings.backend
+    )
+    policy = make_policy(
+        env.num_actions, env.observation_shape, env.observation_dtype, settings.seed, False
+    )
     selector = make_behaviour(behaviour, settings)
     client = replay.connect(replay_address, timeout_s=30.0)
     subscriber = replay.ParamsSubscriber(client, PARAMS_TABLE)
@@ -259,8 +299,9 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, pattern: patt
         params_step = latest[0]
         policy.set_weights(latest[1])
     writer = pattern.writer(client, settings.num_envs, settings.flush_timeout_ms)
-    reporter = reports.Reporter(client, settings.num_envs,
-                                envs_lib.frames_per_step(settings.env, settings.protocol))
+    reporter = reports.Reporter(
+        client, settings.num_envs, envs_lib.frames_per_step(settings.env, settings.protocol)
+    )
     B = settings.num_envs
     observation = env.reset()
     inputs = StepInputs.first(B)
@@ -270,21 +311,30 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, pattern: patt
     try:
         while not should_stop() and (max_steps is None or steps < max_steps):
             params = None if selector is None else selector.params
-            action, extras, new_state = policy.step(observation, inputs.prev_action,
-                                                    inputs.prev_reward, inputs.reset, state,
-                                                    params)
+            action, extras, new_state = policy.step(
+                observation, inputs.prev_action, inputs.prev_reward, inputs.reset, state, params
+            )
             result = env.step(action)
-            record = dict(observation=observation, **inputs._asdict(), action=action,
-                          reward=result.reward, params_step=np.full(B, params_step, np.int64),
-                          truncation_value=truncation_values(policy, result, action, new_state),
-                          **extras)
+            record = dict(
+                observation=observation,
+                **inputs._asdict(),
+                action=action,
+                reward=result.reward,
+                params_step=np.full(B, params_step, np.int64),
+                truncation_value=truncation_values(policy, result, action, new_state),
+                **extras,
+            )
             if params is not None:
                 record[BEHAVIOUR] = {name: value.copy() for name, value in params.items()}
             core_state = {CORE_STATE: state} if tf.nest.flatten(state) else None
-            _append_until_accepted(writer, record, core_state,
-                                   result.terminated | result.truncated, should_stop)
-            reporter.step(result.episode_return, result.episode_length,
-                          () if params is None else [params[k] for k in sorted(params)])
+            _append_until_accepted(
+                writer, record, core_state, result.terminated | result.truncated, should_stop
+            )
+            reporter.step(
+                result.episode_return,
+                result.episode_length,
+                () if params is None else [params[k] for k in sorted(params)],
+            )
             game_returns.extend(result.episode_return[~np.isnan(result.episode_return)])
             if selector is not None:
                 selector.end_games(result.episode_return)
@@ -308,20 +358,26 @@ def run_actor(settings: ActorSettings, make_policy: PolicyFactory, pattern: patt
         if selector is not None:
             selector.save()
         env.close()
-    return dict(steps=steps, params_updates=params_updates, params_step=params_step,
-                game_returns=game_returns)
+    return dict(
+        steps=steps,
+        params_updates=params_updates,
+        params_step=params_step,
+        game_returns=game_returns,
+    )
 
 
-def truncation_values(policy: Policy, result: envs_lib.StepResult, action: np.ndarray,
-                      state: Any) -> np.ndarray:
+def truncation_values(
+    policy: Policy, result: envs_lib.StepResult, action: np.ndarray, state: Any
+) -> np.ndarray:
     """[B] float32: `policy.bootstrap_value` of the final observation where the step was
     truncated and not terminated, else 0 (module docstring). One batched call, only on the rare
     steps where some episode hit the time limit."""
     truncated = result.truncated & ~result.terminated
     if not truncated.any():
         return np.zeros(truncated.shape, np.float32)
-    values = policy.bootstrap_value(result.final_observation, action.astype(np.int32),
-                                    result.reward.astype(np.float32), state)
+    values = policy.bootstrap_value(
+        result.final_observation, action.astype(np.int32), result.reward.astype(np.float32), state
+    )
     return np.where(truncated, values, 0.0).astype(np.float32)
 
 
@@ -368,8 +424,13 @@ class EvaluatorSettings:
     state_dir: str | None = None
 
 
-def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False,
-             selector: behaviour_lib.Behaviour | None = None) -> list[float]:
+def evaluate(
+    env,
+    policy: Policy,
+    num_episodes: int,
+    should_stop=lambda: False,
+    selector: behaviour_lib.Behaviour | None = None,
+) -> list[float]:
     """Raw whole-game scores of `num_episodes` episodes.
 
     Env i contributes its first quota_i episodes (quotas split `num_episodes` evenly), so that
@@ -383,9 +444,14 @@ def evaluate(env, policy: Policy, num_episodes: int, should_stop=lambda: False,
     inputs = StepInputs.first(B)
     state = policy.initial_state(B)
     while not should_stop() and any(len(s) < q for s, q in zip(scores, quotas)):
-        action, _, state = policy.step(observation, inputs.prev_action, inputs.prev_reward,
-                                       inputs.reset, state,
-                                       None if selector is None else selector.params)
+        action, _, state = policy.step(
+            observation,
+            inputs.prev_action,
+            inputs.prev_reward,
+            inputs.reset,
+            state,
+            None if selector is None else selector.params,
+        )
         result = env.step(action)
         for i in np.flatnonzero(~np.isnan(result.episode_return)):
             if len(scores[i]) < quotas[i]:
@@ -405,10 +471,17 @@ def human_normalized_or_nan(env: str, score: float) -> float:
         return float("nan")
 
 
-def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, replay_address: str,
-                  logdir: str, behaviour: behaviour_lib.BehaviourSpec | None = None, stop=None,
-                  finished=None, start_time: float | None = None,
-                  intra_op_threads: int = 1) -> None:
+def run_evaluator(
+    settings: EvaluatorSettings,
+    make_policy: PolicyFactory,
+    replay_address: str,
+    logdir: str,
+    behaviour: behaviour_lib.BehaviourSpec | None = None,
+    stop=None,
+    finished=None,
+    start_time: float | None = None,
+    intra_op_threads: int = 1,
+) -> None:
     """Every `interval_s`, evaluates the latest published weights; when `finished` is set (the
     learner reached its budget), runs the full protocol once. Writes eval.csv + TensorBoard.
     With a `behaviour` selector, each round plays the controllers' best choice (evaluation mode
@@ -417,12 +490,19 @@ def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, repla
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
     start_time = time.time() if start_time is None else start_time
-    env = envs_lib.make_env(settings.env, settings.num_envs, settings.seed, settings.protocol,
-                            settings.backend)
-    policy = make_policy(env.num_actions, env.observation_shape, env.observation_dtype,
-                         settings.seed, settings.greedy)
-    subscriber = replay.ParamsSubscriber(replay.connect(replay_address, timeout_s=30.0),
-                                         PARAMS_TABLE)
+    env = envs_lib.make_env(
+        settings.env, settings.num_envs, settings.seed, settings.protocol, settings.backend
+    )
+    policy = make_policy(
+        env.num_actions,
+        env.observation_shape,
+        env.observation_dtype,
+        settings.seed,
+        settings.greedy,
+    )
+    subscriber = replay.ParamsSubscriber(
+        replay.connect(replay_address, timeout_s=30.0), PARAMS_TABLE
+    )
     log = run_logging.EvalLogger(logdir)
     last_round = time.monotonic()  # choice: the first round after one interval, not at start
     try:
@@ -441,10 +521,14 @@ def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, repla
             episodes = settings.final_episodes if final else settings.round_episodes
             selector = None
             if behaviour is not None:
-                path = (None if settings.state_dir is None
-                        else behaviour_lib.state_path(settings.state_dir, 0))
-                selector = behaviour_lib.Behaviour(behaviour, settings.num_envs, settings.seed,
-                                                   path, evaluation=True)
+                path = (
+                    None
+                    if settings.state_dir is None
+                    else behaviour_lib.state_path(settings.state_dir, 0)
+                )
+                selector = behaviour_lib.Behaviour(
+                    behaviour, settings.num_envs, settings.seed, path, evaluation=True
+                )
             scores = evaluate(env, policy, episodes, should_stop, selector)
             frames = learner_step * settings.frames_per_learner_step
             hns = [human_normalized_or_nan(settings.env, s) for s in scores]
@@ -457,4 +541,3 @@ def run_evaluator(settings: EvaluatorSettings, make_policy: PolicyFactory, repla
     finally:
         log.close()
         env.close()
-

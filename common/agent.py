@@ -34,8 +34,9 @@ def probe_env(env: str, protocol) -> EnvSpec:
     """Actions and observation format of `env`, from a one-env batch."""
     probe = envs_lib.make_env(env, 1, 0, protocol)
     try:
-        return EnvSpec(probe.num_actions, tuple(probe.observation_shape),
-                       np.dtype(probe.observation_dtype))
+        return EnvSpec(
+            probe.num_actions, tuple(probe.observation_shape), np.dtype(probe.observation_dtype)
+        )
     finally:
         probe.close()
 
@@ -65,19 +66,24 @@ class Agent:
 
     def step_spec(self, spec: EnvSpec) -> dict:
         shapes = None if self.behaviour is None else self.behaviour.param_shapes
-        return acting.step_spec(spec.observation_shape, spec.observation_dtype,
-                                self.policy_extras(spec), shapes)
+        return acting.step_spec(
+            spec.observation_shape, spec.observation_dtype, self.policy_extras(spec), shapes
+        )
 
     def signature(self, spec: EnvSpec) -> dict:
         """The experience tables' item signature."""
-        first_step = (None if self.core_state_spec is None
-                      else {acting.CORE_STATE: self.core_state_spec})
+        first_step = (
+            None if self.core_state_spec is None else {acting.CORE_STATE: self.core_state_spec}
+        )
         return self.replay.signature(self.step_spec(spec), first_step)
 
     def tables(self, spec: EnvSpec) -> list[reverb.Table]:
         """Every table of a run: the pattern's, the params table and the reports table."""
-        return [*self.replay.tables(self.signature(spec)), replay.params_table(acting.PARAMS_TABLE),
-                reports.reports_table()]
+        return [
+            *self.replay.tables(self.signature(spec)),
+            replay.params_table(acting.PARAMS_TABLE),
+            reports.reports_table(),
+        ]
 
     @property
     def behaviour_names(self) -> tuple[str, ...]:

@@ -72,6 +72,7 @@ def _check_positive_int(name: str, value: Any) -> None:
 
 # ----------------------------------------------------------------------------- coordinates
 
+
 @dataclasses.dataclass(frozen=True)
 class Axis:
     """One behaviour parameter as a bandit sees it.
@@ -89,7 +90,9 @@ class Axis:
 
     def __post_init__(self):
         if not (np.isfinite(self.lo) and np.isfinite(self.hi) and self.hi > self.lo):
-            raise ValueError(f"axis {self.name!r} needs finite lo < hi, got lo={self.lo}, hi={self.hi}")
+            raise ValueError(
+                f"axis {self.name!r} needs finite lo < hi, got lo={self.lo}, hi={self.hi}"
+            )
         if not self.acc > 0:
             raise ValueError(f"axis {self.name!r} needs acc > 0, got acc={self.acc}")
 
@@ -121,7 +124,9 @@ class Axis:
         if np.any(np.isnan(value)):
             raise ValueError(f"behaviour parameter {self.name!r} is NaN: {value!r}")
         if self.log1p and np.any(value < 0):
-            raise ValueError(f"{self.name!r} is an inverse temperature and must be >= 0, got {value!r}")
+            raise ValueError(
+                f"{self.name!r} is an inverse temperature and must be >= 0, got {value!r}"
+            )
         return np.log1p(value) if self.log1p else value
 
 
@@ -173,8 +178,10 @@ class Grid:
 
 # ----------------------------------------------------------------------------- scores and selection
 
-def ucb_scores(values, counts, ucb_scale, *, standardise: bool = True, over=None,
-               ucb_sum: str = "all") -> np.ndarray:
+
+def ucb_scores(
+    values, counts, ucb_scale, *, standardise: bool = True, over=None, ucb_sum: str = "all"
+) -> np.ndarray:
     """score_i = (V_i - mean V)/std V + c * sqrt(log(1 + sum_j N_j) / (1 + N_i)), along the last axis
     (leading axes, e.g. one row per bandit, are independent; `ucb_scale` broadcasts against them).
 
@@ -234,6 +241,7 @@ def most_voted(votes, rng: np.random.Generator) -> int:
 
 
 # ----------------------------------------------------------------------------- tile codings
+
 
 @dataclasses.dataclass(frozen=True)
 class NeighbourTiling:
@@ -300,13 +308,19 @@ class OffsetTiling:
             columns.append(num_weights + np.ravel_multi_index(index.T, tile_shape))
             num_weights += int(np.prod(tile_shape))
         tiles = np.stack(columns, axis=1)
-        return tiles, np.ones(tiles.shape, bool), np.full(len(tiles), float(tiles.shape[1])), num_weights
+        return (
+            tiles,
+            np.ones(tiles.shape, bool),
+            np.full(len(tiles), float(tiles.shape[1])),
+            num_weights,
+        )
 
 
 Tiling = NeighbourTiling | OffsetTiling
 
 
 # ----------------------------------------------------------------------------- DiCE / GDI bandits
+
 
 class TileCodedBandit:
     """One bandit of DiCE's BVA (App. A) / GDI's Bandits Controller (App. G) on a grid of blocks.
@@ -321,8 +335,19 @@ class TileCodedBandit:
       blocks with softmax(score) probabilities (the papers' "scores as logits without replacement").
     """
 
-    def __init__(self, num_blocks: int, tiles, mask, denominators, num_weights: int, *, greedy: bool,
-                 lr: float, num_candidates: int, ucb_scale: float):
+    def __init__(
+        self,
+        num_blocks: int,
+        tiles,
+        mask,
+        denominators,
+        num_weights: int,
+        *,
+        greedy: bool,
+        lr: float,
+        num_candidates: int,
+        ucb_scale: float,
+    ):
         if num_candidates > num_blocks:
             raise ValueError(f"num_candidates={num_candidates} exceeds the {num_blocks} blocks")
         self.tiles, self.mask, self.denominators = tiles, mask, denominators
@@ -361,20 +386,37 @@ class BanditEnsemble:
     from the M*d candidates; every bandit is updated with every (x, g).
     """
 
-    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator, *, tiling: Tiling,
-                 num_bandits: int, num_candidates: int, ucb_scale: float, learning_rates: Sequence[float]):
+    def __init__(
+        self,
+        axes: Sequence[Axis],
+        rng: np.random.Generator,
+        *,
+        tiling: Tiling,
+        num_bandits: int,
+        num_candidates: int,
+        ucb_scale: float,
+        learning_rates: Sequence[float],
+    ):
         _check_positive_int("num_bandits", num_bandits)
         _check_positive_int("num_candidates", num_candidates)
         self.grid, self.tiling, self._rng = Grid(axes), tiling, rng
         self._num_candidates, self._ucb_scale = num_candidates, ucb_scale
-        self._specs = [(bool(rng.integers(2)), float(rng.choice(learning_rates)), tiling.draw(rng))
-                       for _ in range(num_bandits)]
+        self._specs = [
+            (bool(rng.integers(2)), float(rng.choice(learning_rates)), tiling.draw(rng))
+            for _ in range(num_bandits)
+        ]
         self.bandits = [self._build(*spec) for spec in self._specs]
 
     def _build(self, greedy: bool, lr: float, tiling_spec: np.ndarray) -> TileCodedBandit:
         tiles = self.tiling.tiles(self.grid.shape, tiling_spec)
-        return TileCodedBandit(self.grid.size, *tiles, greedy=greedy, lr=lr,
-                               num_candidates=self._num_candidates, ucb_scale=self._ucb_scale)
+        return TileCodedBandit(
+            self.grid.size,
+            *tiles,
+            greedy=greedy,
+            lr=lr,
+            num_candidates=self._num_candidates,
+            ucb_scale=self._ucb_scale,
+        )
 
     def candidates(self) -> np.ndarray:
         """The M*d candidate points, [M*d, len(axes)]."""
@@ -397,14 +439,26 @@ class BanditEnsemble:
     def state_dict(self) -> StateDict:
         state = {}
         for m, (bandit, (greedy, lr, spec)) in enumerate(zip(self.bandits, self._specs)):
-            state.update({f"bandit{m}/greedy": np.array(greedy), f"bandit{m}/lr": np.array(lr),
-                          f"bandit{m}/tiling": spec.copy(), f"bandit{m}/weights": bandit.weights.copy(),
-                          f"bandit{m}/counts": bandit.counts.copy()})
+            state.update(
+                {
+                    f"bandit{m}/greedy": np.array(greedy),
+                    f"bandit{m}/lr": np.array(lr),
+                    f"bandit{m}/tiling": spec.copy(),
+                    f"bandit{m}/weights": bandit.weights.copy(),
+                    f"bandit{m}/counts": bandit.counts.copy(),
+                }
+            )
         return state
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        specs = [(bool(state[f"bandit{m}/greedy"]), float(state[f"bandit{m}/lr"]),
-                  np.array(state[f"bandit{m}/tiling"], dtype=np.float64)) for m in range(len(self.bandits))]
+        specs = [
+            (
+                bool(state[f"bandit{m}/greedy"]),
+                float(state[f"bandit{m}/lr"]),
+                np.array(state[f"bandit{m}/tiling"], dtype=np.float64),
+            )
+            for m in range(len(self.bandits))
+        ]
         bandits = [self._build(*spec) for spec in specs]
         for m, bandit in enumerate(bandits):
             _copy_into(bandit.weights, state[f"bandit{m}/weights"], f"bandit{m}/weights")
@@ -413,6 +467,7 @@ class BanditEnsemble:
 
 
 # ----------------------------------------------------------------------------- LBC bandits
+
 
 class BanditPopulation:
     """LBC Algorithm 1 (population-based MAB, actor-wise) on one grid of arms.
@@ -430,9 +485,19 @@ class BanditPopulation:
     The population is stored as [M, arms] arrays, one row per bandit.
     """
 
-    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator, *, num_bandits: int, top_d: int,
-                 ucb_range: tuple[float, float], replace_every: int | None, pick: str, standardise: bool,
-                 ucb_sum: str):
+    def __init__(
+        self,
+        axes: Sequence[Axis],
+        rng: np.random.Generator,
+        *,
+        num_bandits: int,
+        top_d: int,
+        ucb_range: tuple[float, float],
+        replace_every: int | None,
+        pick: str,
+        standardise: bool,
+        ucb_sum: str,
+    ):
         _check_positive_int("num_bandits", num_bandits)
         _check_positive_int("top_d", top_d)
         _check_choice("pick", pick, ("top", "softmax"))
@@ -440,7 +505,9 @@ class BanditPopulation:
         if replace_every is not None:
             _check_positive_int("replace_every", replace_every)
         if not 0.0 <= ucb_range[0] <= ucb_range[1]:
-            raise ValueError(f"ucb_range must satisfy 0 <= low <= high, got ucb_range={ucb_range!r}")
+            raise ValueError(
+                f"ucb_range must satisfy 0 <= low <= high, got ucb_range={ucb_range!r}"
+            )
         self.grid, self._rng = Grid(axes), rng
         if top_d > self.grid.size:
             raise ValueError(f"top_d={top_d} exceeds the {self.grid.size} arms")
@@ -453,21 +520,30 @@ class BanditPopulation:
 
     def values(self) -> np.ndarray:
         """V_m per arm, [M, arms]; 0 for unvisited arms."""
-        return np.divide(self.return_sums, self.counts, out=np.zeros_like(self.counts),
-                         where=self.counts > 0)
+        return np.divide(
+            self.return_sums, self.counts, out=np.zeros_like(self.counts), where=self.counts > 0
+        )
 
     def scores(self) -> np.ndarray:
-        return ucb_scores(self.values(), self.counts, self.ucb_scales[:, None], standardise=self._standardise,
-                          over=self.counts > 0, ucb_sum=self._ucb_sum)
+        return ucb_scores(
+            self.values(),
+            self.counts,
+            self.ucb_scales[:, None],
+            standardise=self._standardise,
+            over=self.counts > 0,
+            ucb_sum=self._ucb_sum,
+        )
 
     def votes(self) -> np.ndarray:
         """The M*D arms voted for (each bandit's D arms are distinct)."""
         scores = self.scores()
-        if self._pick == "top":  # sort by score, ties by an independent uniform key per bandit and arm
+        if (
+            self._pick == "top"
+        ):  # sort by score, ties by an independent uniform key per bandit and arm
             order = np.lexsort((self._rng.random(scores.shape), -scores), axis=-1)
         else:  # Gumbel-top-D: D draws without replacement from softmax(score)
             order = np.argsort(-(scores + self._rng.gumbel(size=scores.shape)), axis=-1)
-        return order[:, :self._top_d].ravel()
+        return order[:, : self._top_d].ravel()
 
     def propose(self) -> np.ndarray:
         arm = most_voted(self.votes(), self._rng)
@@ -485,8 +561,12 @@ class BanditPopulation:
             self.return_sums[m] = 0.0
 
     def state_dict(self) -> StateDict:
-        return {"episodes": np.array(self.episodes), "ucb_scales": self.ucb_scales.copy(),
-                "counts": self.counts.copy(), "return_sums": self.return_sums.copy()}
+        return {
+            "episodes": np.array(self.episodes),
+            "ucb_scales": self.ucb_scales.copy(),
+            "counts": self.counts.copy(),
+            "return_sums": self.return_sums.copy(),
+        }
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         for key in ("ucb_scales", "counts", "return_sums"):
@@ -515,6 +595,7 @@ class UniformSelector:
 
 # ----------------------------------------------------------------------------- controllers
 
+
 class Controller(Protocol):
     """The interface every behaviour meta-controller implements."""
 
@@ -530,8 +611,10 @@ class Controller(Protocol):
 def _copy_into(destination: np.ndarray, source, key: str) -> None:
     source = np.asarray(source)
     if source.shape != destination.shape:
-        raise ValueError(f"state entry {key!r} has shape {source.shape}, this controller expects "
-                         f"{destination.shape}: was it saved by a controller built with other arguments?")
+        raise ValueError(
+            f"state entry {key!r} has shape {source.shape}, this controller expects "
+            f"{destination.shape}: was it saved by a controller built with other arguments?"
+        )
     destination[...] = source
 
 
@@ -542,8 +625,17 @@ def _rng_words(rng: np.random.Generator) -> np.ndarray:
         raise ValueError(f"only PCG64 generators can be saved, got {state['bit_generator']}")
     low = (1 << 64) - 1
     pcg = state["state"]
-    return np.array([pcg["state"] >> 64, pcg["state"] & low, pcg["inc"] >> 64, pcg["inc"] & low,
-                     state["has_uint32"], state["uinteger"]], dtype=np.uint64)
+    return np.array(
+        [
+            pcg["state"] >> 64,
+            pcg["state"] & low,
+            pcg["inc"] >> 64,
+            pcg["inc"] & low,
+            state["has_uint32"],
+            state["uinteger"],
+        ],
+        dtype=np.uint64,
+    )
 
 
 def _set_rng_words(rng: np.random.Generator, words) -> None:
@@ -551,13 +643,17 @@ def _set_rng_words(rng: np.random.Generator, words) -> None:
     rng.bit_generator.state = {
         "bit_generator": "PCG64",
         "state": {"state": (words[0] << 64) | words[1], "inc": (words[2] << 64) | words[3]},
-        "has_uint32": words[4], "uinteger": words[5]}
+        "has_uint32": words[4],
+        "uinteger": words[5],
+    }
 
 
 class _AxisController:
     """Shared machinery: a tuple of axes, selectors over groups of them, params <-> coordinates."""
 
-    def __init__(self, axes: Sequence[Axis], make_selector, *, factorized: bool, selection: str, seed):
+    def __init__(
+        self, axes: Sequence[Axis], make_selector, *, factorized: bool, selection: str, seed
+    ):
         _check_choice("selection", selection, SELECTIONS)
         self.axes = tuple(axes)
         self._rng = np.random.Generator(np.random.PCG64(seed))
@@ -591,18 +687,27 @@ class _AxisController:
     def state_dict(self) -> StateDict:
         state = {"rng": _rng_words(self._rng)}
         for k, selector in enumerate(self._selectors):
-            state.update({f"selector{k}/{key}": value for key, value in selector.state_dict().items()})
+            state.update(
+                {f"selector{k}/{key}": value for key, value in selector.state_dict().items()}
+            )
         return state
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         expected = set(self.state_dict())
         if set(state) != expected:
-            raise ValueError(f"state does not match this controller: missing "
-                             f"{sorted(expected - set(state))}, unexpected {sorted(set(state) - expected)}")
+            raise ValueError(
+                f"state does not match this controller: missing "
+                f"{sorted(expected - set(state))}, unexpected {sorted(set(state) - expected)}"
+            )
         for k, selector in enumerate(self._selectors):
             prefix = f"selector{k}/"
-            selector.load_state_dict({key[len(prefix):]: value for key, value in state.items()
-                                      if key.startswith(prefix)})
+            selector.load_state_dict(
+                {
+                    key[len(prefix) :]: value
+                    for key, value in state.items()
+                    if key.startswith(prefix)
+                }
+            )
         _set_rng_words(self._rng, state["rng"])
 
 
@@ -626,10 +731,21 @@ class DiceController(_AxisController):
       x uniformly on the box).
     """
 
-    def __init__(self, *, seed=None, space: str = "log1p", eta_max: float = 50.0, num_blocks: int = 50,
-                 num_bandits: int = 7, num_candidates: int = 7, ucb_scale: float = 1.0,
-                 learning_rates: Sequence[float] = (0.05, 0.1, 0.2), widths: Sequence[int] = (1, 2, 3),
-                 edge: str = "valid", selection: str = "bandits"):
+    def __init__(
+        self,
+        *,
+        seed=None,
+        space: str = "log1p",
+        eta_max: float = 50.0,
+        num_blocks: int = 50,
+        num_bandits: int = 7,
+        num_candidates: int = 7,
+        ucb_scale: float = 1.0,
+        learning_rates: Sequence[float] = (0.05, 0.1, 0.2),
+        widths: Sequence[int] = (1, 2, 3),
+        edge: str = "valid",
+        selection: str = "bandits",
+    ):
         # eta_max: Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]"; num_bandits: "Num. Bandits 7";
         # num_candidates: "Num. Bandit Candidates 7"; ucb_scale: "Bandit UCB Scaling 1.0";
         # learning_rates: "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])";
@@ -637,12 +753,23 @@ class DiceController(_AxisController):
         tiling = NeighbourTiling(tuple(widths), edge)
 
         def make(axes, rng):
-            return BanditEnsemble(axes, rng, tiling=tiling, num_bandits=num_bandits,
-                                  num_candidates=num_candidates, ucb_scale=ucb_scale,
-                                  learning_rates=learning_rates)
+            return BanditEnsemble(
+                axes,
+                rng,
+                tiling=tiling,
+                num_bandits=num_bandits,
+                num_candidates=num_candidates,
+                ucb_scale=ucb_scale,
+                learning_rates=learning_rates,
+            )
 
-        super().__init__([eta_axis("eta", space, eta_max, num_blocks)], make, factorized=True,
-                         selection=selection, seed=seed)
+        super().__init__(
+            [eta_axis("eta", space, eta_max, num_blocks)],
+            make,
+            factorized=True,
+            selection=selection,
+            seed=seed,
+        )
 
     def _params(self, x: np.ndarray) -> Params:
         return {"eta": float(self.axes[0].to_param(x[0]))}
@@ -684,26 +811,47 @@ class GdiController(_AxisController):
     - `selection="uniform"`: "Random Selection" (uniform over the box of the chosen space).
     """
 
-    def __init__(self, *, seed=None, space: str = "log1p", factorized: bool = True, eta_max: float = 50.0,
-                 eta_acc: float = 1.0, epsilon_acc: float = 0.1, num_bandits: int = 7,
-                 num_candidates: int = 3, ucb_scale: float = 1.0,
-                 learning_rates: Sequence[float] = (0.05, 0.1, 0.2), num_tilings: Sequence[int] = (2, 3, 4),
-                 tile_sizes: Sequence[int] = (2, 3, 4),
-                 tile_offset_percent: tuple[float, float] = (0.0, 60.0), selection: str = "bandits"):
+    def __init__(
+        self,
+        *,
+        seed=None,
+        space: str = "log1p",
+        factorized: bool = True,
+        eta_max: float = 50.0,
+        eta_acc: float = 1.0,
+        epsilon_acc: float = 0.1,
+        num_bandits: int = 7,
+        num_candidates: int = 3,
+        ucb_scale: float = 1.0,
+        learning_rates: Sequence[float] = (0.05, 0.1, 0.2),
+        num_tilings: Sequence[int] = (2, 3, 4),
+        tile_sizes: Sequence[int] = (2, 3, 4),
+        tile_offset_percent: tuple[float, float] = (0.0, 60.0),
+        selection: str = "bandits",
+    ):
         # Table 6: "Bandit Search Range for 1/tau_1, 1/tau_2 [0.0, 50.0]", "for eps [0.0, 1.0]";
         # "Accuracy of Search Range for [1/tau_1, 1/tau_2, eps] [1.0, 1.0, 0.1]"; "Num. Bandits 7";
         # "Num. Bandit Candidates 3"; "Bandit UCB Scaling 1.0"; "Bandit Learning Rate Uniform([0.05,
         # 0.1, 0.2])"; "Bandit Tiling Width Uniform([2, 3, 4])"; "Accuracy of Tile coding Uniform([2, 3,
         # 4])"; "Offset of Tile coding Uniform([0, 60])".
         eta_blocks = max(1, math.ceil(eta_max / eta_acc - INDEX_TOLERANCE))
-        axes = [eta_axis("eta1", space, eta_max, eta_blocks), eta_axis("eta2", space, eta_max, eta_blocks),
-                Axis("epsilon", 0.0, 1.0, epsilon_acc)]
+        axes = [
+            eta_axis("eta1", space, eta_max, eta_blocks),
+            eta_axis("eta2", space, eta_max, eta_blocks),
+            Axis("epsilon", 0.0, 1.0, epsilon_acc),
+        ]
         tiling = OffsetTiling(tuple(num_tilings), tuple(tile_sizes), tuple(tile_offset_percent))
 
         def make(group, rng):
-            return BanditEnsemble(group, rng, tiling=tiling, num_bandits=num_bandits,
-                                  num_candidates=num_candidates, ucb_scale=ucb_scale,
-                                  learning_rates=learning_rates)
+            return BanditEnsemble(
+                group,
+                rng,
+                tiling=tiling,
+                num_bandits=num_bandits,
+                num_candidates=num_candidates,
+                ucb_scale=ucb_scale,
+                learning_rates=learning_rates,
+            )
 
         super().__init__(axes, make, factorized=factorized, selection=selection, seed=seed)
 
@@ -750,12 +898,25 @@ class LbcController(_AxisController):
       Selection" (psi uniform over Psi, omega normalised).
     """
 
-    def __init__(self, *, seed=None, num_policies: int = 3, eta_space: str = "log1p",
-                 eta_max: float = math.exp(4.0), eta_acc: float = 0.2, omega_acc: float = 0.1,
-                 factorized: bool = True, num_bandits: int = 7, top_d: int = 4,
-                 ucb_range: tuple[float, float] = (0.5, 1.5), replace_every: int | None = 50,
-                 pick: str = "top", standardise: bool = True, ucb_sum: str = "all",
-                 selection: str = "bandits"):
+    def __init__(
+        self,
+        *,
+        seed=None,
+        num_policies: int = 3,
+        eta_space: str = "log1p",
+        eta_max: float = math.exp(4.0),
+        eta_acc: float = 0.2,
+        omega_acc: float = 0.1,
+        factorized: bool = True,
+        num_bandits: int = 7,
+        top_d: int = 4,
+        ucb_range: tuple[float, float] = (0.5, 1.5),
+        replace_every: int | None = 50,
+        pick: str = "top",
+        standardise: bool = True,
+        ucb_sum: str = "all",
+        selection: str = "bandits",
+    ):
         # Table 3: "Range of tau_i [0, exp 4]", "Discrete Accuracy of tau_i 0.2", "Range of omega_i
         # [0, 1]", "Discrete Accuracy of omega_i 0.1", "Population Num. 7", "UCB c Uniformly sampled from
         # [0.5, 1.5]", "D of Top-D 4", "Replacement Interval T_replace 50"; N = 3 policies (Sec. 5.1.2).
@@ -763,15 +924,25 @@ class LbcController(_AxisController):
         _check_choice("eta_space", eta_space, ("log1p", "linear"))
         self.num_policies = num_policies
         hi = math.log(eta_max) if eta_space == "log1p" else eta_max
-        axes = [Axis(f"eta{i + 1}", 0.0, hi, eta_acc, log1p=(eta_space == "log1p"))
-                for i in range(num_policies)]
+        axes = [
+            Axis(f"eta{i + 1}", 0.0, hi, eta_acc, log1p=(eta_space == "log1p"))
+            for i in range(num_policies)
+        ]
         if num_policies > 1:
             axes += [Axis(f"omega{i + 1}", 0.0, 1.0, omega_acc) for i in range(num_policies)]
 
         def make(group, rng):
-            return BanditPopulation(group, rng, num_bandits=num_bandits, top_d=top_d, ucb_range=ucb_range,
-                                    replace_every=replace_every, pick=pick, standardise=standardise,
-                                    ucb_sum=ucb_sum)
+            return BanditPopulation(
+                group,
+                rng,
+                num_bandits=num_bandits,
+                top_d=top_d,
+                ucb_range=ucb_range,
+                replace_every=replace_every,
+                pick=pick,
+                standardise=standardise,
+                ucb_sum=ucb_sum,
+            )
 
         super().__init__(axes, make, factorized=factorized, selection=selection, seed=seed)
 
@@ -789,10 +960,14 @@ class LbcController(_AxisController):
         x = [axis.to_coordinate(value) for axis, value in zip(self.axes[:n], eta)]
         if n > 1:
             if "omega_unnormalised" not in params:
-                raise ValueError("LbcController.update needs params['omega_unnormalised'] as returned by "
-                                 "propose(): the bandits are credited with the unnormalised omega draws")
+                raise ValueError(
+                    "LbcController.update needs params['omega_unnormalised'] as returned by "
+                    "propose(): the bandits are credited with the unnormalised omega draws"
+                )
             raw = np.asarray(params["omega_unnormalised"], dtype=np.float64)
             if raw.shape != (n,):
-                raise ValueError(f"params['omega_unnormalised'] must have shape ({n},), got {raw.shape}")
+                raise ValueError(
+                    f"params['omega_unnormalised'] must have shape ({n},), got {raw.shape}"
+                )
             x += [axis.to_coordinate(value) for axis, value in zip(self.axes[n:], raw)]
         return np.array(x, dtype=np.float64)

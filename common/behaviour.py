@@ -54,8 +54,15 @@ class BehaviourSpec:
 class Behaviour:
     """The behaviour parameters of one actor's `num_envs` environments (module docstring)."""
 
-    def __init__(self, spec: BehaviourSpec, num_envs: int, seed: int, state_path: str | None,
-                 evaluation: bool = False, save_interval_s: float = 30.0):
+    def __init__(
+        self,
+        spec: BehaviourSpec,
+        num_envs: int,
+        seed: int,
+        state_path: str | None,
+        evaluation: bool = False,
+        save_interval_s: float = 30.0,
+    ):
         self.spec = spec
         self.num_envs = num_envs
         self.evaluation = evaluation
@@ -67,8 +74,10 @@ class Behaviour:
         self.controllers = [spec.make_controller(seed=seed + i) for i in range(count)]
         if state_path is not None and os.path.exists(state_path):
             self.load(state_path)
-        self.params = {name: np.zeros((num_envs, *shape), np.float32)
-                       for name, shape in spec.param_shapes.items()}
+        self.params = {
+            name: np.zeros((num_envs, *shape), np.float32)
+            for name, shape in spec.param_shapes.items()
+        }
         self._chosen: list[Mapping[str, Any]] = [{}] * num_envs
         for env in range(num_envs):
             self._choose(env)
@@ -95,13 +104,19 @@ class Behaviour:
                 self.controller_of(env).update(self._chosen[env], float(episode_returns[env]))
                 self.games_updated += 1
             self._choose(env)
-        if (not self.evaluation and self.state_path is not None
-                and time.monotonic() - self._last_save >= self._save_interval_s):
+        if (
+            not self.evaluation
+            and self.state_path is not None
+            and time.monotonic() - self._last_save >= self._save_interval_s
+        ):
             self.save()
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        return {f"{i}/{key}": value for i, controller in enumerate(self.controllers)
-                for key, value in controller.state_dict().items()}
+        return {
+            f"{i}/{key}": value
+            for i, controller in enumerate(self.controllers)
+            for key, value in controller.state_dict().items()
+        }
 
     def load(self, path: str) -> None:
         """Loads the controllers saved at `path`. Controller i takes saved controller
@@ -114,9 +129,13 @@ class Behaviour:
             raise ValueError(f"{path} holds no controller state")
         for i, controller in enumerate(self.controllers):
             prefix = f"{saved_ids[i % len(saved_ids)]}/"
-            controller.load_state_dict({key.removeprefix(prefix): value
-                                        for key, value in state.items()
-                                        if key.startswith(prefix)})
+            controller.load_state_dict(
+                {
+                    key.removeprefix(prefix): value
+                    for key, value in state.items()
+                    if key.startswith(prefix)
+                }
+            )
 
     def save(self) -> None:
         """Writes every controller's state to `state_path` atomically."""

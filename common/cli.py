@@ -77,21 +77,30 @@ class RunSettings:
     """The run flags every paper shares: where and how to run, not what to train."""
 
     logdir: str | None = field(
-        None, "Run directory (default runs/<paper>_<env>[_<ablation>], with several runs "
-        "runs/<paper>_<env>_ablations); the same logdir resumes from its last checkpoint.")
+        None,
+        "Run directory (default runs/<paper>_<env>[_<ablation>], with several runs "
+        "runs/<paper>_<env>_ablations); the same logdir resumes from its last checkpoint.",
+    )
     role: str = field(
-        "local", "local (Reverb, actors, learner and evaluator on this machine), replay, learner "
-        "or actor (the last two need --replay_address).")
+        "local",
+        "local (Reverb, actors, learner and evaluator on this machine), replay, learner "
+        "or actor (the last two need --replay_address).",
+    )
     replay_address: str | None = field(
-        None, "host:port of the Reverb server a --role=replay started.")
+        None, "host:port of the Reverb server a --role=replay started."
+    )
     replay_port: int = field(8000, "Port of --role=replay.")
     ablation: str | None = field(None, "One named variant of the paper's ablations.")
     ablations: tuple[str, ...] = field(
-        (), "Several variants, each run as a subprocess through common.ablation_runner, which "
-        "writes one table and plot under --logdir.")
+        (),
+        "Several variants, each run as a subprocess through common.ablation_runner, which "
+        "writes one table and plot under --logdir.",
+    )
     seeds: tuple[int, ...] = field(
-        (), "Number of seeds N (seeds 0..N-1) or a list of seeds, e.g. 0,3,7; several run as "
-        "--ablations do (default: one run with --seed).")
+        (),
+        "Number of seeds N (seeds 0..N-1) or a list of seeds, e.g. 0,3,7; several run as "
+        "--ablations do (default: one run with --seed).",
+    )
     parallel: int = field(1, "Runs of --ablations / --seeds at a time.")
 
     def validate(self) -> "RunSettings":
@@ -103,11 +112,14 @@ class RunSettings:
         except ValueError as error:
             raise FlagError(str(error)) from None
         if self.role in ("learner", "actor") and not self.replay_address:
-            raise FlagError(f"--role={self.role} needs --replay_address=host:port "
-                            "(see --role=replay)")
+            raise FlagError(
+                f"--role={self.role} needs --replay_address=host:port (see --role=replay)"
+            )
         if self.ablation and self.ablations:
-            raise FlagError(f"--ablation={self.ablation} and --ablations="
-                            f"{','.join(self.ablations)}: give one of them")
+            raise FlagError(
+                f"--ablation={self.ablation} and --ablations="
+                f"{','.join(self.ablations)}: give one of them"
+            )
         parse_seeds(self.seeds)
         return self
 
@@ -246,10 +258,13 @@ def _calling_module_name(depth: int) -> str:
     return sys.argv[0] if name == "__main__" else name
 
 
-def define_dataclass_flags(data_class: type, flag_values: flags.FlagValues = flags.FLAGS,
-                           module_name: str | None = None,
-                           env_defaults: Mapping[str, Mapping[str, Any]] | None = None,
-                           extra_help: Mapping[str, str] | None = None) -> None:
+def define_dataclass_flags(
+    data_class: type,
+    flag_values: flags.FlagValues = flags.FLAGS,
+    module_name: str | None = None,
+    env_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    extra_help: Mapping[str, str] | None = None,
+) -> None:
     """One flag per field of `data_class`, default None (so a flag given on the command line is
     told apart from the default); the help text is the field's, with its default (and the
     defaults of `env_defaults`) and `extra_help[name]` appended."""
@@ -259,8 +274,11 @@ def define_dataclass_flags(data_class: type, flag_values: flags.FlagValues = fla
         kind = _kind_of(hints[f.name])
         notes = []
         if f.default is not None and f.default != ():
-            notes.append(f"default {f.default!r}" if kind.element is str and not kind.is_tuple
-                         else f"default {_text(f.default)}")
+            notes.append(
+                f"default {f.default!r}"
+                if kind.element is str and not kind.is_tuple
+                else f"default {_text(f.default)}"
+            )
         for env, overrides in (env_defaults or {}).items():
             if f.name in overrides:
                 notes.append(f"{env}: {_text(overrides[f.name])}")
@@ -270,20 +288,31 @@ def define_dataclass_flags(data_class: type, flag_values: flags.FlagValues = fla
         if notes:
             text = f"{text} ({'; '.join(notes)})"
         example = _text(f.default) if kind.is_tuple and f.default else ""
-        flag = flags.Flag(_FieldParser(kind, example), _FieldSerializer(), f.name, None, text,
-                          boolean=not kind.is_tuple and kind.element is bool)
+        flag = flags.Flag(
+            _FieldParser(kind, example),
+            _FieldSerializer(),
+            f.name,
+            None,
+            text,
+            boolean=not kind.is_tuple and kind.element is bool,
+        )
         flags.DEFINE_flag(flag, flag_values, module_name=module_name)
 
 
-def define_flags(paper: Paper, flag_values: flags.FlagValues = flags.FLAGS,
-                 module_name: str | None = None) -> None:
+def define_flags(
+    paper: Paper, flag_values: flags.FlagValues = flags.FLAGS, module_name: str | None = None
+) -> None:
     """The flags of `paper`'s config fields and the shared run flags (`RunSettings`). A paper's
     main module calls it when imported, so `--helpfull` lists them under that module."""
     module_name = module_name or _calling_module_name(1)
     define_dataclass_flags(paper.config_class, flag_values, module_name, paper.env_defaults)
     names = ", ".join(paper.ablations) or "none"
-    define_dataclass_flags(RunSettings, flag_values, module_name, extra_help=dict(
-        ablation=f"One of: {names}.", ablations=f"Of: {names}."))
+    define_dataclass_flags(
+        RunSettings,
+        flag_values,
+        module_name,
+        extra_help=dict(ablation=f"One of: {names}.", ablations=f"Of: {names}."),
+    )
 
 
 def _one_line(error: flags.Error, flag_values: flags.FlagValues) -> str:
@@ -309,8 +338,11 @@ def parse_flags(argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS
 
 def given_values(data_class: type, flag_values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
     """{field: value} of the fields of `data_class` given on the command line."""
-    return {f.name: flag_values[f.name].value for f in dataclasses.fields(data_class)
-            if flag_values[f.name].present}
+    return {
+        f.name: flag_values[f.name].value
+        for f in dataclasses.fields(data_class)
+        if flag_values[f.name].present
+    }
 
 
 def fail(message: str, status: int = EXIT_USAGE) -> typing.NoReturn:
@@ -321,15 +353,19 @@ def fail(message: str, status: int = EXIT_USAGE) -> typing.NoReturn:
 
 # --------------------------------------------------------------------------- config and plan
 
+
 def normalise_env(env: str, cartpole: bool = True) -> str:
     """The canonical name of `env` (`common.envs.canonical_env`); FlagError if it names no env
     the paper runs. Imports gymnasium and ale-py, not TensorFlow."""
     from common import envs
+
     name = envs.canonical_env(env)
     if name is None or (name == envs.CARTPOLE and not cartpole):
         allowed = "CartPole or an Atari game" if cartpole else "an Atari game"
-        raise FlagError(f"--env={env!r} is not {allowed} (e.g. Pong, Breakout, MsPacman, "
-                        "ms_pacman, ALE/Pong-v5, PongNoFrameskip-v4)")
+        raise FlagError(
+            f"--env={env!r} is not {allowed} (e.g. Pong, Breakout, MsPacman, "
+            "ms_pacman, ALE/Pong-v5, PongNoFrameskip-v4)"
+        )
     return name
 
 
@@ -361,8 +397,9 @@ def make_config(paper: Paper, given: Mapping[str, Any], ablation: str | None = N
 
 def config_from_flags(paper: Paper, flag_values: flags.FlagValues = flags.FLAGS):
     """`make_config` with the parsed flags: those given, and the --ablation's overrides."""
-    return make_config(paper, given_values(paper.config_class, flag_values),
-                       flag_values["ablation"].value)
+    return make_config(
+        paper, given_values(paper.config_class, flag_values), flag_values["ablation"].value
+    )
 
 
 def parse_seeds(seeds: Sequence[int], default: int = 0) -> list[int]:
@@ -378,8 +415,9 @@ def parse_seeds(seeds: Sequence[int], default: int = 0) -> list[int]:
     return list(seeds)
 
 
-def plan_from_flags(paper: Paper, argv: Sequence[str],
-                    flag_values: flags.FlagValues = flags.FLAGS) -> Plan:
+def plan_from_flags(
+    paper: Paper, argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS
+) -> Plan:
     """Validates parsed flags (`argv`: what `parse_flags` returned) into a `Plan`; FlagError
     with one line naming the flag on anything not allowed. Imports no TensorFlow."""
     if len(argv) > 1:
@@ -391,12 +429,16 @@ def plan_from_flags(paper: Paper, argv: Sequence[str],
     several_runs = len(variants) > 1 or len(parse_seeds(settings.seeds)) > 1
     if several_runs:
         if settings.role != "local":
-            raise FlagError(f"--role={settings.role} runs one variant with one seed; several "
-                            "(--ablations, --seeds) run with --role=local")
+            raise FlagError(
+                f"--role={settings.role} runs one variant with one seed; several "
+                "(--ablations, --seeds) run with --role=local"
+            )
         if not variants:
             if paper.default_ablation is None:
-                raise FlagError(f"--seeds={_text(settings.seeds)} needs --ablation or "
-                                "--ablations: each run is a named variant")
+                raise FlagError(
+                    f"--seeds={_text(settings.seeds)} needs --ablation or "
+                    "--ablations: each run is a named variant"
+                )
             variants = (paper.default_ablation,)
     given = given_values(paper.config_class, flag_values)
     configs = [make_config(paper, given, variant) for variant in variants or (None,)]
@@ -409,6 +451,7 @@ def plan_from_flags(paper: Paper, argv: Sequence[str],
 
 # ---------------------------------------------------------------------------------- running
 
+
 def default_logdir(paper: Paper, plan: Plan) -> str:
     if plan.several_runs:
         return os.path.join("runs", f"{paper.name}_{plan.config.env}_ablations")
@@ -416,8 +459,9 @@ def default_logdir(paper: Paper, plan: Plan) -> str:
     return os.path.join("runs", f"{paper.name}_{plan.config.env}{suffix}")
 
 
-def forwarded_argv(paper: Paper, plan: Plan,
-                   flag_values: flags.FlagValues = flags.FLAGS) -> list[str]:
+def forwarded_argv(
+    paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.FLAGS
+) -> list[str]:
     """The flags given on the command line that every ablation run gets, as --name=value: all
     but those the runner sets per run; --env in its canonical spelling."""
     own = ("ablation", "ablations", "seeds", "seed", "logdir", "parallel")
@@ -426,8 +470,9 @@ def forwarded_argv(paper: Paper, plan: Plan,
     argv = []
     for name in names:
         if flag_values[name].present and name not in own:
-            argv.append(f"--env={plan.config.env}" if name == "env"
-                        else flag_values[name].serialize())
+            argv.append(
+                f"--env={plan.config.env}" if name == "env" else flag_values[name].serialize()
+            )
     return argv
 
 
@@ -435,12 +480,19 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
     """Every variant with every seed as a subprocess, then one table and plot (DESIGN.md §7)."""
     from common import ablation_runner
     from common import envs
+
     logdir = plan.settings.logdir or default_logdir(paper, plan)
     game = None if plan.config.env == envs.CARTPOLE else plan.config.env
     try:
-        ablation_runner.run_ablations(paper.module, list(plan.variants), list(plan.seeds), logdir,
-                                      forwarded_argv(paper, plan, flag_values),
-                                      parallel=plan.settings.parallel, game=game)
+        ablation_runner.run_ablations(
+            paper.module,
+            list(plan.variants),
+            list(plan.seeds),
+            logdir,
+            forwarded_argv(paper, plan, flag_values),
+            parallel=plan.settings.parallel,
+            game=game,
+        )
     except ablation_runner.AblationRunError as error:
         fail(str(error), EXIT_FAILURE)
     print(f"ablation results in {logdir}: summary.md, curves.csv, curves.png", flush=True)
@@ -449,6 +501,7 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
 def run_one(paper: Paper, plan: Plan) -> None:
     """One role of one training run (imports TensorFlow and Reverb)."""
     from common import launch
+
     config, settings = plan.config, plan.settings
     logdir = settings.logdir or default_logdir(paper, plan)
     if settings.role in ("local", "learner"):
@@ -456,8 +509,11 @@ def run_one(paper: Paper, plan: Plan) -> None:
         about = f"{paper.describe(config)} " if paper.describe else ""
         print(f"[{paper.name}] {config.env}: {about}-> {logdir}", flush=True)
     try:
-        launch.run(paper.build_experiment(config, logdir, settings.replay_port),
-                   role=settings.role, replay_address=settings.replay_address)
+        launch.run(
+            paper.build_experiment(config, logdir, settings.replay_port),
+            role=settings.role,
+            replay_address=settings.replay_address,
+        )
     except ConnectionError as error:
         fail(str(error), EXIT_FAILURE)
 
@@ -484,4 +540,5 @@ def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
     """The whole command line of `paper` (flags defined by `define_flags(paper)`): parse,
     validate, run. Exits 2 with one line on a bad flag, 1 if the run fails."""
     from absl import app
+
     app.run(functools.partial(_main, paper), argv=argv, flags_parser=_parse_or_exit)

@@ -15,8 +15,15 @@ from typing import Any, Callable
 # Arithmetic of a network that only acts (common.networks.build_in_precision).
 PRECISIONS = ("float32", "bfloat16")
 # Keys of common.transforms.REWARD_TRANSFORMS: reward clipping and shaping by name.
-REWARD_TRANSFORMS = ("none", "clip", "optimistic_asymmetric", "soft_asymmetric_code",
-                     "asymmetric_log", "fourth_root", "value_rescaling")
+REWARD_TRANSFORMS = (
+    "none",
+    "clip",
+    "optimistic_asymmetric",
+    "soft_asymmetric_code",
+    "asymmetric_log",
+    "fourth_root",
+    "value_rescaling",
+)
 # common.returns.retrace: "expected" bootstraps on E_pi Q(x', .) (Munos et al., Reactor),
 # "sampled" on Q(x', a') (as printed in DiCE, GDI, LBC); DESIGN.md §3.
 RETRACE_FORMS = ("expected", "sampled")
@@ -50,13 +57,19 @@ def check_tuple(config, name: str, requirement: str, ok: Callable[[Any], bool]) 
 
 def prefixed_kwargs(config, prefix: str) -> dict[str, Any]:
     """Fields named `<prefix><arg>` as keyword arguments `{arg: value}` (e.g. the bandit's)."""
-    return {f.name.removeprefix(prefix): getattr(config, f.name)
-            for f in dataclasses.fields(config) if f.name.startswith(prefix)}
+    return {
+        f.name.removeprefix(prefix): getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if f.name.startswith(prefix)
+    }
 
 
 def atari_protocol_overrides(config) -> dict[str, Any]:
     """`common.envs.AtariProtocol` fields set by a config's `full_action_set`, `noop_max`,
     `max_episode_frames` and `sticky_action_probability` (training and evaluation share them)."""
-    return dict(full_action_space=config.full_action_set, noop_max=config.noop_max,
-                max_episode_frames=config.max_episode_frames,
-                repeat_action_probability=config.sticky_action_probability)
+    return dict(
+        full_action_space=config.full_action_set,
+        noop_max=config.noop_max,
+        max_episode_frames=config.max_episode_frames,
+        repeat_action_probability=config.sticky_action_probability,
+    )

@@ -60,7 +60,8 @@ def categorical_projection(values, probs, support) -> tf.Tensor:
     support = _checked_support(support)
     if not values.shape.is_compatible_with(probs.shape):
         raise ValueError(
-            f"values and probs must have the same shape [..., M], got {values.shape} and {probs.shape}")
+            f"values and probs must have the same shape [..., M], got {values.shape} and {probs.shape}"
+        )
     num_atoms = tf.shape(support)[0]
     last_index = tf.cast(num_atoms - 1, tf.float32)
     # dz from the whole range: a single float32 gap such as z_1 - z_0 carries the rounding of both
@@ -132,20 +133,31 @@ def distributional_retrace_target(
     discounts = _checked_float(discounts, "discounts", rank=2)
     actions = tf.convert_to_tensor(actions)
     if not actions.dtype.is_integer or actions.shape.rank != 2:
-        raise ValueError(f"actions must be an integer tensor [T+1, B], got {actions.dtype.name} {actions.shape}")
+        raise ValueError(
+            f"actions must be an integer tensor [T+1, B], got {actions.dtype.name} {actions.shape}"
+        )
     support = _checked_support(support)
     for name, shape in [("log_rhos", log_rhos.shape), ("discounts", discounts.shape)]:
         if not shape.is_compatible_with(rewards.shape):
-            raise ValueError(f"{name} must have the shape [T, B] of rewards {rewards.shape}, got {shape}")
+            raise ValueError(
+                f"{name} must have the shape [T, B] of rewards {rewards.shape}, got {shape}"
+            )
     num_frames = None if rewards.shape[0] is None else rewards.shape[0] + 1
     frames_shape = tf.TensorShape([num_frames]) + rewards.shape[1:]  # [T+1, B]
-    for name, shape in [("actions", actions.shape), ("target_probs", target_probs.shape[:2]),
-                        ("q_probs", q_probs.shape[:2])]:
+    for name, shape in [
+        ("actions", actions.shape),
+        ("target_probs", target_probs.shape[:2]),
+        ("q_probs", q_probs.shape[:2]),
+    ]:
         if not shape.is_compatible_with(frames_shape):
-            raise ValueError(f"{name} must have leading shape [T+1, B] = {frames_shape} "
-                             f"(rewards are [T, B] = {rewards.shape}), got {shape}")
+            raise ValueError(
+                f"{name} must have leading shape [T+1, B] = {frames_shape} "
+                f"(rewards are [T, B] = {rewards.shape}), got {shape}"
+            )
     if not q_probs.shape[2:3].is_compatible_with(target_probs.shape[2:]):
-        raise ValueError(f"q_probs {q_probs.shape} and target_probs {target_probs.shape} disagree on the actions")
+        raise ValueError(
+            f"q_probs {q_probs.shape} and target_probs {target_probs.shape} disagree on the actions"
+        )
     if not q_probs.shape[-1:].is_compatible_with(support.shape):
         raise ValueError(f"q_probs has {q_probs.shape[-1]} atoms, support has {support.shape[0]}")
 
@@ -165,10 +177,14 @@ def distributional_retrace_target(
     def from_start(x):  # [T, B] -> [T(t), T(m), B]: x_m for m >= t, 1 (neutral in products) before.
         return tf.where(later, x[None], 1.0)
 
-    discount_before = tf.math.cumprod(from_start(discounts), axis=1, exclusive=True)  # Gamma_{t,n-1}
+    discount_before = tf.math.cumprod(
+        from_start(discounts), axis=1, exclusive=True
+    )  # Gamma_{t,n-1}
     n_step_returns = tf.cumsum(tf.where(later, discount_before * rewards[None], 0.0), axis=1)
     bootstrap_discounts = discount_before * discounts[None]  # Gamma_{t,n}
-    trace_products = tf.math.cumprod(from_start(next_traces), axis=1, exclusive=True)  # c_{t+1}..c_{t+n-1}
+    trace_products = tf.math.cumprod(
+        from_start(next_traces), axis=1, exclusive=True
+    )  # c_{t+1}..c_{t+n-1}
 
     backup_atoms = n_step_returns[..., None] + bootstrap_discounts[..., None] * support  # z^n_j
     backup_masses = tf.where(later, trace_products, 0.0)[..., None] * mixed_next[None]
@@ -195,8 +211,10 @@ def categorical_cross_entropy(target_distribution, logits) -> tf.Tensor:
     target_distribution = tf.stop_gradient(tf.cast(target_distribution, tf.float32))
     logits = tf.cast(logits, tf.float32)
     if not target_distribution.shape.is_compatible_with(logits.shape):
-        raise ValueError(f"target_distribution {target_distribution.shape} and logits {logits.shape} "
-                         "must have the same shape [..., N]")
+        raise ValueError(
+            f"target_distribution {target_distribution.shape} and logits {logits.shape} "
+            "must have the same shape [..., N]"
+        )
     return -tf.reduce_sum(target_distribution * tf.nn.log_softmax(logits), axis=-1)
 
 
@@ -215,5 +233,7 @@ def _checked_support(support) -> tf.Tensor:
     if static is not None:
         gaps = np.diff(static)
         if not (np.all(gaps > 0) and np.allclose(gaps, gaps[0], rtol=1e-4)):
-            raise ValueError(f"support must be strictly increasing and uniformly spaced, got {static}")
+            raise ValueError(
+                f"support must be strictly increasing and uniformly spaced, got {static}"
+            )
     return support

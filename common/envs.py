@@ -213,10 +213,13 @@ class _GymListBackend:
         self.observation_space = self._envs[0].observation_space
 
     def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
-        results = [env.reset(seed=None if seed is None else seed + i)
-                   for i, env in enumerate(self._envs)]
-        return (np.stack([obs for obs, _ in results]),
-                np.array([info.get("lives", 0) for _, info in results], np.int32))
+        results = [
+            env.reset(seed=None if seed is None else seed + i) for i, env in enumerate(self._envs)
+        ]
+        return (
+            np.stack([obs for obs, _ in results]),
+            np.array([info.get("lives", 0) for _, info in results], np.int32),
+        )
 
     def step(self, actions: np.ndarray) -> _RawStep:
         obs, final_obs, rewards, game_over, truncated, lives = [], [], [], [], [], []
@@ -230,9 +233,14 @@ class _GymListBackend:
             game_over.append(term)
             truncated.append(trunc)
             lives.append(info.get("lives", 0))
-        return _RawStep(np.stack(obs), np.stack(final_obs), np.asarray(rewards),
-                        np.asarray(game_over, bool), np.asarray(truncated, bool),
-                        np.asarray(lives, np.int32))
+        return _RawStep(
+            np.stack(obs),
+            np.stack(final_obs),
+            np.asarray(rewards),
+            np.asarray(game_over, bool),
+            np.asarray(truncated, bool),
+            np.asarray(lives, np.int32),
+        )
 
     def close(self) -> None:
         for env in self._envs:
@@ -265,8 +273,14 @@ class _ProtocolEnv:
     `channels_last` moves Atari's stack axis last: [B, S, H, W] -> [B, H, W, S].
     """
 
-    def __init__(self, backend: _Backend, seed: int, reward_clip: float | None,
-                 terminal_on_life_loss: bool, channels_last: bool):
+    def __init__(
+        self,
+        backend: _Backend,
+        seed: int,
+        reward_clip: float | None,
+        terminal_on_life_loss: bool,
+        channels_last: bool,
+    ):
         self._backend = backend
         self._seed = seed
         self._reward_clip = reward_clip
@@ -299,16 +313,21 @@ class _ProtocolEnv:
     def step(self, actions: np.ndarray) -> StepResult:
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(f"actions must be an integer array of shape ({self.num_envs},), "
-                             f"got dtype {actions.dtype} and shape {actions.shape}")
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.num_envs},), "
+                f"got dtype {actions.dtype} and shape {actions.shape}"
+            )
         if self._lives is None:
             raise RuntimeError("call reset() before step()")
         if np.any((actions < 0) | (actions >= self.num_actions)):
             raise ValueError(f"actions must lie in [0, {self.num_actions}), got {actions}")
         raw = self._backend.step(actions.astype(np.int32))
         raw_reward = raw.reward.astype(np.float32)
-        reward = raw_reward if self._reward_clip is None else np.clip(
-            raw_reward, -self._reward_clip, self._reward_clip)
+        reward = (
+            raw_reward
+            if self._reward_clip is None
+            else np.clip(raw_reward, -self._reward_clip, self._reward_clip)
+        )
         game_end = raw.game_over | raw.truncated
         # At a game end the backend already reports the next game's lives: not a life loss.
         life_lost = (raw.lives < self._lives) & ~game_end
@@ -322,10 +341,21 @@ class _ProtocolEnv:
         self._game_return[game_end] = 0.0
         self._game_length[game_end] = 0
         observation = self._observation(raw.observation)
-        final_observation = (observation if raw.final_observation is raw.observation
-                             else self._observation(raw.final_observation))
-        return StepResult(observation, final_observation, reward, raw_reward, terminated,
-                          raw.truncated, episode_return, episode_length)
+        final_observation = (
+            observation
+            if raw.final_observation is raw.observation
+            else self._observation(raw.final_observation)
+        )
+        return StepResult(
+            observation,
+            final_observation,
+            reward,
+            raw_reward,
+            terminated,
+            raw.truncated,
+            episode_return,
+            episode_length,
+        )
 
     def close(self) -> None:
         self._backend.close()
@@ -354,8 +384,13 @@ def canonical_env(env: str) -> str | None:
     return None if game is None else rom_id_to_name(game)
 
 
-def make_env(env: str, num_envs: int, seed: int, protocol: str | AtariProtocol = "impala",
-             backend: str = "vector") -> BatchedEnv:
+def make_env(
+    env: str,
+    num_envs: int,
+    seed: int,
+    protocol: str | AtariProtocol = "impala",
+    backend: str = "vector",
+) -> BatchedEnv:
     """A batch of `num_envs` envs; the first `reset()` seeds env i with `seed + i`.
 
     `env`: an Atari game (see `atari_game`) or "CartPole" (CartPole-v1; `protocol` does not
@@ -365,14 +400,20 @@ def make_env(env: str, num_envs: int, seed: int, protocol: str | AtariProtocol =
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if env in (CARTPOLE, "CartPole-v1", "cartpole"):
-        return _ProtocolEnv(_GymListBackend(lambda: gymnasium.make("CartPole-v1"), num_envs),
-                            seed, reward_clip=None, terminal_on_life_loss=False,
-                            channels_last=False)
+        return _ProtocolEnv(
+            _GymListBackend(lambda: gymnasium.make("CartPole-v1"), num_envs),
+            seed,
+            reward_clip=None,
+            terminal_on_life_loss=False,
+            channels_last=False,
+        )
     game = atari_game(env)
     if game is None:
-        raise ValueError(f"unknown env {env!r}: use {CARTPOLE!r} or an Atari game, written "
-                         f"'Pong', 'pong', 'MsPacman', 'ms_pacman' or 'ALE/MsPacman-v5'; "
-                         f"games: {', '.join(_ROM_IDS)}")
+        raise ValueError(
+            f"unknown env {env!r}: use {CARTPOLE!r} or an Atari game, written "
+            f"'Pong', 'pong', 'MsPacman', 'ms_pacman' or 'ALE/MsPacman-v5'; "
+            f"games: {', '.join(_ROM_IDS)}"
+        )
     if isinstance(protocol, str):
         if protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}: use one of {sorted(PROTOCOLS)}")
@@ -383,8 +424,9 @@ def make_env(env: str, num_envs: int, seed: int, protocol: str | AtariProtocol =
         atari = _GymListBackend(lambda: _make_gym_atari(game, protocol), num_envs)
     else:
         raise ValueError(f"unknown backend {backend!r}: use one of {BACKENDS}")
-    return _ProtocolEnv(atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss,
-                        channels_last=True)
+    return _ProtocolEnv(
+        atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss, channels_last=True
+    )
 
 
 def frames_per_step(env: str, protocol: str | AtariProtocol = "impala") -> int:

@@ -64,11 +64,15 @@ def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None)
     pattern = agent.replay
     signature = agent.signature(spec)
     gib = patterns.estimated_bytes(pattern, signature) / 2**30
-    print(f"[replay] {pattern.kind}: {pattern.capacity:,} items of {pattern.item_length} steps "
-          f"(~{pattern.unique_steps():,} distinct steps when full, {gib:.2f} GiB before Reverb's "
-          f"compression)", flush=True)
-    return replay.start_server(agent.tables(spec), port=port,
-                               checkpoint_dir=replay_checkpoint_dir(experiment))
+    print(
+        f"[replay] {pattern.kind}: {pattern.capacity:,} items of {pattern.item_length} steps "
+        f"(~{pattern.unique_steps():,} distinct steps when full, {gib:.2f} GiB before Reverb's "
+        f"compression)",
+        flush=True,
+    )
+    return replay.start_server(
+        agent.tables(spec), port=port, checkpoint_dir=replay_checkpoint_dir(experiment)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,8 +126,13 @@ class Supervisor:
     def event(self):
         return self._context.Event()
 
-    def start(self, name: str, target: Callable, kwargs: dict,
-              reseed: Callable[[dict, int], dict] | None = None) -> None:
+    def start(
+        self,
+        name: str,
+        target: Callable,
+        kwargs: dict,
+        reseed: Callable[[dict, int], dict] | None = None,
+    ) -> None:
         """Starts `target(**kwargs, stop=event)` in a spawned process. `reseed(kwargs, n)` gives
         the kwargs of the n-th restart (e.g. new env seeds)."""
         self._children[name] = _Child(target, kwargs, reseed)
@@ -134,8 +143,9 @@ class Supervisor:
         kwargs = dict(child.kwargs, stop=self.stop_event)
         if child.reseed is not None and child.restarts:
             kwargs = child.reseed(kwargs, child.restarts)
-        child.process = self._context.Process(target=_child_main, args=(child.target, kwargs),
-                                              name=name, daemon=True)
+        child.process = self._context.Process(
+            target=_child_main, args=(child.target, kwargs), name=name, daemon=True
+        )
         child.process.start()
         child.started = time.monotonic()
 
@@ -149,11 +159,13 @@ class Supervisor:
         """Restarts the children that exited (unless stopping); returns their names."""
         restarted = []
         for name, child in self._children.items():
-            if (self.stop_event.is_set() or child.process.is_alive()
-                    or time.monotonic() - child.started < self._restart_delay_s):
+            if (
+                self.stop_event.is_set()
+                or child.process.is_alive()
+                or time.monotonic() - child.started < self._restart_delay_s
+            ):
                 continue
-            print(f"[launch] {name} exited (code {child.process.exitcode}); restarting",
-                  flush=True)
+            print(f"[launch] {name} exited (code {child.process.exitcode}); restarting", flush=True)
             child.restarts += 1
             self._launch(name)
             restarted.append(name)
@@ -177,21 +189,29 @@ class Supervisor:
 def _reseed_actor(kwargs: dict, restarts: int) -> dict:
     settings = kwargs["settings"]
     # choice: a restarted actor must not replay its predecessor's episodes (ALE is deterministic)
-    return dict(kwargs, settings=dataclasses.replace(settings,
-                                                     seed=settings.seed + 1_000_003 * restarts))
+    return dict(
+        kwargs, settings=dataclasses.replace(settings, seed=settings.seed + 1_000_003 * restarts)
+    )
 
 
 def start_actors(supervisor: Supervisor, experiment: Experiment, replay_address: str) -> None:
     for i in range(experiment.num_actors):
         settings = dataclasses.replace(
-            experiment.actor, seed=experiment.actor.seed + i * experiment.actor.num_envs,
-            actor_id=i)
-        supervisor.start(f"actor_{i}", acting.run_actor,
-                         dict(settings=settings, make_policy=experiment.agent.make_policy,
-                              pattern=experiment.agent.replay, replay_address=replay_address,
-                              behaviour=experiment.agent.behaviour,
-                              intra_op_threads=experiment.actor_threads),
-                         reseed=_reseed_actor)
+            experiment.actor, seed=experiment.actor.seed + i * experiment.actor.num_envs, actor_id=i
+        )
+        supervisor.start(
+            f"actor_{i}",
+            acting.run_actor,
+            dict(
+                settings=settings,
+                make_policy=experiment.agent.make_policy,
+                pattern=experiment.agent.replay,
+                replay_address=replay_address,
+                behaviour=experiment.agent.behaviour,
+                intra_op_threads=experiment.actor_threads,
+            ),
+            reseed=_reseed_actor,
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -205,29 +225,41 @@ class _Terminated(Exception):
 def _handle_stop_signals() -> None:
     """Ctrl-C raises KeyboardInterrupt (even if started with SIGINT ignored, as `nohup` and
     background jobs are); SIGTERM raises _Terminated. Both end in the same clean shutdown."""
+
     def terminate(signum, frame):
         raise _Terminated()
+
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, terminate)
 
 
-def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str
-                  ) -> learning.Learner:
+def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) -> learning.Learner:
     acting.configure_threads(experiment.learner_threads)
     agent = experiment.agent
     parts = agent.make_learner(spec)
     client = replay.connect(replay_address)
-    return learning.Learner(experiment.learner, parts, client, replay_address, agent.replay,
-                            agent.signature(spec), agent.behaviour_names)
+    return learning.Learner(
+        experiment.learner,
+        parts,
+        client,
+        replay_address,
+        agent.replay,
+        agent.signature(spec),
+        agent.behaviour_names,
+    )
 
 
-def run_learner_with_children(experiment: Experiment, spec: EnvSpec, replay_address: str,
-                              with_actors: bool) -> None:
+def run_learner_with_children(
+    experiment: Experiment, spec: EnvSpec, replay_address: str, with_actors: bool
+) -> None:
     """The learner in this process, with actors (local role) and the evaluator as children."""
     learner = build_learner(experiment, spec, replay_address)
     if learner.done:
-        print(f"[launch] {experiment.learner.logdir} already reached its frame budget "
-              f"({int(learner.frames.numpy())} frames); nothing to do", flush=True)
+        print(
+            f"[launch] {experiment.learner.logdir} already reached its frame budget "
+            f"({int(learner.frames.numpy())} frames); nothing to do",
+            flush=True,
+        )
         learner.close()
         return
     supervisor = Supervisor()
@@ -236,16 +268,27 @@ def run_learner_with_children(experiment: Experiment, spec: EnvSpec, replay_addr
         if with_actors:
             start_actors(supervisor, experiment, replay_address)
         if experiment.evaluator is not None:
-            supervisor.start("evaluator", acting.run_evaluator, dict(
-                settings=experiment.evaluator, make_policy=experiment.agent.make_policy,
-                replay_address=replay_address, logdir=experiment.learner.logdir,
-                behaviour=experiment.agent.behaviour,
-                finished=finished, start_time=time.time() - float(learner.elapsed_s.numpy()),
-                intra_op_threads=experiment.actor_threads))
+            supervisor.start(
+                "evaluator",
+                acting.run_evaluator,
+                dict(
+                    settings=experiment.evaluator,
+                    make_policy=experiment.agent.make_policy,
+                    replay_address=replay_address,
+                    logdir=experiment.learner.logdir,
+                    behaviour=experiment.agent.behaviour,
+                    finished=finished,
+                    start_time=time.time() - float(learner.elapsed_s.numpy()),
+                    intra_op_threads=experiment.actor_threads,
+                ),
+            )
         learner.run(on_idle=supervisor.restart_dead)
         if learner.done and experiment.evaluator is not None:
-            print("[launch] frame budget reached: final evaluation "
-                  f"({experiment.evaluator.final_episodes} episodes)", flush=True)
+            print(
+                "[launch] frame budget reached: final evaluation "
+                f"({experiment.evaluator.final_episodes} episodes)",
+                flush=True,
+            )
             learner.publish()  # the final weights, whatever the publish interval
             finished.set()
             supervisor.process("evaluator").join()
@@ -274,25 +317,33 @@ def run(experiment: Experiment, role: str = "local", replay_address: str | None 
             server = start_server(experiment, spec, port)
             try:
                 if role == "replay":
-                    print(f"[replay] serving on port {server.port}; connect learner and actors "
-                          f"with --replay_address=<this host>:{server.port}", flush=True)
+                    print(
+                        f"[replay] serving on port {server.port}; connect learner and actors "
+                        f"with --replay_address=<this host>:{server.port}",
+                        flush=True,
+                    )
                     server.wait()
                 else:
-                    run_learner_with_children(experiment, spec, replay.address_of(server),
-                                              with_actors=True)
+                    run_learner_with_children(
+                        experiment, spec, replay.address_of(server), with_actors=True
+                    )
             finally:
                 server.stop()
     except (KeyboardInterrupt, _Terminated):
         print(f"[launch] {role} interrupted; shut down", flush=True)
 
 
-def _run_actor_fleet(experiment: Experiment, replay_address: str,
-                     give_up_after_s: float = 60.0) -> None:
+def _run_actor_fleet(
+    experiment: Experiment, replay_address: str, give_up_after_s: float = 60.0
+) -> None:
     """Actors against a remote Reverb server until Ctrl-C or it stays unreachable."""
     supervisor = Supervisor()
     start_actors(supervisor, experiment, replay_address)
-    print(f"[actor] {experiment.num_actors} actors x {experiment.actor.num_envs} envs writing to "
-          f"{replay_address}", flush=True)
+    print(
+        f"[actor] {experiment.num_actors} actors x {experiment.actor.num_envs} envs writing to "
+        f"{replay_address}",
+        flush=True,
+    )
     unreachable_since = None
     try:
         while True:
@@ -303,8 +354,11 @@ def _run_actor_fleet(experiment: Experiment, replay_address: str,
             except ConnectionError:
                 unreachable_since = unreachable_since or time.monotonic()
                 if time.monotonic() - unreachable_since > give_up_after_s:
-                    print(f"[actor] {replay_address} unreachable for {give_up_after_s:.0f} s; "
-                          "stopping", flush=True)
+                    print(
+                        f"[actor] {replay_address} unreachable for {give_up_after_s:.0f} s; "
+                        "stopping",
+                        flush=True,
+                    )
                     return
             supervisor.restart_dead()
     finally:

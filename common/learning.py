@@ -77,9 +77,16 @@ class LearnerSettings:
 class Learner:
     """Owns the counters, checkpoints and logs around a paper's train step."""
 
-    def __init__(self, settings: LearnerSettings, parts: LearnerParts, client: reverb.Client,
-                 replay_address: str, pattern: patterns.Pattern, signature: dict,
-                 behaviour_names: Sequence[str] = ()):
+    def __init__(
+        self,
+        settings: LearnerSettings,
+        parts: LearnerParts,
+        client: reverb.Client,
+        replay_address: str,
+        pattern: patterns.Pattern,
+        signature: dict,
+        behaviour_names: Sequence[str] = (),
+    ):
         self.settings = settings
         self.train_step = parts.train_step
         self.acting_variables = list(parts.acting_variables)
@@ -92,22 +99,31 @@ class Learner:
         self.frames = tf.Variable(0, dtype=tf.int64, trainable=False, name="frames")
         self.actor_frames = tf.Variable(0, dtype=tf.int64, trainable=False, name="actor_frames")
         self.elapsed_s = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="elapsed_s")
-        self.checkpoint = tf.train.Checkpoint(step=self.step, frames=self.frames,
-                                              actor_frames=self.actor_frames,
-                                              elapsed_s=self.elapsed_s, **parts.checkpointables)
+        self.checkpoint = tf.train.Checkpoint(
+            step=self.step,
+            frames=self.frames,
+            actor_frames=self.actor_frames,
+            elapsed_s=self.elapsed_s,
+            **parts.checkpointables,
+        )
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(settings.logdir, "checkpoints"),
-            max_to_keep=settings.max_checkpoints, step_counter=self.step)
+            self.checkpoint,
+            os.path.join(settings.logdir, "checkpoints"),
+            max_to_keep=settings.max_checkpoints,
+            step_counter=self.step,
+        )
         self.restored_from = self.manager.restore_or_initialize()
         if self.restored_from:
-            print(f"[{settings.name}] resumed {self.restored_from} (step "
-                  f"{int(self.step.numpy())}, {int(self.frames.numpy())} frames)", flush=True)
+            print(
+                f"[{settings.name}] resumed {self.restored_from} (step "
+                f"{int(self.step.numpy())}, {int(self.frames.numpy())} frames)",
+                flush=True,
+            )
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
         self.reports = reports.ReportReader(client)
         # (step, weights) of the last publish_lag + 1 steps: the oldest is published.
         self._snapshots: collections.deque = collections.deque(maxlen=settings.publish_lag + 1)
-        self.logger = run_logging.RunLogger(settings.logdir, settings.total_frames,
-                                            settings.name)
+        self.logger = run_logging.RunLogger(settings.logdir, settings.total_frames, settings.name)
         self.last_stats: dict[str, float] = {}
         self.games_logged = 0
         # The mean params step of the items of each recent batch (policy lag diagnostics).
@@ -137,11 +153,19 @@ class Learner:
         return self.manager.save(checkpoint_number=self.step)
 
     def _batches(self) -> Iterator[reverb.ReplaySample]:
-        return self.pattern.batches(self._replay_address, self._signature,
-                                    self.settings.batch_size, self.settings.sample_timeout_ms)
+        return self.pattern.batches(
+            self._replay_address,
+            self._signature,
+            self.settings.batch_size,
+            self.settings.sample_timeout_ms,
+        )
 
-    def run(self, should_stop: Callable[[], bool] = lambda: False, max_steps: int | None = None,
-            on_idle: Callable[[], None] = lambda: None) -> None:
+    def run(
+        self,
+        should_stop: Callable[[], bool] = lambda: False,
+        max_steps: int | None = None,
+        on_idle: Callable[[], None] = lambda: None,
+    ) -> None:
         """Trains until the frame budget, `should_stop()`, or `max_steps` steps of this call.
 
         `on_idle` runs between steps and while waiting for data (e.g. the actor supervisor).
@@ -159,8 +183,11 @@ class Learner:
         self.publish()
         batches = self._batches()
         try:
-            while not self.done and not should_stop() and (
-                    max_steps is None or steps_this_run < max_steps):
+            while (
+                not self.done
+                and not should_stop()
+                and (max_steps is None or steps_this_run < max_steps)
+            ):
                 on_idle()
                 self.record_reports()
                 try:
@@ -191,8 +218,11 @@ class Learner:
             self.record_reports()
             self.elapsed_s.assign(self._elapsed())
             path = self.save()
-            print(f"[{self.settings.name}] checkpoint {path} (step {int(self.step.numpy())}, "
-                  f"{int(self.frames.numpy())} frames)", flush=True)
+            print(
+                f"[{self.settings.name}] checkpoint {path} (step {int(self.step.numpy())}, "
+                f"{int(self.frames.numpy())} frames)",
+                flush=True,
+            )
 
     def _train_on(self, sample: reverb.ReplaySample) -> dict[str, float]:
         """One train step on a sampled batch; writes priorities back, counts, publishes."""
@@ -206,14 +236,21 @@ class Learner:
         priorities = stats.pop(PRIORITIES, None)
         if priorities is not None:
             if self.pattern.priority_table is None:
-                raise ValueError(f"the train step returned priorities, but the "
-                                 f"{self.pattern.kind} pattern has no priorities")
-            replay.update_priorities(self.client, self.pattern.priority_table,
-                                     sample.info.key.numpy(), priorities.numpy())
+                raise ValueError(
+                    f"the train step returned priorities, but the "
+                    f"{self.pattern.kind} pattern has no priorities"
+                )
+            replay.update_priorities(
+                self.client,
+                self.pattern.priority_table,
+                sample.info.key.numpy(),
+                priorities.numpy(),
+            )
         self.step.assign_add(1)
         self.frames.assign_add(self.settings.frames_per_batch)
         self.params_steps_seen.append(
-            float(tf.reduce_mean(tf.cast(steps["params_step"], tf.float64))))
+            float(tf.reduce_mean(tf.cast(steps["params_step"], tf.float64)))
+        )
         if self.settings.publish_lag:
             self._snapshot()
         if int(self.step.numpy()) % self.settings.publish_interval == 0:
@@ -226,9 +263,13 @@ class Learner:
         for report in self.reports.drain():
             self.actor_frames.assign_add(report.frames)
             if report.is_game:
-                self.logger.episode(int(self.actor_frames.numpy()), report.episode_return,
-                                    report.episode_length, wall_time,
-                                    dict(zip(self._behaviour_names, report.behaviour)))
+                self.logger.episode(
+                    int(self.actor_frames.numpy()),
+                    report.episode_return,
+                    report.episode_length,
+                    wall_time,
+                    dict(zip(self._behaviour_names, report.behaviour)),
+                )
                 self.games_logged += 1
 
     def _log(self, fps: float, actor_fps: float) -> None:
@@ -236,17 +277,26 @@ class Learner:
         frames = int(self.frames.numpy())
         # Learner steps between the weights that acted and the update that used the items.
         lag = step - 1 - self.params_steps_seen[-1]
-        scalars = dict(self.last_stats, **{"throughput/frames_per_second": fps,
-                                           "throughput/actor_frames_per_second": actor_fps,
-                                           "throughput/policy_lag_steps": lag,
-                                           "progress/learner_step": step,
-                                           "progress/actor_frames": int(self.actor_frames.numpy())})
+        scalars = dict(
+            self.last_stats,
+            **{
+                "throughput/frames_per_second": fps,
+                "throughput/actor_frames_per_second": actor_fps,
+                "throughput/policy_lag_steps": lag,
+                "progress/learner_step": step,
+                "progress/actor_frames": int(self.actor_frames.numpy()),
+            },
+        )
         if np.isfinite(self.logger.mean_recent_return):
             scalars["episode/mean_recent_return"] = self.logger.mean_recent_return
         self.logger.scalars(scalars, frames)
-        self.logger.progress(step, frames, fps, self.last_stats.get("loss/total", float("nan")),
-                             extra=f"acted {run_logging.format_count(actor_fps)} fps | "
-                                   f"lag {lag:.1f}")
+        self.logger.progress(
+            step,
+            frames,
+            fps,
+            self.last_stats.get("loss/total", float("nan")),
+            extra=f"acted {run_logging.format_count(actor_fps)} fps | lag {lag:.1f}",
+        )
 
     def close(self) -> None:
         self.publisher.close()

@@ -215,7 +215,10 @@ class Normaliser:
 
 
 def _atari57(name: str, source: str, human_overrides: Mapping[str, float]) -> Normaliser:
-    table = {game: (r, human_overrides.get(game, h), wr) for game, (r, h, wr) in _ATARI57_AS_PRINTED.items()}
+    table = {
+        game: (r, human_overrides.get(game, h), wr)
+        for game, (r, h, wr) in _ATARI57_AS_PRINTED.items()
+    }
     return Normaliser(
         name=name,
         source=source,
@@ -234,31 +237,38 @@ def _random_human(name: str, source: str, table: Mapping[str, tuple[float, float
     )
 
 
-NORMALISERS: Mapping[str, Normaliser] = MappingProxyType({
-    n.name: n
-    for n in (
-        _atari57(
-            "agent57",
-            "Agent57 random/human as used by DiCE App. D and GDI Table 8 (Crazy Climber human 35829.4, "
-            "Time Pilot human 5229.1), world records of Toromanoff et al. 2019 (GDI Table 12)",
-            _DICE_GDI_HUMAN,
-        ),
-        _atari57(
-            "agent57_lbc",
-            "Agent57 random/human exactly as printed and used by LBC Tables 4-7 (Crazy Climber human "
-            "36829.4, Time Pilot human 5229.2), world records of Toromanoff et al. 2019 (LBC Table 8)",
-            {},
-        ),
-        _random_human(
-            "reactor_noop",
-            "Reactor Table 5 random/human (30 random no-op starts); no world records",
-            {g: _REACTOR_RANDOM_HUMAN.get(g, (r, h)) for g, (r, h, _) in _ATARI57_AS_PRINTED.items()},
-        ),
-        _random_human(
-            "dmlab30", "IMPALA Table B.1 DMLab-30 random/human; no world records", _DMLAB30_RANDOM_HUMAN
-        ),
-    )
-})
+NORMALISERS: Mapping[str, Normaliser] = MappingProxyType(
+    {
+        n.name: n
+        for n in (
+            _atari57(
+                "agent57",
+                "Agent57 random/human as used by DiCE App. D and GDI Table 8 (Crazy Climber human 35829.4, "
+                "Time Pilot human 5229.1), world records of Toromanoff et al. 2019 (GDI Table 12)",
+                _DICE_GDI_HUMAN,
+            ),
+            _atari57(
+                "agent57_lbc",
+                "Agent57 random/human exactly as printed and used by LBC Tables 4-7 (Crazy Climber human "
+                "36829.4, Time Pilot human 5229.2), world records of Toromanoff et al. 2019 (LBC Table 8)",
+                {},
+            ),
+            _random_human(
+                "reactor_noop",
+                "Reactor Table 5 random/human (30 random no-op starts); no world records",
+                {
+                    g: _REACTOR_RANDOM_HUMAN.get(g, (r, h))
+                    for g, (r, h, _) in _ATARI57_AS_PRINTED.items()
+                },
+            ),
+            _random_human(
+                "dmlab30",
+                "IMPALA Table B.1 DMLab-30 random/human; no world records",
+                _DMLAB30_RANDOM_HUMAN,
+            ),
+        )
+    }
+)
 # choice: DiCE's and GDI's table is the default. It reproduces DiCE, GDI and the IMPALA / Rainbow /
 # Agent57 / MuZero aggregates these papers recompute, and IMPALA's own Atari medians (Table 4).
 DEFAULT_NORMALISER = "agent57"
@@ -273,7 +283,9 @@ def get_normaliser(normaliser: str | Normaliser = DEFAULT_NORMALISER) -> Normali
     if isinstance(normaliser, Normaliser):
         return normaliser
     if normaliser not in NORMALISERS:
-        raise ValueError(f"unknown normaliser {normaliser!r}; valid normalisers are {', '.join(NORMALISERS)}")
+        raise ValueError(
+            f"unknown normaliser {normaliser!r}; valid normalisers are {', '.join(NORMALISERS)}"
+        )
     return NORMALISERS[normaliser]
 
 
@@ -293,12 +305,16 @@ def human_normalized_score(game: str, score, normaliser: str | Normaliser = DEFA
     return _percent_of_range(score, table.random[name], table.human[name])
 
 
-def capped_human_normalized_score(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
+def capped_human_normalized_score(
+    game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
+):
     """min(100, HNS) in percent: capped above only, no floor (IMPALA App. B, impala.md §2.13)."""
     return np.minimum(HNS_CAP, human_normalized_score(game, score, normaliser))
 
 
-def world_record_normalized_score(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
+def world_record_normalized_score(
+    game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
+):
     """HWRNS in percent, 100 (G - random) / (world record - random) (GDI Table 4, gdi.md §6.3)."""
     table = get_normaliser(normaliser)
     record = table.record(game)
@@ -310,7 +326,9 @@ def saber(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
     return np.minimum(SABER_CAP, world_record_normalized_score(game, score, normaliser))
 
 
-def breaks_world_record(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER) -> bool:
+def breaks_world_record(
+    game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
+) -> bool:
     """G >= human world record: one HWRB (GDI Table 4; LBC counts ties, e.g. Breakout 864, lbc.md T14)."""
     return bool(score >= get_normaliser(normaliser).record(game))
 
@@ -350,7 +368,9 @@ class Summary:
         return f"{', '.join(parts)} over {self.num_games} games (normaliser: {self.normaliser})"
 
 
-def summarize(scores: Mapping[str, float], normaliser: str | Normaliser = DEFAULT_NORMALISER) -> Summary:
+def summarize(
+    scores: Mapping[str, float], normaliser: str | Normaliser = DEFAULT_NORMALISER
+) -> Summary:
     """Mean / median HNS, mean capped HNS, mean / median HWRNS and SABER, and HWRB over the games given.
 
     `scores` maps a game (any accepted spelling) to the agent's score on it. ValueError for an empty
@@ -362,7 +382,9 @@ def summarize(scores: Mapping[str, float], normaliser: str | Normaliser = DEFAUL
     names = [table.game(game) for game in scores]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"games given more than once (under different spellings): {', '.join(repeated)}")
+        raise ValueError(
+            f"games given more than once (under different spellings): {', '.join(repeated)}"
+        )
     values = np.array([float(s) for s in scores.values()])
     random = np.array([table.random[n] for n in names])
     hns = _percent_of_range(values, random, np.array([table.human[n] for n in names]))

@@ -35,7 +35,8 @@ def build_in_precision(precision: str, build: Callable[[], _Built]) -> _Built:
         raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
     previous = tf.keras.mixed_precision.global_policy()
     tf.keras.mixed_precision.set_global_policy(
-        "mixed_bfloat16" if precision == "bfloat16" else "float32")
+        "mixed_bfloat16" if precision == "bfloat16" else "float32"
+    )
     try:
         return build()
     finally:
@@ -49,8 +50,9 @@ def _kernel_initializer() -> tf.keras.initializers.Initializer:
 
 
 def _conv(filters: int, kernel: int, stride: int, padding: str) -> tf.keras.layers.Conv2D:
-    return tf.keras.layers.Conv2D(filters, kernel, stride, padding,
-                                  kernel_initializer=_kernel_initializer())
+    return tf.keras.layers.Conv2D(
+        filters, kernel, stride, padding, kernel_initializer=_kernel_initializer()
+    )
 
 
 def _dense(units: int, activation: str | None = None) -> tf.keras.layers.Dense:
@@ -111,15 +113,21 @@ class DeepTorso(tf.keras.layers.Layer):
     then ReLU, flatten, FC 256 ReLU. 15 conv layers; SAME pooling gives the caption's 1.6M (§3.4).
     """
 
-    def __init__(self, channels: Sequence[int] = (16, 32, 32),  # §3.2 (Fig. 3)
-                 blocks_per_section: int = 2,  # §3.2 (Fig. 3)
-                 output_units: int = 256,  # §3.2: FC 256
-                 **kwargs):
+    def __init__(
+        self,
+        channels: Sequence[int] = (16, 32, 32),  # §3.2 (Fig. 3)
+        blocks_per_section: int = 2,  # §3.2 (Fig. 3)
+        output_units: int = 256,  # §3.2: FC 256
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.output_units = output_units
         self._sections = [
-            (_conv(ch, 3, 1, "same"), tf.keras.layers.MaxPool2D(3, 2, "same"),
-             [ResidualBlock(ch) for _ in range(blocks_per_section)])
+            (
+                _conv(ch, 3, 1, "same"),
+                tf.keras.layers.MaxPool2D(3, 2, "same"),
+                [ResidualBlock(ch) for _ in range(blocks_per_section)],
+            )
             for ch in channels
         ]
         self._fc = _dense(output_units, "relu")
@@ -160,8 +168,9 @@ class MLPTorso(tf.keras.layers.Layer):
 TORSOS = {"deep": DeepTorso, "shallow": ShallowTorso, "nature": NatureTorso, "mlp": MLPTorso}
 
 
-def instruction_tokens(instructions: Sequence[str], max_length: int,
-                       vocab_size: int = 1000) -> np.ndarray:
+def instruction_tokens(
+    instructions: Sequence[str], max_length: int, vocab_size: int = 1000
+) -> np.ndarray:
     """§3.3 / A22: whitespace words hashed into buckets 1..vocab_size-1; 0 pads. [N, max_length].
 
     crc32 (not Python's `hash`) so that every process maps a word to the same bucket.
@@ -169,7 +178,7 @@ def instruction_tokens(instructions: Sequence[str], max_length: int,
     tokens = np.zeros((len(instructions), max_length), np.int32)
     for i, text in enumerate(instructions):
         words = text.split()[:max_length]
-        tokens[i, :len(words)] = [1 + zlib.crc32(w.encode()) % (vocab_size - 1) for w in words]
+        tokens[i, : len(words)] = [1 + zlib.crc32(w.encode()) % (vocab_size - 1) for w in words]
     return tokens
 
 
@@ -179,10 +188,13 @@ class InstructionEncoder(tf.keras.layers.Layer):
     Padding tokens (0) leave the LSTM state unchanged, so an empty instruction encodes to zeros.
     """
 
-    def __init__(self, vocab_size: int = 1000,  # A22 [conv]: 1,000 hash buckets
-                 embedding_dim: int = 20,  # §3.3 [Fig]
-                 units: int = 64,  # §3.3 [Fig]
-                 **kwargs):
+    def __init__(
+        self,
+        vocab_size: int = 1000,  # A22 [conv]: 1,000 hash buckets
+        embedding_dim: int = 20,  # §3.3 [Fig]
+        units: int = 64,  # §3.3 [Fig]
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.units = units
         self._embed = tf.keras.layers.Embedding(vocab_size, embedding_dim)
@@ -240,10 +252,17 @@ class ActorCriticNet(tf.keras.Model):
         linear (§3.1).
     """
 
-    def __init__(self, num_actions: int, torso: str = "deep", use_lstm: bool = True,
-                 lstm_units: int = 256, prev_reward_clip: float | None = 1.0,
-                 instruction_vocab: int | None = None, head_hidden: int | None = None,
-                 **kwargs):
+    def __init__(
+        self,
+        num_actions: int,
+        torso: str = "deep",
+        use_lstm: bool = True,
+        lstm_units: int = 256,
+        prev_reward_clip: float | None = 1.0,
+        instruction_vocab: int | None = None,
+        head_hidden: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if torso not in TORSOS:
             raise ValueError(f"unknown torso {torso!r}: use one of {sorted(TORSOS)}")
@@ -255,12 +274,17 @@ class ActorCriticNet(tf.keras.Model):
         self.prev_reward_clip = prev_reward_clip
         self.torso = TORSOS[torso]()
         self.instruction_encoder = (
-            InstructionEncoder(instruction_vocab) if instruction_vocab is not None else None)
+            InstructionEncoder(instruction_vocab) if instruction_vocab is not None else None
+        )
         if use_lstm:
             self.core = tf.keras.layers.LSTMCell(lstm_units)  # unit_forget_bias: A23 bias +1
             # Built here, not on first use: variables cannot be created inside tf.scan.
-            core_input_units = self.torso.output_units + 1 + num_actions + (
-                self.instruction_encoder.units if self.instruction_encoder is not None else 0)
+            core_input_units = (
+                self.torso.output_units
+                + 1
+                + num_actions
+                + (self.instruction_encoder.units if self.instruction_encoder is not None else 0)
+            )
             self.core.build((None, core_input_units))
         self.policy_head = _head(num_actions, head_hidden)
         self.value_head = _head(1, head_hidden)
@@ -277,10 +301,10 @@ class ActorCriticNet(tf.keras.Model):
         keep = 1.0 - tf.cast(reset, tf.float32)[..., None]  # zero the previous step at a reset
         prev_reward = tf.cast(prev_reward, tf.float32)[..., None]
         if self.prev_reward_clip is not None:
-            prev_reward = tf.clip_by_value(prev_reward, -self.prev_reward_clip,
-                                           self.prev_reward_clip)
-        parts = [features, keep * prev_reward,
-                 keep * tf.one_hot(prev_action, self.num_actions)]
+            prev_reward = tf.clip_by_value(
+                prev_reward, -self.prev_reward_clip, self.prev_reward_clip
+            )
+        parts = [features, keep * prev_reward, keep * tf.one_hot(prev_action, self.num_actions)]
         if self.instruction_encoder is not None:
             if instruction is None:
                 raise ValueError("this network has a language channel: pass `instruction`")
@@ -289,14 +313,18 @@ class ActorCriticNet(tf.keras.Model):
 
     def _core_step(self, inputs, reset, state):
         """One LSTM step; the state of envs whose episode starts here is zeroed first."""
-        state = [tf.cast(tf.where(reset[:, None], tf.zeros_like(s), s), self.core.compute_dtype)
-                 for s in state]
+        state = [
+            tf.cast(tf.where(reset[:, None], tf.zeros_like(s), s), self.core.compute_dtype)
+            for s in state
+        ]
         output, new_state = self.core(inputs, state)
         return output, tuple(tf.cast(s, tf.float32) for s in new_state)
 
     def _heads(self, x):
-        return (tf.cast(self.policy_head(x), tf.float32),
-                tf.cast(tf.squeeze(self.value_head(x), -1), tf.float32))
+        return (
+            tf.cast(self.policy_head(x), tf.float32),
+            tf.cast(tf.squeeze(self.value_head(x), -1), tf.float32),
+        )
 
     def step(self, obs, prev_action, prev_reward, reset, state, instruction=None):
         """One step for B envs (actors).
@@ -333,14 +361,28 @@ class ActorCriticNet(tf.keras.Model):
             return self._core_step(*step_inputs, carry[1])
 
         zeros = tf.zeros_like(state[0], dtype=self.core.compute_dtype)
-        outputs, states = tf.scan(scan_step, (inputs, tf.convert_to_tensor(reset)),
-                                  initializer=(zeros, tuple(state)))
+        outputs, states = tf.scan(
+            scan_step, (inputs, tf.convert_to_tensor(reset)), initializer=(zeros, tuple(state))
+        )
         return self._heads(outputs), tuple(s[-1] for s in states)
 
-    def create_variables(self, observation_shape: Sequence[int], observation_dtype=tf.uint8,
-                         instruction_length: int = 1) -> None:
+    def create_variables(
+        self,
+        observation_shape: Sequence[int],
+        observation_dtype=tf.uint8,
+        instruction_length: int = 1,
+    ) -> None:
         """Builds every weight by running one step on zeros (e.g. before publishing weights)."""
-        instruction = (tf.zeros([1, instruction_length], tf.int32)
-                       if self.instruction_encoder is not None else None)
-        self.step(tf.zeros([1, *observation_shape], observation_dtype), tf.zeros([1], tf.int32),
-                  tf.zeros([1]), tf.ones([1], tf.bool), self.initial_state(1), instruction)
+        instruction = (
+            tf.zeros([1, instruction_length], tf.int32)
+            if self.instruction_encoder is not None
+            else None
+        )
+        self.step(
+            tf.zeros([1, *observation_shape], observation_dtype),
+            tf.zeros([1], tf.int32),
+            tf.zeros([1]),
+            tf.ones([1], tf.bool),
+            self.initial_state(1),
+            instruction,
+        )

@@ -68,13 +68,20 @@ class Pattern:
     def writer(self, client: reverb.Client, num_envs: int, flush_timeout_ms: int):
         raise NotImplementedError
 
-    def batches(self, address: str, signature: dict, batch_size: int,
-                timeout_ms: int) -> Iterator[reverb.ReplaySample]:
+    def batches(
+        self, address: str, signature: dict, batch_size: int, timeout_ms: int
+    ) -> Iterator[reverb.ReplaySample]:
         """Batches of `batch_size` items; the iterator ends if no batch came for `timeout_ms`."""
-        return iter(replay.unroll_dataset(
-            address, EXPERIENCE_TABLE, signature, batch_size,
-            max_in_flight_samples_per_worker=self.in_flight(batch_size),
-            rate_limiter_timeout_ms=timeout_ms))
+        return iter(
+            replay.unroll_dataset(
+                address,
+                EXPERIENCE_TABLE,
+                signature,
+                batch_size,
+                max_in_flight_samples_per_worker=self.in_flight(batch_size),
+                rate_limiter_timeout_ms=timeout_ms,
+            )
+        )
 
     def in_flight(self, batch_size: int) -> int:
         # choice: replay patterns read ahead as Reverb advises (2x the batch, replay.unroll_dataset)
@@ -97,8 +104,9 @@ class Queue(Pattern):
         return [replay.queue_table(EXPERIENCE_TABLE, self.capacity, signature)]
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        return replay.UnrollWriter(client, self._write_tables(), self.length, num_envs,
-                                   flush_timeout_ms=flush_timeout_ms)
+        return replay.UnrollWriter(
+            client, self._write_tables(), self.length, num_envs, flush_timeout_ms=flush_timeout_ms
+        )
 
     def _write_tables(self) -> tuple[str, ...]:
         return (EXPERIENCE_TABLE,)
@@ -130,8 +138,10 @@ class QueueWithReplay(Queue):
             raise ValueError(f"replay_fraction must be in (0, 1), got {self.replay_fraction}")
 
     def tables(self, signature):
-        return [replay.queue_table(EXPERIENCE_TABLE, self.capacity, signature),
-                replay.uniform_table(REPLAY_TABLE, self.replay_capacity, signature)]
+        return [
+            replay.queue_table(EXPERIENCE_TABLE, self.capacity, signature),
+            replay.uniform_table(REPLAY_TABLE, self.replay_capacity, signature),
+        ]
 
     def _write_tables(self):
         return (EXPERIENCE_TABLE, REPLAY_TABLE)
@@ -140,18 +150,30 @@ class QueueWithReplay(Queue):
         """(fresh, replayed) unrolls of a batch."""
         replayed = int(round(self.replay_fraction * batch_size))
         if not 1 <= replayed < batch_size:
-            raise ValueError(f"replay_fraction={self.replay_fraction} of batch_size={batch_size} "
-                             "must leave at least one fresh and one replayed unroll")
+            raise ValueError(
+                f"replay_fraction={self.replay_fraction} of batch_size={batch_size} "
+                "must leave at least one fresh and one replayed unroll"
+            )
         return batch_size - replayed, replayed
 
     def batches(self, address, signature, batch_size, timeout_ms):
         fresh, replayed = self.split(batch_size)
-        queue = replay.unroll_dataset(address, EXPERIENCE_TABLE, signature, fresh,
-                                      max_in_flight_samples_per_worker=fresh,
-                                      rate_limiter_timeout_ms=timeout_ms)
-        uniform = replay.unroll_dataset(address, REPLAY_TABLE, signature, replayed,
-                                        max_in_flight_samples_per_worker=2 * replayed,
-                                        rate_limiter_timeout_ms=timeout_ms)
+        queue = replay.unroll_dataset(
+            address,
+            EXPERIENCE_TABLE,
+            signature,
+            fresh,
+            max_in_flight_samples_per_worker=fresh,
+            rate_limiter_timeout_ms=timeout_ms,
+        )
+        uniform = replay.unroll_dataset(
+            address,
+            REPLAY_TABLE,
+            signature,
+            replayed,
+            max_in_flight_samples_per_worker=2 * replayed,
+            rate_limiter_timeout_ms=timeout_ms,
+        )
         return iter(tf.data.Dataset.zip((queue, uniform)).map(concatenate_samples))
 
     def unique_steps(self):
@@ -185,21 +207,35 @@ class Prioritized(Pattern):
         if not self.priority_exponent >= 0:
             raise ValueError(f"priority_exponent must be >= 0, got {self.priority_exponent}")
         if not (np.isfinite(self.initial_priority) and self.initial_priority >= 0):
-            raise ValueError(f"initial_priority must be finite and >= 0, "
-                             f"got {self.initial_priority}")
+            raise ValueError(
+                f"initial_priority must be finite and >= 0, got {self.initial_priority}"
+            )
         if (self.samples_per_insert is None) != (self.error_buffer is None):
             raise ValueError("samples_per_insert and error_buffer go together")
 
     def tables(self, signature):
-        return [replay.prioritized_table(
-            EXPERIENCE_TABLE, self.capacity, self.priority_exponent, signature,
-            min_size=self.min_size, samples_per_insert=self.samples_per_insert,
-            error_buffer=self.error_buffer)]
+        return [
+            replay.prioritized_table(
+                EXPERIENCE_TABLE,
+                self.capacity,
+                self.priority_exponent,
+                signature,
+                min_size=self.min_size,
+                samples_per_insert=self.samples_per_insert,
+                error_buffer=self.error_buffer,
+            )
+        ]
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        return replay.SequenceWriter(client, EXPERIENCE_TABLE, self.item_length, 1, num_envs,
-                                     initial_priority=self.initial_priority,
-                                     flush_timeout_ms=flush_timeout_ms)
+        return replay.SequenceWriter(
+            client,
+            EXPERIENCE_TABLE,
+            self.item_length,
+            1,
+            num_envs,
+            initial_priority=self.initial_priority,
+            flush_timeout_ms=flush_timeout_ms,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,25 +269,46 @@ class SampleK(Pattern):
     def tables(self, signature):
         # choice: the limiter may drift by max(min_size, 64) samples either way before a side
         # blocks, enough that actors and learner rarely wait on each other.
-        error_buffer = (self.error_buffer if self.error_buffer is not None
-                        else float(max(self.min_size, 64) * self.times_sampled))
-        return [replay.sample_k_table(
-            EXPERIENCE_TABLE, self.capacity, self.times_sampled,
-            samples_per_insert=float(self.times_sampled), min_size_to_sample=self.min_size,
-            error_buffer=error_buffer, signature=signature)]
+        error_buffer = (
+            self.error_buffer
+            if self.error_buffer is not None
+            else float(max(self.min_size, 64) * self.times_sampled)
+        )
+        return [
+            replay.sample_k_table(
+                EXPERIENCE_TABLE,
+                self.capacity,
+                self.times_sampled,
+                samples_per_insert=float(self.times_sampled),
+                min_size_to_sample=self.min_size,
+                error_buffer=error_buffer,
+                signature=signature,
+            )
+        ]
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        return replay.BurnInSequenceWriter(client, EXPERIENCE_TABLE, self.burn_in, self.length,
-                                           num_envs, flush_timeout_ms=flush_timeout_ms)
+        return replay.BurnInSequenceWriter(
+            client,
+            EXPERIENCE_TABLE,
+            self.burn_in,
+            self.length,
+            num_envs,
+            flush_timeout_ms=flush_timeout_ms,
+        )
 
 
 def concatenate_samples(*samples: reverb.ReplaySample) -> reverb.ReplaySample:
     """One batch from several: steps along axis 1 (time-major), everything else along axis 0."""
+
     def concat(axis):
         return lambda *xs: tf.concat(xs, axis=axis)
-    data = {key: tf.nest.map_structure(concat(1 if key == replay.STEPS else 0),
-                                       *[s.data[key] for s in samples])
-            for key in samples[0].data}
+
+    data = {
+        key: tf.nest.map_structure(
+            concat(1 if key == replay.STEPS else 0), *[s.data[key] for s in samples]
+        )
+        for key in samples[0].data
+    }
     info = tf.nest.map_structure(concat(0), *[s.info for s in samples])
     return reverb.ReplaySample(info=info, data=data)
 
@@ -259,6 +316,8 @@ def concatenate_samples(*samples: reverb.ReplaySample) -> reverb.ReplaySample:
 def estimated_bytes(pattern: Pattern, signature: dict) -> int:
     """Uncompressed bytes of a full experience table: unique steps x bytes per step (Reverb
     compresses chunks, so the resident size is smaller; benchmarks/replay_memory.py measures it)."""
-    per_step = sum(int(np.prod(spec.shape[1:])) * spec.dtype.size
-                   for spec in tf.nest.flatten(signature[replay.STEPS]))
+    per_step = sum(
+        int(np.prod(spec.shape[1:])) * spec.dtype.size
+        for spec in tf.nest.flatten(signature[replay.STEPS])
+    )
     return pattern.unique_steps() * per_step

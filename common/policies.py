@@ -31,6 +31,7 @@ TISLR_C = 10.0
 
 # ----------------------------------------------------------------------------- input checks
 
+
 def _static_value(x):
     """The value of x when it is known without running a graph (Python, NumPy, eager), else None."""
     return tf.get_static_value(x) if tf.is_tensor(x) else np.asarray(x)
@@ -68,6 +69,7 @@ def _select(x: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
 
 # ----------------------------------------------------------------------------- Boltzmann policies
 
+
 def _scaled_logits(logits, eta) -> tf.Tensor:
     _check_in_range("eta", eta, 0.0, np.finfo(np.float64).max)  # finite and >= 0
     logits = tf.convert_to_tensor(logits)
@@ -90,6 +92,7 @@ def inverse_temperature_log_softmax(logits, eta) -> tf.Tensor:
 
 # ----------------------------------------------------------------------------- mixtures
 
+
 def _log_weights(weights, dtype) -> tf.Tensor:
     _check_weights(weights)
     return tf.math.log(_as(weights, dtype))
@@ -110,8 +113,9 @@ def mixture_log_policy(component_logits, etas, weights) -> tf.Tensor:
       `[..., A]` log-probabilities; a zero weight contributes exactly nothing.
     """
     log_components = inverse_temperature_log_softmax(component_logits, etas)
-    return tf.reduce_logsumexp(_log_weights(weights, log_components.dtype)[..., None] + log_components,
-                               axis=-2)
+    return tf.reduce_logsumexp(
+        _log_weights(weights, log_components.dtype)[..., None] + log_components, axis=-2
+    )
 
 
 def mixture_policy(component_logits, etas, weights) -> tf.Tensor:
@@ -120,7 +124,9 @@ def mixture_policy(component_logits, etas, weights) -> tf.Tensor:
 
 
 def _responsibilities(log_components: tf.Tensor, weights, actions: tf.Tensor) -> tf.Tensor:
-    log_joint = _log_weights(weights, log_components.dtype) + _select(log_components, actions[..., None])
+    log_joint = _log_weights(weights, log_components.dtype) + _select(
+        log_components, actions[..., None]
+    )
     return tf.nn.softmax(log_joint, axis=-1)
 
 
@@ -135,6 +141,7 @@ def mixture_responsibilities(component_logits, etas, weights, actions) -> tf.Ten
 
 
 # ----------------------------------------------------------------------------- epsilon mixing
+
 
 def mix_with_uniform(probs, epsilon) -> tf.Tensor:
     """(1 − eps)·pi + eps/|A|: Reactor's policy head (App. 6.4, eps = 0.01), so pi >= eps/|A|.
@@ -159,6 +166,7 @@ def epsilon_greedy(values, epsilon) -> tf.Tensor:
 
 
 # ----------------------------------------------------------------------------- policy gradients
+
 
 def policy_gradient_loss(log_probs, actions, advantages) -> tf.Tensor:
     """−sg(Â)·log pi(a|s): the likelihood-ratio surrogate (IMPALA §4.2, LBC §2.6, GDI `log_mixture`).
@@ -193,8 +201,9 @@ def tau_free_policy_gradient_loss(logits, eta, actions, advantages) -> tf.Tensor
     return -advantages * _centred_action_logit(logits, probs, tf.convert_to_tensor(actions))
 
 
-def mixture_tau_free_policy_gradient_loss(component_logits, etas, weights, actions,
-                                          advantages) -> tf.Tensor:
+def mixture_tau_free_policy_gradient_loss(
+    component_logits, etas, weights, actions, advantages
+) -> tf.Tensor:
     """The tau-free surrogate for a mixture behaviour/target policy (gdi.md §2.5, `pg_mode="tau_free"`).
 
     Loss_t = −sum_i sg(Â_{t,i}) · sg(w_i(a_t)) · (A_i(s_t, a_t) − sum_b sg(pi_i(b)) A_i(s_t, b)),
@@ -226,6 +235,7 @@ def mixture_tau_free_policy_gradient_loss(component_logits, etas, weights, actio
 
 # ----------------------------------------------------------------------------- Reactor (reactor.md §2.7)
 
+
 def beta_loo_coefficient(behaviour_action_probs, beta_loo_c: float = BETA_LOO_C) -> tf.Tensor:
     """beta(a) = min(c, 1/mu(a)) for a constant c >= 1 (Reactor §3.1); c = 1 gives beta = 1 (LOO).
 
@@ -233,14 +243,18 @@ def beta_loo_coefficient(behaviour_action_probs, beta_loo_c: float = BETA_LOO_C)
     """
     if not beta_loo_c >= 1.0:
         raise ValueError(f"beta_loo_c must be >= 1 (Reactor §3.1), got beta_loo_c={beta_loo_c!r}")
-    _check_in_range("behaviour_action_probs", behaviour_action_probs, np.finfo(np.float64).tiny, 1.0)
+    _check_in_range(
+        "behaviour_action_probs", behaviour_action_probs, np.finfo(np.float64).tiny, 1.0
+    )
     behaviour_action_probs = tf.convert_to_tensor(behaviour_action_probs)
-    return tf.stop_gradient(tf.minimum(_as(beta_loo_c, behaviour_action_probs.dtype),
-                                       1.0 / behaviour_action_probs))
+    return tf.stop_gradient(
+        tf.minimum(_as(beta_loo_c, behaviour_action_probs.dtype), 1.0 / behaviour_action_probs)
+    )
 
 
-def beta_loo_policy_gradient_loss(policy_probs, actions, returns, q_values, behaviour_action_probs,
-                                  beta_loo_c: float = BETA_LOO_C) -> tf.Tensor:
+def beta_loo_policy_gradient_loss(
+    policy_probs, actions, returns, q_values, behaviour_action_probs, beta_loo_c: float = BETA_LOO_C
+) -> tf.Tensor:
     """Reactor's beta-LOO policy gradient, Eq. (10), as a surrogate loss (reactor.md §2.7).
 
     G = beta (R(a) − Q(a)) d pi(a) + sum_b Q(b) d pi(b), with beta = min(c, 1/mu(a)), a ~ mu.
@@ -259,13 +273,18 @@ def beta_loo_policy_gradient_loss(policy_probs, actions, returns, q_values, beha
     actions = tf.convert_to_tensor(actions)
     q_values = tf.stop_gradient(_as(q_values, policy_probs.dtype))
     beta = beta_loo_coefficient(_as(behaviour_action_probs, policy_probs.dtype), beta_loo_c)
-    correction = tf.stop_gradient(beta * (_as(returns, policy_probs.dtype) - _select(q_values, actions)))
-    return -(correction * _select(policy_probs, actions)
-             + tf.reduce_sum(q_values * policy_probs, axis=-1))
+    correction = tf.stop_gradient(
+        beta * (_as(returns, policy_probs.dtype) - _select(q_values, actions))
+    )
+    return -(
+        correction * _select(policy_probs, actions)
+        + tf.reduce_sum(q_values * policy_probs, axis=-1)
+    )
 
 
-def tislr_policy_gradient_loss(policy_probs, actions, returns, q_values, behaviour_probs,
-                               tislr_c: float = TISLR_C) -> tf.Tensor:
+def tislr_policy_gradient_loss(
+    policy_probs, actions, returns, q_values, behaviour_probs, tislr_c: float = TISLR_C
+) -> tf.Tensor:
     """Truncated importance sampling with bias correction (ACER), Reactor's ablation baseline.
 
     G = min(c, rho(a)) (R(a) − V) d log pi(a) + sum_b (rho(b) − c)_+ mu(b) (Q(b) − V) d log pi(b),
@@ -295,13 +314,17 @@ def tislr_policy_gradient_loss(policy_probs, actions, returns, q_values, behavio
     ratio = _select(policy_probs, actions) / _select(behaviour_probs, actions)
     sampled_weight = tf.minimum(ratio, tislr_c) * (_as(returns, dtype) - values)
     # (rho(b) - c)_+ mu(b) (Q(b) - V) for every action b.
-    correction_weights = (tf.nn.relu(policy_probs - tislr_c * behaviour_probs)
-                          * (q_values - values[..., None]))
-    return -(tf.stop_gradient(sampled_weight) * _select(log_probs, actions)
-             + tf.reduce_sum(tf.stop_gradient(correction_weights) * log_probs, axis=-1))
+    correction_weights = tf.nn.relu(policy_probs - tislr_c * behaviour_probs) * (
+        q_values - values[..., None]
+    )
+    return -(
+        tf.stop_gradient(sampled_weight) * _select(log_probs, actions)
+        + tf.reduce_sum(tf.stop_gradient(correction_weights) * log_probs, axis=-1)
+    )
 
 
 # ----------------------------------------------------------------------------- distributions
+
 
 def categorical(*, logits=None, probs=None) -> tfd.Categorical:
     """A `tfd.Categorical` over the last axis from exactly one of logits (unnormalised) or probs."""

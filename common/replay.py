@@ -255,8 +255,9 @@ class _EnvStream:
     first_step_columns)` rebuilds the item's structure from the referenced columns.
     """
 
-    def __init__(self, client: reverb.Client, tables: tuple[str, ...], length: int, period: int,
-                 make_item):
+    def __init__(
+        self, client: reverb.Client, tables: tuple[str, ...], length: int, period: int, make_item
+    ):
         self.writer = client.trajectory_writer(num_keep_alive_refs=length)
         self.tables = tables
         self.length = length
@@ -429,8 +430,12 @@ class SequenceWriter(_BatchedWriter):
         )
         self.initial_priority = initial_priority
 
-    def append(self, step: Mapping[str, Nest], first_step_extras: Nest = None,
-               episode_end: np.ndarray | None = None) -> None:
+    def append(
+        self,
+        step: Mapping[str, Nest],
+        first_step_extras: Nest = None,
+        episode_end: np.ndarray | None = None,
+    ) -> None:
         """Appends one batched actor step; inserts the items it completes (see class docstring).
         `episode_end` is accepted for a uniform writer API and ignored: these sequences run
         across episodes (the per-step `reset` flags cut them).
@@ -648,9 +653,7 @@ def _time_major(sample: reverb.ReplaySample) -> reverb.ReplaySample:
     return reverb.ReplaySample(info=sample.info, data=data)
 
 
-def update_priorities(
-    client: reverb.Client, table: str, keys: Any, priorities: Any
-) -> None:
+def update_priorities(client: reverb.Client, table: str, keys: Any, priorities: Any) -> None:
     """Writes new priorities for sampled items (reactor.md §2.8 step 8) via `mutate_priorities`.
 
     `keys` are `info.key` of sampled items (any array-like of uint64); keys no longer in the table
@@ -706,8 +709,12 @@ class ParamsPublisher:
 class ParamsSubscriber:
     """Reads the latest published weights (actors pull them every few steps, DESIGN §5)."""
 
-    def __init__(self, client: reverb.Client, table: str = "params",
-                 sample_timeout_s: float = PARAMS_SAMPLE_TIMEOUT_S):
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str = "params",
+        sample_timeout_s: float = PARAMS_SAMPLE_TIMEOUT_S,
+    ):
         self._client = client
         self._table = table
         self._sample_timeout_s = sample_timeout_s
@@ -739,12 +746,15 @@ def sample_once(client: reverb.Client, table: str, timeout_s: float) -> reverb.R
     result: list = []
     worker = threading.Thread(
         target=lambda: result.append(next(client.sample(table, emit_timesteps=False))),
-        name=f"sample_{table}", daemon=True)
+        name=f"sample_{table}",
+        daemon=True,
+    )
     worker.start()
     worker.join(timeout_s)
     if not result:
         raise reverb.DeadlineExceededError(
-            f"no sample from table '{table}' within {timeout_s} s: the server is unreachable")
+            f"no sample from table '{table}' within {timeout_s} s: the server is unreachable"
+        )
     return result[0]
 
 

@@ -51,8 +51,14 @@ class Report(NamedTuple):
 class Reporter:
     """The actor's side: one report per finished game, a heartbeat every `heartbeat_steps`."""
 
-    def __init__(self, client: reverb.Client, num_envs: int, frames_per_step: int,
-                 table: str = REPORTS_TABLE, heartbeat_steps: int = HEARTBEAT_STEPS):
+    def __init__(
+        self,
+        client: reverb.Client,
+        num_envs: int,
+        frames_per_step: int,
+        table: str = REPORTS_TABLE,
+        heartbeat_steps: int = HEARTBEAT_STEPS,
+    ):
         self._writer = client.trajectory_writer(num_keep_alive_refs=1)
         self._table = table
         self._frames_per_batch = num_envs * frames_per_step
@@ -61,8 +67,12 @@ class Reporter:
         self._steps_since_report = 0
         self._param_shapes: list[tuple] = []
 
-    def step(self, episode_returns: np.ndarray, episode_lengths: np.ndarray,
-             behaviour: Sequence[np.ndarray] = ()) -> None:
+    def step(
+        self,
+        episode_returns: np.ndarray,
+        episode_lengths: np.ndarray,
+        behaviour: Sequence[np.ndarray] = (),
+    ) -> None:
         """After one batched env step: `episode_returns[i]` is the raw score where env i's game
         ended (NaN elsewhere); `behaviour` holds the batched parameters that game was played
         with (`[num_envs, ...]` arrays, the same every step)."""
@@ -70,20 +80,25 @@ class Reporter:
         self._pending_frames += self._frames_per_batch
         self._steps_since_report += 1
         for env in np.flatnonzero(~np.isnan(episode_returns)):
-            self._insert(float(episode_returns[env]), int(episode_lengths[env]),
-                         [np.asarray(b[env], np.float32) for b in behaviour])
+            self._insert(
+                float(episode_returns[env]),
+                int(episode_lengths[env]),
+                [np.asarray(b[env], np.float32) for b in behaviour],
+            )
         if self._steps_since_report >= self._heartbeat_steps:
             self.heartbeat()
 
     def heartbeat(self) -> None:
         """Reports the frames produced since the last report, without a game."""
         if self._pending_frames:
-            self._insert(float("nan"), 0,
-                         [np.zeros(shape, np.float32) for shape in self._param_shapes])
+            self._insert(
+                float("nan"), 0, [np.zeros(shape, np.float32) for shape in self._param_shapes]
+            )
 
     def _insert(self, episode_return: float, length: int, params: list) -> None:
-        self._writer.append([np.int64(self._pending_frames), np.float32(episode_return),
-                             np.int32(length), *params])
+        self._writer.append(
+            [np.int64(self._pending_frames), np.float32(episode_return), np.int32(length), *params]
+        )
         self._writer.create_item(self._table, 1.0, [c[-1] for c in self._writer.history])
         self._pending_frames = 0
         self._steps_since_report = 0
@@ -105,8 +120,9 @@ class ReportReader:
     def __init__(self, client: reverb.Client, table: str = REPORTS_TABLE):
         self._received: queue.SimpleQueue = queue.SimpleQueue()
         self.error: Exception | None = None
-        self._thread = threading.Thread(target=self._read, args=(client, table),
-                                        name=f"read_{table}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._read, args=(client, table), name=f"read_{table}", daemon=True
+        )
         self._thread.start()
 
     def _read(self, client: reverb.Client, table: str) -> None:
@@ -114,8 +130,14 @@ class ReportReader:
             # choice: no end; the thread blocks between reports and ends with the server.
             for sample in client.sample(table, 2**62, emit_timesteps=False):
                 frames, episode_return, length, *params = sample.data
-                self._received.put(Report(int(frames), float(episode_return), int(length),
-                                          tuple(np.asarray(p) for p in params)))
+                self._received.put(
+                    Report(
+                        int(frames),
+                        float(episode_return),
+                        int(length),
+                        tuple(np.asarray(p) for p in params),
+                    )
+                )
         except Exception as error:  # the server went away: nothing more will arrive
             self.error = error
 

@@ -80,26 +80,36 @@ def format_duration(seconds: float) -> str:
 class RunLogger:
     """TensorBoard + episodes.csv + console progress for the learner of one run."""
 
-    def __init__(self, logdir: str, total_frames: int, name: str = "learner",
-                 return_window: int = 100):
+    def __init__(
+        self, logdir: str, total_frames: int, name: str = "learner", return_window: int = 100
+    ):
         self.logdir = logdir
         self.total_frames = total_frames
         self.name = name
         import tensorflow as tf
+
         self._summary = tf.summary.create_file_writer(logdir)
         self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), EPISODES_HEADER)
         self._recent_returns: collections.deque = collections.deque(maxlen=return_window)
         self._episode_count = 0
 
-    def episode(self, frames: int, episode_return: float, episode_length: int,
-                wall_time: float, behaviour: Mapping[str, np.ndarray] | None = None) -> None:
+    def episode(
+        self,
+        frames: int,
+        episode_return: float,
+        episode_length: int,
+        wall_time: float,
+        behaviour: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
         """Records one finished game (CSV row + TensorBoard point), with the behaviour
         parameters it was played with (TensorBoard `behaviour/<name>`; vectors per component)."""
-        self._episodes.append(int(frames), float(episode_return), int(episode_length),
-                              round(float(wall_time), 3))
+        self._episodes.append(
+            int(frames), float(episode_return), int(episode_length), round(float(wall_time), 3)
+        )
         self._recent_returns.append(float(episode_return))
         self._episode_count += 1
         import tensorflow as tf
+
         with self._summary.as_default(step=int(frames)):
             tf.summary.scalar("episode/return", float(episode_return))
             tf.summary.scalar("episode/length", float(episode_length))
@@ -113,6 +123,7 @@ class RunLogger:
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
         import tensorflow as tf
+
         with self._summary.as_default(step=int(frames)):
             for key, value in values.items():
                 tf.summary.scalar(key, float(value))
@@ -122,16 +133,17 @@ class RunLogger:
     def mean_recent_return(self) -> float:
         return float(np.mean(self._recent_returns)) if self._recent_returns else float("nan")
 
-    def progress(self, step: int, frames: int, fps: float, loss: float,
-                 extra: str = "") -> str:
+    def progress(self, step: int, frames: int, fps: float, loss: float, extra: str = "") -> str:
         """Prints and returns one console line."""
         remaining = (self.total_frames - frames) / fps if fps > 0 else float("inf")
-        line = (f"[{self.name}] step {step} | frames {format_count(frames)}/"
-                f"{format_count(self.total_frames)} ({100 * frames / self.total_frames:.1f}%) | "
-                f"{format_count(fps)} fps | return {self.mean_recent_return:.1f} "
-                f"(last {len(self._recent_returns)} of {self._episode_count} eps) | "
-                f"loss {loss:.3g}{' | ' + extra if extra else ''} | "
-                f"eta {format_duration(remaining)}")
+        line = (
+            f"[{self.name}] step {step} | frames {format_count(frames)}/"
+            f"{format_count(self.total_frames)} ({100 * frames / self.total_frames:.1f}%) | "
+            f"{format_count(fps)} fps | return {self.mean_recent_return:.1f} "
+            f"(last {len(self._recent_returns)} of {self._episode_count} eps) | "
+            f"loss {loss:.3g}{' | ' + extra if extra else ''} | "
+            f"eta {format_duration(remaining)}"
+        )
         print(line, flush=True)
         return line
 
@@ -146,23 +158,26 @@ class EvalLogger:
 
     def __init__(self, logdir: str):
         import tensorflow as tf
+
         self._summary = tf.summary.create_file_writer(os.path.join(logdir, "eval"))
         self._csv = CsvLog(os.path.join(logdir, EVAL_CSV), EVAL_HEADER)
 
     def episode(self, frames: int, episode_return: float, hns: float, wall_time: float) -> None:
-        self._csv.append(int(frames), float(episode_return), float(hns),
-                         round(float(wall_time), 3))
+        self._csv.append(int(frames), float(episode_return), float(hns), round(float(wall_time), 3))
 
     def round(self, frames: int, returns: Sequence[float], hns: Sequence[float]) -> str:
         """TensorBoard means of one evaluation round, and its console line."""
         import tensorflow as tf
+
         with self._summary.as_default(step=int(frames)):
             tf.summary.scalar("eval/return", float(np.mean(returns)))
             if np.isfinite(hns).any():
                 tf.summary.scalar("eval/hns", float(np.nanmean(hns)))
         self._summary.flush()
-        line = (f"[eval] frames {format_count(frames)} | {len(returns)} episodes | return "
-                f"{np.mean(returns):.1f} +- {np.std(returns):.1f}")
+        line = (
+            f"[eval] frames {format_count(frames)} | {len(returns)} episodes | return "
+            f"{np.mean(returns):.1f} +- {np.std(returns):.1f}"
+        )
         if np.isfinite(hns).any():
             line += f" | hns {np.nanmean(hns):.1f}%"
         print(line, flush=True)

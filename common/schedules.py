@@ -29,12 +29,15 @@ ScheduleOrValue = Union[float, Schedule]
 
 def _check_steps(warmup_steps, total_steps) -> None:
     if not 0 <= warmup_steps < total_steps:
-        raise ValueError(f"need 0 <= warmup_steps < total_steps, got warmup_steps={warmup_steps}, "
-                         f"total_steps={total_steps}")
+        raise ValueError(
+            f"need 0 <= warmup_steps < total_steps, got warmup_steps={warmup_steps}, "
+            f"total_steps={total_steps}"
+        )
 
 
-def warmup_linear_decay(step, peak_value: float, warmup_steps: int, total_steps: int,
-                        dtype: tf.DType = tf.float32) -> tf.Tensor:
+def warmup_linear_decay(
+    step, peak_value: float, warmup_steps: int, total_steps: int, dtype: tf.DType = tf.float32
+) -> tf.Tensor:
     """Linear warm-up from 0, then linear decay to 0 (dice.md A17/A18; gdi.md §4.3).
 
         v(t) = peak · t / W                      for 0 <= t < W
@@ -62,8 +65,9 @@ def warmup_linear_decay(step, peak_value: float, warmup_steps: int, total_steps:
     return tf.cast(peak_value * fraction, dtype)
 
 
-def linear_anneal(step, initial_value: float, total_steps: int,
-                  dtype: tf.DType = tf.float32) -> tf.Tensor:
+def linear_anneal(
+    step, initial_value: float, total_steps: int, dtype: tf.DType = tf.float32
+) -> tf.Tensor:
     """v(t) = v0 · max(0, 1 − t / T): "anneal linearly to 0" (IMPALA Table G.1, impala.md A11).
 
     IMPALA counts t in environment frames (A11). It is `warmup_linear_decay` with no warm-up.
@@ -124,15 +128,18 @@ class AdamW(tf.Module):
       decays: predicate choosing the variables that get weight decay.
     """
 
-    def __init__(self, learning_rate: ScheduleOrValue,
-                 # choice: no decay unless asked; DiCE / GDI / LBC pass 0.01 annealed to 0 (Table 5)
-                 weight_decay: ScheduleOrValue = 0.0,
-                 beta_1: float = 0.9,  # dice.md Table 5 (= gdi.md Table 6, lbc.md Table 3)
-                 beta_2: float = 0.98,  # dice.md Table 5
-                 epsilon: float = 1e-6,  # dice.md Table 5
-                 clip_norm: float | None = 50.0,  # dice.md Table 5: "AdamW Clip Norm 50.0"
-                 decays: Callable[[tf.Variable], bool] = is_kernel,  # dice.md A17
-                 name: str = "adamw"):
+    def __init__(
+        self,
+        learning_rate: ScheduleOrValue,
+        # choice: no decay unless asked; DiCE / GDI / LBC pass 0.01 annealed to 0 (Table 5)
+        weight_decay: ScheduleOrValue = 0.0,
+        beta_1: float = 0.9,  # dice.md Table 5 (= gdi.md Table 6, lbc.md Table 3)
+        beta_2: float = 0.98,  # dice.md Table 5
+        epsilon: float = 1e-6,  # dice.md Table 5
+        clip_norm: float | None = 50.0,  # dice.md Table 5: "AdamW Clip Norm 50.0"
+        decays: Callable[[tf.Variable], bool] = is_kernel,  # dice.md A17
+        name: str = "adamw",
+    ):
         super().__init__(name=name)
         if clip_norm is not None and not clip_norm > 0:
             raise ValueError(f"clip_norm must be > 0 or None, got {clip_norm}")
@@ -154,14 +161,17 @@ class AdamW(tf.Module):
             return
         for var in variables:
             name = var.name.split(":")[0]
-            self.first_moments.append(tf.Variable(tf.zeros_like(var), trainable=False,
-                                                  name=f"{name}/m"))
-            self.second_moments.append(tf.Variable(tf.zeros_like(var), trainable=False,
-                                                   name=f"{name}/v"))
+            self.first_moments.append(
+                tf.Variable(tf.zeros_like(var), trainable=False, name=f"{name}/m")
+            )
+            self.second_moments.append(
+                tf.Variable(tf.zeros_like(var), trainable=False, name=f"{name}/v")
+            )
             self._decay_mask.append(bool(self.decays(var)))
 
-    def apply(self, gradients: Sequence[tf.Tensor | None],
-              variables: Sequence[tf.Variable]) -> dict[str, tf.Tensor]:
+    def apply(
+        self, gradients: Sequence[tf.Tensor | None], variables: Sequence[tf.Variable]
+    ) -> dict[str, tf.Tensor]:
         """One update of every variable with its gradient (`build` must have run).
 
         A variable whose gradient is None is left alone (no moment update, no decay), as Keras
@@ -169,8 +179,10 @@ class AdamW(tf.Module):
         `grad_norm` (the global norm before clipping).
         """
         if len(self.first_moments) != len(variables):
-            raise ValueError(f"optimizer built for {len(self.first_moments)} variables, "
-                             f"got {len(variables)}; call build(variables) first")
+            raise ValueError(
+                f"optimizer built for {len(self.first_moments)} variables, "
+                f"got {len(variables)}; call build(variables) first"
+            )
         step = self.iterations.read_value()
         learning_rate = _evaluate(self.learning_rate, step)
         weight_decay = _evaluate(self.weight_decay, step)
@@ -180,8 +192,9 @@ class AdamW(tf.Module):
         else:
             grad_norm = tf.linalg.global_norm([g for g in gradients if g is not None])
         t = tf.cast(step + 1, tf.float64)
-        for grad, var, m, v, decays in zip(gradients, variables, self.first_moments,
-                                           self.second_moments, self._decay_mask):
+        for grad, var, m, v, decays in zip(
+            gradients, variables, self.first_moments, self.second_moments, self._decay_mask
+        ):
             if grad is None:
                 continue
             dtype = var.dtype
@@ -198,5 +211,8 @@ class AdamW(tf.Module):
             var.assign_sub(lr * update)
         self.iterations.assign_add(1)
         as_stat = lambda x: tf.convert_to_tensor(x, dtype_hint=tf.float32)
-        return {"learning_rate": as_stat(learning_rate), "weight_decay": as_stat(weight_decay),
-                "grad_norm": grad_norm}
+        return {
+            "learning_rate": as_stat(learning_rate),
+            "weight_decay": as_stat(weight_decay),
+            "grad_norm": grad_norm,
+        }

@@ -28,6 +28,7 @@ RewardShaping = Callable[[tf.Tensor], tf.Tensor]
 
 # ----------------------------------------------------------------------------- discounts
 
+
 def _as_float(x, dtype_hint=tf.float32) -> tf.Tensor:
     x = tf.convert_to_tensor(x, dtype_hint=dtype_hint)
     return x if x.dtype.is_floating else tf.cast(x, dtype_hint)
@@ -38,8 +39,9 @@ def _discount_times(cut: tf.Tensor, discount) -> tf.Tensor:
     discount = _as_float(discount)
     cut = tf.cast(cut, discount.dtype)
     if discount.shape.rank is not None and discount.shape.rank > 2:
-        cut = tf.reshape(cut, tf.concat([tf.shape(cut), tf.ones([discount.shape.rank - 2],
-                                                                  tf.int32)], 0))
+        cut = tf.reshape(
+            cut, tf.concat([tf.shape(cut), tf.ones([discount.shape.rank - 2], tf.int32)], 0)
+        )
     return discount * cut
 
 
@@ -80,14 +82,17 @@ def discounts_from_resets(resets, discount, mask=None) -> Nest:
 
 # ----------------------------------------------------------------------------- truncation
 
+
 def _per_head(structure: Nest, value: Any, name: str) -> Nest:
     """`value` if it has the structure of the heads, else `value` repeated for every head."""
     if tf.nest.is_nested(value):
         try:
             tf.nest.assert_same_structure(structure, value)
         except (ValueError, TypeError) as error:
-            raise ValueError(f"{name} must be one value for every head or have the structure of "
-                             f"truncation_values") from error
+            raise ValueError(
+                f"{name} must be one value for every head or have the structure of "
+                f"truncation_values"
+            ) from error
         return value
     return tf.nest.map_structure(lambda _: value, structure)
 
@@ -96,8 +101,12 @@ def _shaped(rewards: tf.Tensor, shaping: RewardShaping | None) -> tf.Tensor:
     return rewards if shaping is None else tf.cast(shaping(rewards), rewards.dtype)
 
 
-def bootstrapped_rewards(rewards, truncation_values, discount,
-                         reward_shaping: RewardShaping | Sequence | Mapping | None = None) -> Nest:
+def bootstrapped_rewards(
+    rewards,
+    truncation_values,
+    discount,
+    reward_shaping: RewardShaping | Sequence | Mapping | None = None,
+) -> Nest:
     """f_k(r_t) + gamma_k · V_k(x_final) for every value head k (DESIGN.md §3, dice.md A16).
 
     Where step t hit the time limit, the actor stores the value of the final observation,
@@ -130,7 +139,10 @@ def bootstrapped_rewards(rewards, truncation_values, discount,
         shapings = _per_head(truncation_values, reward_shaping, "reward_shaping")
         return tf.nest.map_structure(
             lambda values, gamma, shaping: bootstrapped_rewards(rewards, values, gamma, shaping),
-            truncation_values, discounts, shapings)
+            truncation_values,
+            discounts,
+            shapings,
+        )
     values = tf.cast(tf.convert_to_tensor(truncation_values), rewards.dtype)
     gamma = tf.cast(_as_float(discount), rewards.dtype)
     if values.shape.rank == rewards.shape.rank:
@@ -138,8 +150,10 @@ def bootstrapped_rewards(rewards, truncation_values, discount,
             raise ValueError("one value head: pass one reward_shaping callable (or None)")
         return _shaped(rewards, reward_shaping) + gamma * values
     if values.shape.rank != rewards.shape.rank + 1:
-        raise ValueError(f"truncation_values must be [T, B] or [T, B, K], got shape {values.shape} "
-                         f"for rewards of shape {rewards.shape}")
+        raise ValueError(
+            f"truncation_values must be [T, B] or [T, B, K], got shape {values.shape} "
+            f"for rewards of shape {rewards.shape}"
+        )
     if isinstance(reward_shaping, (list, tuple)):
         if len(reward_shaping) != values.shape[-1]:
             raise ValueError(f"{len(reward_shaping)} reward shapings for {values.shape[-1]} heads")
@@ -151,12 +165,15 @@ def bootstrapped_rewards(rewards, truncation_values, discount,
 
 # ----------------------------------------------------------------------------- masked reductions
 
+
 def _broadcast_mask(x: tf.Tensor, mask) -> tf.Tensor:
     """The mask as x's dtype, with trailing axes added up to x's rank, broadcast to x's shape."""
     mask = tf.cast(tf.convert_to_tensor(mask), x.dtype)
     if mask.shape.rank is not None and x.shape.rank is not None and mask.shape.rank < x.shape.rank:
-        mask = tf.reshape(mask, tf.concat([tf.shape(mask),
-                                           tf.ones([x.shape.rank - mask.shape.rank], tf.int32)], 0))
+        mask = tf.reshape(
+            mask,
+            tf.concat([tf.shape(mask), tf.ones([x.shape.rank - mask.shape.rank], tf.int32)], 0),
+        )
     return tf.broadcast_to(mask, tf.shape(x))
 
 
@@ -196,19 +213,25 @@ def _time_slice(inputs: Sequence[Nest], start: int, stop: int | None) -> list:
 
 def _hold(keep: tf.Tensor, new_state: Nest, old_state: Nest) -> Nest:
     """new where `keep` [B] is True, old elsewhere, for every [B, ...] leaf; old's structure."""
+
     def select(new, old):
         shape = tf.concat([tf.shape(keep), tf.ones([tf.rank(old) - 1], tf.int32)], 0)
         return tf.where(tf.reshape(keep, shape), tf.cast(new, old.dtype), old)
+
     new_leaves, old_leaves = tf.nest.flatten(new_state), tf.nest.flatten(old_state)
     if len(new_leaves) != len(old_leaves):
-        raise ValueError(f"unroll_fn returned a state with {len(new_leaves)} tensors, "
-                         f"the initial state has {len(old_leaves)}")
-    return tf.nest.pack_sequence_as(old_state, [select(new, old) for new, old
-                                                in zip(new_leaves, old_leaves)])
+        raise ValueError(
+            f"unroll_fn returned a state with {len(new_leaves)} tensors, "
+            f"the initial state has {len(old_leaves)}"
+        )
+    return tf.nest.pack_sequence_as(
+        old_state, [select(new, old) for new, old in zip(new_leaves, old_leaves)]
+    )
 
 
-def _burn_in_state(unroll_fn: UnrollFn, inputs: Sequence[Nest], state: Nest,
-                   mask: tf.Tensor | None) -> Nest:
+def _burn_in_state(
+    unroll_fn: UnrollFn, inputs: Sequence[Nest], state: Nest, mask: tf.Tensor | None
+) -> Nest:
     """The state after the burn-in steps, holding it on masked steps (no stop_gradient here)."""
     if mask is None:
         return unroll_fn(*inputs, state)[1]
@@ -225,9 +248,11 @@ def _burn_in_state(unroll_fn: UnrollFn, inputs: Sequence[Nest], state: Nest,
         # the state where the step is padding.
         def body(carry, elems):
             step_inputs, step_real = elems
-            _, new = unroll_fn(*[tf.nest.map_structure(lambda x: x[None], x)
-                                 for x in step_inputs], carry)
+            _, new = unroll_fn(
+                *[tf.nest.map_structure(lambda x: x[None], x) for x in step_inputs], carry
+            )
             return _hold(step_real, new, carry)
+
         states = tf.scan(body, (list(inputs), real), initializer=state)
         return tf.nest.map_structure(lambda s: s[-1], states)
 
@@ -235,8 +260,9 @@ def _burn_in_state(unroll_fn: UnrollFn, inputs: Sequence[Nest], state: Nest,
     return tf.cond(all_or_nothing, whole_burn_in, step_by_step)
 
 
-def burn_in_unroll(unroll_fn: UnrollFn, inputs: Sequence[Nest], initial_state: Nest,
-                   burn_in: int, mask=None) -> tuple[Nest, Nest]:
+def burn_in_unroll(
+    unroll_fn: UnrollFn, inputs: Sequence[Nest], initial_state: Nest, burn_in: int, mask=None
+) -> tuple[Nest, Nest]:
     """R2D2 burn-in (dice.md §2.5 steps 1-2, A14, A15): warm the core up without gradient, then
     unroll the trained part with gradient.
 

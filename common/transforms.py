@@ -141,4 +141,5 @@ def reward_transform(name: str) -> Callable[..., tf.Tensor]:
         return REWARD_TRANSFORMS[name]
     except KeyError:
         raise ValueError(
-            f"unknown reward transform {name!r}; allowed: {sorted(REWARD_TRANSFORMS)}") from None
+            f"unknown reward transform {name!r}; allowed: {sorted(REWARD_TRANSFORMS)}"
+        ) from None

@@ -13,9 +13,17 @@ gymnasium), so flags are validated in milliseconds.
 import dataclasses
 from typing import Any
 
-from common.config import (ATARI_TORSOS, RETRACE_FORMS, REWARD_TRANSFORMS,
-                           atari_protocol_overrides, check_all, check_choice, check_tuple, field,
-                           prefixed_kwargs)
+from common.config import (
+    ATARI_TORSOS,
+    RETRACE_FORMS,
+    REWARD_TRANSFORMS,
+    atari_protocol_overrides,
+    check_all,
+    check_choice,
+    check_tuple,
+    field,
+    prefixed_kwargs,
+)
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
 # no life-loss ends, no reward clipping (Table 5); the fields below set the rest.
@@ -118,7 +126,8 @@ class DiceConfig:
     # Table 5 "Num. Bandit Candidates 7".
     bandit_ucb_scale: float = field(1.0, "UCB coefficient c.")  # Table 5 "Bandit UCB Scaling"
     bandit_learning_rates: tuple[float, ...] = field(
-        (0.05, 0.1, 0.2), "Each bandit's learning rate is drawn from these.")
+        (0.05, 0.1, 0.2), "Each bandit's learning rate is drawn from these."
+    )
     # Table 5 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
     bandit_widths: tuple[int, ...] = field((1, 2, 3), "Each bandit's tiling width is drawn from.")
     # Table 5 "Bandit Tiling Width Uniform([1, 2, 3])".
@@ -137,37 +146,90 @@ class DiceConfig:
 
     def validate(self) -> "DiceConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("reward_shaping", REWARD_TRANSFORMS), ("network", ATARI_TORSOS),
-                              ("retrace_form", RETRACE_FORMS), ("q_centering", Q_CENTERINGS),
-                              ("reuse_mode", REUSE_MODES), ("controller_scope", CONTROLLER_SCOPES),
-                              ("eval_policy", EVAL_POLICIES), ("bandit_space", BANDIT_SPACES),
-                              ("bandit_edge", BANDIT_EDGES),
-                              ("bandit_selection", BANDIT_SELECTIONS)):
+        for name, allowed in (
+            ("reward_shaping", REWARD_TRANSFORMS),
+            ("network", ATARI_TORSOS),
+            ("retrace_form", RETRACE_FORMS),
+            ("q_centering", Q_CENTERINGS),
+            ("reuse_mode", REUSE_MODES),
+            ("controller_scope", CONTROLLER_SCOPES),
+            ("eval_policy", EVAL_POLICIES),
+            ("bandit_space", BANDIT_SPACES),
+            ("bandit_edge", BANDIT_EDGES),
+            ("bandit_selection", BANDIT_SELECTIONS),
+        ):
             check_choice(name, getattr(self, name), allowed)
-        check_all(self, "> 0", lambda v: v > 0, (
-            "total_frames", "max_episode_frames", "lstm_units", "learning_rate", "adam_epsilon",
-            "batch_size", "sequence_length", "times_sampled", "replay_capacity", "num_actors",
-            "envs_per_actor", "params_pull_interval", "publish_interval", "clip_rho_threshold",
-            "bandit_eta_max", "bandit_num_blocks", "bandit_num_bandits",
-            "bandit_num_candidates", "eval_episodes"))
-        check_all(self, ">= 0", lambda v: v >= 0, (
-            "noop_max", "head_hidden", "v_loss_scale", "q_loss_scale", "pi_loss_scale",
-            "entropy_cost", "clip_c_threshold", "warmup_steps", "weight_decay", "max_grad_norm",
-            "burn_in", "fixed_eta", "bandit_ucb_scale"))
-        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
-            "sticky_action_probability", "discount", "adam_beta1", "adam_beta2"))
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            (
+                "total_frames",
+                "max_episode_frames",
+                "lstm_units",
+                "learning_rate",
+                "adam_epsilon",
+                "batch_size",
+                "sequence_length",
+                "times_sampled",
+                "replay_capacity",
+                "num_actors",
+                "envs_per_actor",
+                "params_pull_interval",
+                "publish_interval",
+                "clip_rho_threshold",
+                "bandit_eta_max",
+                "bandit_num_blocks",
+                "bandit_num_bandits",
+                "bandit_num_candidates",
+                "eval_episodes",
+            ),
+        )
+        check_all(
+            self,
+            ">= 0",
+            lambda v: v >= 0,
+            (
+                "noop_max",
+                "head_hidden",
+                "v_loss_scale",
+                "q_loss_scale",
+                "pi_loss_scale",
+                "entropy_cost",
+                "clip_c_threshold",
+                "warmup_steps",
+                "weight_decay",
+                "max_grad_norm",
+                "burn_in",
+                "fixed_eta",
+                "bandit_ucb_scale",
+            ),
+        )
+        check_all(
+            self,
+            "in [0, 1]",
+            lambda v: 0 <= v <= 1,
+            ("sticky_action_probability", "discount", "adam_beta1", "adam_beta2"),
+        )
         check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
-        check_tuple(self, "bandit_widths", "positive integers",
-                     lambda v: isinstance(v, int) and v > 0)
+        check_tuple(
+            self, "bandit_widths", "positive integers", lambda v: isinstance(v, int) and v > 0
+        )
         if self.bandit_num_candidates > self.bandit_num_blocks:
-            raise ValueError(f"--bandit_num_candidates={self.bandit_num_candidates} must be <= "
-                             f"--bandit_num_blocks={self.bandit_num_blocks}")
+            raise ValueError(
+                f"--bandit_num_candidates={self.bandit_num_candidates} must be <= "
+                f"--bandit_num_blocks={self.bandit_num_blocks}"
+            )
         if self.replay_capacity < self.batch_size:
-            raise ValueError(f"--replay_capacity={self.replay_capacity} must be >= "
-                             f"--batch_size={self.batch_size}, or the learner never samples")
+            raise ValueError(
+                f"--replay_capacity={self.replay_capacity} must be >= "
+                f"--batch_size={self.batch_size}, or the learner never samples"
+            )
         if self.eval_policy == "best_region" and self.bandit_selection != "bandits":
-            raise ValueError("--eval_policy=best_region needs --bandit_selection=bandits "
-                             f"(got {self.bandit_selection!r}): uniform bandits learn no region")
+            raise ValueError(
+                "--eval_policy=best_region needs --bandit_selection=bandits "
+                f"(got {self.bandit_selection!r}): uniform bandits learn no region"
+            )
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:

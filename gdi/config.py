@@ -19,9 +19,17 @@ import dataclasses
 import math
 from typing import Any
 
-from common.config import (ATARI_TORSOS, RETRACE_FORMS, REWARD_TRANSFORMS,
-                           atari_protocol_overrides, check_all, check_choice, check_tuple, field,
-                           prefixed_kwargs)
+from common.config import (
+    ATARI_TORSOS,
+    RETRACE_FORMS,
+    REWARD_TRANSFORMS,
+    atari_protocol_overrides,
+    check_all,
+    check_choice,
+    check_tuple,
+    field,
+    prefixed_kwargs,
+)
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
 # life information not allowed, no reward clipping (Tables 5, 6); the fields below set the rest.
@@ -139,14 +147,16 @@ class GdiConfig:
     # Table 6 "Num. Bandit Candidates 3".
     bandit_ucb_scale: float = field(1.0, "UCB coefficient c.")  # Table 6 "Bandit UCB Scaling"
     bandit_learning_rates: tuple[float, ...] = field(
-        (0.05, 0.1, 0.2), "Each bandit's learning rate is drawn from these.")
+        (0.05, 0.1, 0.2), "Each bandit's learning rate is drawn from these."
+    )
     # Table 6 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
     bandit_num_tilings: tuple[int, ...] = field((2, 3, 4), "Each bandit's tiling count from.")
     # Table 6 "Bandit Tiling Width Uniform([2, 3, 4])", read as gdi.md §8.1 #3.
     bandit_tile_sizes: tuple[int, ...] = field((2, 3, 4), "Each tiling's tile size (blocks).")
     # Table 6 "Accuracy of Tile coding Uniform([2, 3, 4])", read as gdi.md §8.1 #3.
     bandit_tile_offset_percent: tuple[float, float] = field(
-        (0.0, 60.0), "Tile offsets, uniform in this range (percent of a tile).")
+        (0.0, 60.0), "Tile offsets, uniform in this range (percent of a tile)."
+    )
     # Table 6 "Offset of Tile coding Uniform([0, 60])", read as gdi.md §8.1 #3.
     bandit_selection: str = field("bandits", "bandits, or uniform (Random Selection).")
     # App. G; App. K.1 "Random Selection" draws lambda uniformly.
@@ -161,42 +171,103 @@ class GdiConfig:
 
     def validate(self) -> "GdiConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("variant", VARIANTS), ("reward_shaping", REWARD_TRANSFORMS),
-                              ("reward_shaping_2", REWARD_TRANSFORMS), ("network", ATARI_TORSOS),
-                              ("retrace_form", RETRACE_FORMS), ("q_centering", Q_CENTERINGS),
-                              ("pg_mode", PG_MODES), ("reuse_mode", REUSE_MODES),
-                              ("controller_scope", CONTROLLER_SCOPES),
-                              ("eval_policy", EVAL_POLICIES), ("bandit_space", BANDIT_SPACES),
-                              ("bandit_selection", BANDIT_SELECTIONS)):
+        for name, allowed in (
+            ("variant", VARIANTS),
+            ("reward_shaping", REWARD_TRANSFORMS),
+            ("reward_shaping_2", REWARD_TRANSFORMS),
+            ("network", ATARI_TORSOS),
+            ("retrace_form", RETRACE_FORMS),
+            ("q_centering", Q_CENTERINGS),
+            ("pg_mode", PG_MODES),
+            ("reuse_mode", REUSE_MODES),
+            ("controller_scope", CONTROLLER_SCOPES),
+            ("eval_policy", EVAL_POLICIES),
+            ("bandit_space", BANDIT_SPACES),
+            ("bandit_selection", BANDIT_SELECTIONS),
+        ):
             check_choice(name, getattr(self, name), allowed)
-        check_all(self, "> 0", lambda v: v > 0, (
-            "total_frames", "max_episode_frames", "lstm_units", "learning_rate", "adam_epsilon",
-            "batch_size", "sequence_length", "times_sampled", "replay_capacity", "num_actors",
-            "envs_per_actor", "params_pull_interval", "publish_interval", "clip_rho_threshold",
-            "bandit_eta_max", "bandit_eta_acc", "bandit_epsilon_acc", "bandit_num_bandits",
-            "bandit_num_candidates", "eval_episodes"))
-        check_all(self, ">= 0", lambda v: v >= 0, (
-            "noop_max", "head_hidden", "aux_forward_weight", "aux_inverse_weight",
-            "v_loss_scale", "q_loss_scale", "pi_loss_scale", "clip_c_threshold", "warmup_steps",
-            "weight_decay", "max_grad_norm", "burn_in", "fixed_eta1", "fixed_eta2",
-            "bandit_ucb_scale"))
-        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
-            "sticky_action_probability", "discount", "adam_beta1", "adam_beta2", "fixed_epsilon",
-            "bandit_epsilon_acc"))
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            (
+                "total_frames",
+                "max_episode_frames",
+                "lstm_units",
+                "learning_rate",
+                "adam_epsilon",
+                "batch_size",
+                "sequence_length",
+                "times_sampled",
+                "replay_capacity",
+                "num_actors",
+                "envs_per_actor",
+                "params_pull_interval",
+                "publish_interval",
+                "clip_rho_threshold",
+                "bandit_eta_max",
+                "bandit_eta_acc",
+                "bandit_epsilon_acc",
+                "bandit_num_bandits",
+                "bandit_num_candidates",
+                "eval_episodes",
+            ),
+        )
+        check_all(
+            self,
+            ">= 0",
+            lambda v: v >= 0,
+            (
+                "noop_max",
+                "head_hidden",
+                "aux_forward_weight",
+                "aux_inverse_weight",
+                "v_loss_scale",
+                "q_loss_scale",
+                "pi_loss_scale",
+                "clip_c_threshold",
+                "warmup_steps",
+                "weight_decay",
+                "max_grad_norm",
+                "burn_in",
+                "fixed_eta1",
+                "fixed_eta2",
+                "bandit_ucb_scale",
+            ),
+        )
+        check_all(
+            self,
+            "in [0, 1]",
+            lambda v: 0 <= v <= 1,
+            (
+                "sticky_action_probability",
+                "discount",
+                "adam_beta1",
+                "adam_beta2",
+                "fixed_epsilon",
+                "bandit_epsilon_acc",
+            ),
+        )
         check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
         for name in ("bandit_num_tilings", "bandit_tile_sizes"):
             check_tuple(self, name, "positive integers", lambda v: isinstance(v, int) and v > 0)
         low, high = self.bandit_tile_offset_percent
         if not 0 <= low <= high < 100:
-            raise ValueError(f"--bandit_tile_offset_percent={self.bandit_tile_offset_percent!r} "
-                             "must satisfy 0 <= low <= high < 100")
+            raise ValueError(
+                f"--bandit_tile_offset_percent={self.bandit_tile_offset_percent!r} "
+                "must satisfy 0 <= low <= high < 100"
+            )
         if self.bandit_factorized and self.bandit_num_candidates > min(self.axis_blocks):
             # App. G: each bandit offers num_candidates distinct blocks of its 1-D axis.
-            raise ValueError(f"--bandit_num_candidates={self.bandit_num_candidates} exceeds the "
-                             f"blocks of an axis: {self.axis_blocks} (1/tau_1, 1/tau_2, eps)")
+            raise ValueError(
+                f"--bandit_num_candidates={self.bandit_num_candidates} exceeds the "
+                f"blocks of an axis: {self.axis_blocks} (1/tau_1, 1/tau_2, eps)"
+            )
         if self.replay_capacity < self.batch_size:
-            raise ValueError(f"--replay_capacity={self.replay_capacity} must be >= "
-                             f"--batch_size={self.batch_size}, or the learner never samples")
+            raise ValueError(
+                f"--replay_capacity={self.replay_capacity} must be >= "
+                f"--batch_size={self.batch_size}, or the learner never samples"
+            )
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:

@@ -16,8 +16,9 @@ CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 
 ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # §4: V-trace with rho_bar = c_bar = 1 (§5.2.2: "we clip each importance weight at 1").
-    "vtrace": dict(correction="vtrace", clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0,
-                   clip_c_threshold=1.0),
+    "vtrace": dict(
+        correction="vtrace", clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, clip_c_threshold=1.0
+    ),
     # §5.2.2 item 1, "No off-policy correction": the on-policy n-step target, Eq. (2).
     "no_correction": dict(correction="no_correction"),
     # §5.2.2 item 2: no correction, log(pi(a) + 1e-6) in the policy gradient.
@@ -30,14 +31,20 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
 
 # Table 2 "with replay" (impala.md §6.2, A24): each correction again, half of every batch drawn
 # uniformly from a replay of the last 10,000 unrolls.
-ABLATIONS.update({f"{name}_replay": dict(ABLATIONS[name], replay="queue_with_replay")
-                  for name in CORRECTIONS})
+ABLATIONS.update(
+    {f"{name}_replay": dict(ABLATIONS[name], replay="queue_with_replay") for name in CORRECTIONS}
+)
 
 # App. E.1 (Fig. E.1, impala.md §6.2): each correction under a forced policy lag of k learner
 # steps. choice: k in powers of two up to 16; the paper gives its lag values only in the figure.
 POLICY_LAGS = (1, 2, 4, 8, 16)
-ABLATIONS.update({f"{name}_lag{k}": dict(ABLATIONS[name], publish_lag=k)
-                  for name in CORRECTIONS for k in POLICY_LAGS})
+ABLATIONS.update(
+    {
+        f"{name}_lag{k}": dict(ABLATIONS[name], publish_lag=k)
+        for name in CORRECTIONS
+        for k in POLICY_LAGS
+    }
+)
 
 
 def overrides_for(name: str) -> dict[str, typing.Any]:

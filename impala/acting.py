@@ -14,13 +14,26 @@ from impala import config as config_lib
 from impala import networks
 
 
-def make_policy(config: config_lib.ImpalaConfig, num_actions: int, observation_shape: tuple,
-                observation_dtype, seed: int, greedy: bool) -> acting.CategoricalPolicy:
+def make_policy(
+    config: config_lib.ImpalaConfig,
+    num_actions: int,
+    observation_shape: tuple,
+    observation_dtype,
+    seed: int,
+    greedy: bool,
+) -> acting.CategoricalPolicy:
     """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
     network = common_networks.build_in_precision(
-        config.actor_precision, lambda: networks.make_network(config, num_actions))
-    return acting.CategoricalPolicy(network, observation_shape, observation_dtype, seed,
-                                    greedy=greedy, jit_compile=config.jit_compile)
+        config.actor_precision, lambda: networks.make_network(config, num_actions)
+    )
+    return acting.CategoricalPolicy(
+        network,
+        observation_shape,
+        observation_dtype,
+        seed,
+        greedy=greedy,
+        jit_compile=config.jit_compile,
+    )
 
 
 def policy_extras(spec) -> dict:
@@ -30,8 +43,7 @@ def policy_extras(spec) -> dict:
 
 def training_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
     """Table G.1 preprocessing (common.envs "impala"), with the configured action set."""
-    return dataclasses.replace(envs.PROTOCOLS["impala"],
-                               full_action_space=config.full_action_set)
+    return dataclasses.replace(envs.PROTOCOLS["impala"], full_action_space=config.full_action_set)
 
 
 def evaluation_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
@@ -45,4 +57,5 @@ def evaluation_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
         noop_max=config.eval_noop_max,
         max_episode_frames=config.eval_max_episode_frames,
         # choice: 0.25 is the usual sticky probability (Machado et al., 2018) when asked for.
-        repeat_action_probability=0.25 if config.eval_sticky_actions else 0.0)
+        repeat_action_probability=0.25 if config.eval_sticky_actions else 0.0,
+    )

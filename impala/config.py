@@ -27,7 +27,8 @@ class ImpalaConfig:
     # --- Environment and network -----------------------------------------------------------
     env: str = field("Pong", "Atari game (e.g. Pong, Breakout) or CartPole.")  # choice: smoke game
     network: str = field(
-        "deep", "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), mlp.")
+        "deep", "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), mlp."
+    )
     # Table 4: the deep experts are the paper's best Atari agents. App. G's "shallow" Atari net
     # ("three convolutional layers") is ambiguous (impala.md A16): both readings are offered.
     use_lstm: bool = field(False, "Put an LSTM core before the heads.")
@@ -42,24 +43,29 @@ class ImpalaConfig:
     batch_size: int = field(32, "Unrolls per learner batch.")  # Table G.1
     discount: float = field(0.99, "Discount gamma.")  # Table G.1 (Table D.3 also 0.99)
     baseline_cost: float = field(
-        0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2 (impala.md A9).")  # Table G.1, D.3
+        0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2 (impala.md A9)."
+    )  # Table G.1, D.3
     entropy_cost: float = field(0.01, "Entropy regulariser.")  # Table G.1
     correction: str = field(
-        "vtrace", "Off-policy correction: vtrace, no_correction, eps_correction, one_step_is.")
+        "vtrace", "Off-policy correction: vtrace, no_correction, eps_correction, one_step_is."
+    )
     # §4 / §5.2.2: V-trace is the paper's method; the others are the §5.2.2 ablation baselines.
     clip_rho_threshold: float = field(1.0, "rho-bar (fixed point of V-trace).")  # §5.2.2
     clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy gradient.")  # §5.2.2, A5
     clip_c_threshold: float = field(1.0, "c-bar (trace cutting).")  # §5.2.2
     vtrace_lambda: float = field(1.0, "lambda of Remark 2.")  # impala.md A4: not used, so 1
     correction_epsilon: float = field(
-        1e-6, "epsilon of eps_correction: log(pi(a) + epsilon).")  # §5.2.2
+        1e-6, "epsilon of eps_correction: log(pi(a) + epsilon)."
+    )  # §5.2.2
     pg_q_estimate: str = field(
-        "vtrace", "q_s in the policy gradient: vtrace (r + g v_{s+1}) or baseline (r + g V).")
+        "vtrace", "q_s in the policy gradient: vtrace (r + g v_{s+1}) or baseline (r + g V)."
+    )
     # §4.2 Eq. (4) uses v_{s+1}; App. E.3 tried V(x_{s+1}) and found it worse.
 
     # --- Optimiser (Table G.1 unless noted) --------------------------------------------------
     optimizer: str = field(
-        "rmsprop_tf1", "rmsprop_tf1 (TF1 RMSPropOptimizer: ms starts at 1) or rmsprop_keras.")
+        "rmsprop_tf1", "rmsprop_tf1 (TF1 RMSPropOptimizer: ms starts at 1) or rmsprop_keras."
+    )
     # impala.md A10: the original ran TF1's RMSPropOptimizer; Table D.1's epsilon range assumes it.
     learning_rate: float = field(6e-4, "Initial learning rate.")  # Table G.1
     lr_anneal: bool = field(True, "Anneal the learning rate linearly to 0 over --total_frames.")
@@ -89,8 +95,10 @@ class ImpalaConfig:
 
     # --- Replay (Table 2 "with replay", impala.md §6.2, A24) ---------------------------------
     replay: str = field(
-        "queue", "queue (the paper's), queue_with_replay (Table 2), or the other papers' "
-        "patterns: prioritized (Reactor's sequences), sample_k (DiCE/GDI/LBC burn-in items).")
+        "queue",
+        "queue (the paper's), queue_with_replay (Table 2), or the other papers' "
+        "patterns: prioritized (Reactor's sequences), sample_k (DiCE/GDI/LBC burn-in items).",
+    )
     # §5.4: the learner trains on each fresh unroll once; Table 2 adds a replay for its ablation.
     # choice: prioritized and sample_k are not IMPALA's; they run its learner on the other papers'
     # replay patterns (with no priorities written back, prioritized samples uniformly).
@@ -106,7 +114,8 @@ class ImpalaConfig:
     # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
     # learner leaves (benchmarks/throughput.py: ~1.5K vs ~1.25K frames/s for nice 10 vs 0).
     actor_precision: str = field(
-        "float32", "Arithmetic of the actors' and evaluator's network: float32 or bfloat16.")
+        "float32", "Arithmetic of the actors' and evaluator's network: float32 or bfloat16."
+    )
     # choice: float32 as in the paper. bfloat16 (float32 weights, bfloat16 arithmetic) makes
     # acting ~1.6x cheaper on CPUs with AVX512-BF16 (benchmarks/throughput.py); V-trace corrects
     # for it exactly, because actors record the logits they actually sampled from as mu.
@@ -134,33 +143,78 @@ class ImpalaConfig:
 
     def validate(self) -> "ImpalaConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("correction", CORRECTIONS), ("pg_q_estimate", PG_Q_ESTIMATES),
-                              ("network", TORSOS), ("optimizer", OPTIMIZERS),
-                              ("actor_precision", PRECISIONS), ("replay", REPLAYS),
-                              ("eval_policy", EVAL_POLICIES)):
+        for name, allowed in (
+            ("correction", CORRECTIONS),
+            ("pg_q_estimate", PG_Q_ESTIMATES),
+            ("network", TORSOS),
+            ("optimizer", OPTIMIZERS),
+            ("actor_precision", PRECISIONS),
+            ("replay", REPLAYS),
+            ("eval_policy", EVAL_POLICIES),
+        ):
             check_choice(name, getattr(self, name), allowed)
-        check_all(self, "> 0", lambda v: v > 0, (
-            "unroll_length", "batch_size", "learning_rate", "total_frames", "num_actors",
-            "envs_per_actor", "queue_capacity", "params_pull_interval", "publish_interval",
-            "lstm_units", "checkpoint_interval_s", "log_interval_s", "clip_rho_threshold",
-            "clip_pg_rho_threshold", "eval_episodes", "eval_round_episodes",
-            "eval_max_episode_frames", "rmsprop_epsilon", "replay_capacity", "times_sampled"))
-        check_all(self, ">= 0", lambda v: v >= 0, (
-            "baseline_cost", "entropy_cost", "clip_c_threshold", "max_grad_norm",
-            "rmsprop_momentum", "correction_epsilon", "eval_noop_max", "eval_interval_s",
-            "publish_lag", "burn_in"))
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            (
+                "unroll_length",
+                "batch_size",
+                "learning_rate",
+                "total_frames",
+                "num_actors",
+                "envs_per_actor",
+                "queue_capacity",
+                "params_pull_interval",
+                "publish_interval",
+                "lstm_units",
+                "checkpoint_interval_s",
+                "log_interval_s",
+                "clip_rho_threshold",
+                "clip_pg_rho_threshold",
+                "eval_episodes",
+                "eval_round_episodes",
+                "eval_max_episode_frames",
+                "rmsprop_epsilon",
+                "replay_capacity",
+                "times_sampled",
+            ),
+        )
+        check_all(
+            self,
+            ">= 0",
+            lambda v: v >= 0,
+            (
+                "baseline_cost",
+                "entropy_cost",
+                "clip_c_threshold",
+                "max_grad_norm",
+                "rmsprop_momentum",
+                "correction_epsilon",
+                "eval_noop_max",
+                "eval_interval_s",
+                "publish_lag",
+                "burn_in",
+            ),
+        )
         check_all(self, "in (0, 1)", lambda v: 0 < v < 1, ("replay_fraction",))
         check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
-        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1,
-                  ("discount", "rmsprop_decay", "vtrace_lambda"))
+        check_all(
+            self, "in [0, 1]", lambda v: 0 <= v <= 1, ("discount", "rmsprop_decay", "vtrace_lambda")
+        )
         if self.queue_capacity < self.batch_size:
-            raise ValueError(f"--queue_capacity={self.queue_capacity} must be >= "
-                             f"--batch_size={self.batch_size}, or the learner never samples")
+            raise ValueError(
+                f"--queue_capacity={self.queue_capacity} must be >= "
+                f"--batch_size={self.batch_size}, or the learner never samples"
+            )
         if self.replay == "queue_with_replay" and not (
-                1 <= round(self.replay_fraction * self.batch_size) < self.batch_size):
-            raise ValueError(f"--replay_fraction={self.replay_fraction} of --batch_size="
-                             f"{self.batch_size} must leave at least one fresh and one replayed "
-                             "unroll per batch")
+            1 <= round(self.replay_fraction * self.batch_size) < self.batch_size
+        ):
+            raise ValueError(
+                f"--replay_fraction={self.replay_fraction} of --batch_size="
+                f"{self.batch_size} must leave at least one fresh and one replayed "
+                "unroll per batch"
+            )
         return self
 
     @property
@@ -177,7 +231,8 @@ class ImpalaConfig:
         frames = self.batch_size * self.unroll_length * self.frames_per_step
         if self.replay == "queue_with_replay":
             return frames - round(self.replay_fraction * self.batch_size) * (
-                self.unroll_length * self.frames_per_step)
+                self.unroll_length * self.frames_per_step
+            )
         if self.replay == "sample_k":
             return frames // self.times_sampled
         return frames

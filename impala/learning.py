@@ -30,8 +30,14 @@ class RMSProp(tf.Module):
     is also inside the square root), so `initial_mean_square=0` reproduces Keras.
     """
 
-    def __init__(self, decay: float, momentum: float, epsilon: float,
-                 initial_mean_square: float = 1.0, name: str = "rmsprop"):
+    def __init__(
+        self,
+        decay: float,
+        momentum: float,
+        epsilon: float,
+        initial_mean_square: float = 1.0,
+        name: str = "rmsprop",
+    ):
         super().__init__(name=name)
         self.decay = decay
         self.momentum = momentum
@@ -46,18 +52,29 @@ class RMSProp(tf.Module):
             return
         for var in variables:
             name = var.name.split(":")[0]
-            self.mean_squares.append(tf.Variable(
-                tf.fill(var.shape, tf.constant(self.initial_mean_square, var.dtype)),
-                trainable=False, name=f"{name}/ms"))
-            self.moments.append(tf.Variable(tf.zeros_like(var), trainable=False,
-                                            name=f"{name}/mom"))
+            self.mean_squares.append(
+                tf.Variable(
+                    tf.fill(var.shape, tf.constant(self.initial_mean_square, var.dtype)),
+                    trainable=False,
+                    name=f"{name}/ms",
+                )
+            )
+            self.moments.append(
+                tf.Variable(tf.zeros_like(var), trainable=False, name=f"{name}/mom")
+            )
 
-    def apply(self, gradients: Sequence[tf.Tensor], variables: Sequence[tf.Variable],
-              learning_rate: tf.Tensor) -> None:
+    def apply(
+        self,
+        gradients: Sequence[tf.Tensor],
+        variables: Sequence[tf.Variable],
+        learning_rate: tf.Tensor,
+    ) -> None:
         """One update of every variable with its gradient (`build` must have run)."""
         if len(self.mean_squares) != len(variables):
-            raise ValueError(f"optimizer built for {len(self.mean_squares)} variables, "
-                             f"got {len(variables)}; call build(variables) first")
+            raise ValueError(
+                f"optimizer built for {len(self.mean_squares)} variables, "
+                f"got {len(variables)}; call build(variables) first"
+            )
         for grad, var, ms, mom in zip(gradients, variables, self.mean_squares, self.moments):
             lr = tf.cast(learning_rate, var.dtype)
             ms.assign_add((1.0 - self.decay) * (tf.square(grad) - ms))
@@ -68,12 +85,17 @@ class RMSProp(tf.Module):
 def make_optimizer(config: config_lib.ImpalaConfig) -> RMSProp:
     """The optimiser named by `config.optimizer` with the Table G.1 coefficients."""
     initial = {"rmsprop_tf1": 1.0, "rmsprop_keras": 0.0}[config.optimizer]
-    return RMSProp(decay=config.rmsprop_decay, momentum=config.rmsprop_momentum,
-                   epsilon=config.rmsprop_epsilon, initial_mean_square=initial)
+    return RMSProp(
+        decay=config.rmsprop_decay,
+        momentum=config.rmsprop_momentum,
+        epsilon=config.rmsprop_epsilon,
+        initial_mean_square=initial,
+    )
 
 
-def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
-                    ) -> Callable[[dict, tf.Tensor], dict]:
+def make_train_step(
+    network, optimizer: RMSProp, config: config_lib.ImpalaConfig
+) -> Callable[[dict, tf.Tensor], dict]:
     """The compiled learner step `step(batch, frames) -> stats` (one tf.function).
 
     `batch` is an unroll batch from the queue table: time-major [T+1, B, ...] arrays
@@ -88,8 +110,9 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
 
     def step(batch: dict, frames: tf.Tensor) -> dict:
         if config.lr_anneal:
-            learning_rate = schedules.linear_anneal(frames, config.learning_rate,
-                                                    config.total_frames)
+            learning_rate = schedules.linear_anneal(
+                frames, config.learning_rate, config.total_frames
+            )
         else:
             learning_rate = tf.constant(config.learning_rate, tf.float32)
         core_state = batch.get("core_state")
@@ -98,16 +121,22 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
         # Items of the sample-k pattern: burn-in steps first (no gradient), padding masked out.
         mask = batch.get(replay.MASK)
         burn_in = config.burn_in if mask is not None else 0
-        trained = {key: value[burn_in:] for key, value in batch.items()
-                   if key in ("reset", "action", "behaviour_logits", "reward",
-                              "truncation_value", replay.MASK)}
+        trained = {
+            key: value[burn_in:]
+            for key, value in batch.items()
+            if key
+            in ("reset", "action", "behaviour_logits", "reward", "truncation_value", replay.MASK)
+        }
         if mask is not None:
             mask = trained[replay.MASK][:-1]
         with tf.GradientTape() as tape:
             (logits, values), _ = sequences.burn_in_unroll(
-                network.unroll, (batch["observation"], batch["prev_action"],
-                                 batch["prev_reward"], batch["reset"]),
-                core_state, burn_in, batch.get(replay.MASK))
+                network.unroll,
+                (batch["observation"], batch["prev_action"], batch["prev_reward"], batch["reset"]),
+                core_state,
+                burn_in,
+                batch.get(replay.MASK),
+            )
             loss, stats = losses.impala_loss(
                 hparams,
                 target_logits=logits[:-1],
@@ -115,20 +144,24 @@ def make_train_step(network, optimizer: RMSProp, config: config_lib.ImpalaConfig
                 bootstrap_value=values[-1],
                 behaviour_logits=trained["behaviour_logits"][:-1],
                 actions=trained["action"][:-1],
-                rewards=sequences.bootstrapped_rewards(trained["reward"][:-1],
-                                                       trained["truncation_value"][:-1],
-                                                       config.discount),
+                rewards=sequences.bootstrapped_rewards(
+                    trained["reward"][:-1], trained["truncation_value"][:-1], config.discount
+                ),
                 discounts=sequences.discounts_from_resets(
-                    trained["reset"], config.discount,
-                    None if mask is None else trained[replay.MASK]),
-                mask=mask)
+                    trained["reset"],
+                    config.discount,
+                    None if mask is None else trained[replay.MASK],
+                ),
+                mask=mask,
+            )
         gradients = tape.gradient(loss, variables)
         if config.max_grad_norm > 0:
             gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)
         else:
             grad_norm = tf.linalg.global_norm(gradients)
         optimizer.apply(gradients, variables, learning_rate)
-        return dict(stats, **{"optimizer/learning_rate": learning_rate,
-                              "optimizer/grad_norm": grad_norm})
+        return dict(
+            stats, **{"optimizer/learning_rate": learning_rate, "optimizer/grad_norm": grad_norm}
+        )
 
     return tf.function(step, jit_compile=config.jit_compile)

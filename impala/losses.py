@@ -49,9 +49,13 @@ class LossHyperparameters(NamedTuple):
         return cls(**{name: getattr(config, name) for name in cls._fields})
 
 
-def policy_gradient_loss(logits: tf.Tensor, actions: tf.Tensor, advantages: tf.Tensor,
-                         epsilon: float | None = None, mask: tf.Tensor | None = None
-                         ) -> tf.Tensor:
+def policy_gradient_loss(
+    logits: tf.Tensor,
+    actions: tf.Tensor,
+    advantages: tf.Tensor,
+    epsilon: float | None = None,
+    mask: tf.Tensor | None = None,
+) -> tf.Tensor:
     """L_pi = -sum A_s log pi(a_s|x_s) (AC-pi); with `epsilon`, log(pi(a_s|x_s) + eps) (§5.2.2).
 
     The per-step surrogate -sg(A_s) log pi(a_s|x_s) is `common.policies.policy_gradient_loss`;
@@ -84,26 +88,40 @@ def _sum(per_step: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
     return tf.reduce_sum(per_step) if mask is None else sequences.masked_sum(per_step, mask)
 
 
-def off_policy_targets(hparams: LossHyperparameters, log_rhos: tf.Tensor, discounts: tf.Tensor,
-                       rewards: tf.Tensor, values: tf.Tensor,
-                       bootstrap_value: tf.Tensor) -> returns.VTraceReturns:
+def off_policy_targets(
+    hparams: LossHyperparameters,
+    log_rhos: tf.Tensor,
+    discounts: tf.Tensor,
+    rewards: tf.Tensor,
+    values: tf.Tensor,
+    bootstrap_value: tf.Tensor,
+) -> returns.VTraceReturns:
     """(v_s, A_s) of the chosen correction (§5.2.2; table in the module docstring).
 
     All inputs are time-major [T, B] ([B] for the bootstrap value); outputs carry no gradient.
     """
     if hparams.correction not in config_lib.CORRECTIONS:
-        raise ValueError(f"correction={hparams.correction!r} is not one of "
-                         f"{', '.join(config_lib.CORRECTIONS)}")
+        raise ValueError(
+            f"correction={hparams.correction!r} is not one of {', '.join(config_lib.CORRECTIONS)}"
+        )
     if hparams.pg_q_estimate not in config_lib.PG_Q_ESTIMATES:
-        raise ValueError(f"pg_q_estimate={hparams.pg_q_estimate!r} is not one of "
-                         f"{', '.join(config_lib.PG_Q_ESTIMATES)}")
+        raise ValueError(
+            f"pg_q_estimate={hparams.pg_q_estimate!r} is not one of "
+            f"{', '.join(config_lib.PG_Q_ESTIMATES)}"
+        )
     corrected = hparams.correction == "vtrace"
     # Without correction, V-trace with every ratio set to 1 is the on-policy n-step target, Eq. (2).
     vs, pg_advantages = returns.vtrace(
-        log_rhos if corrected else tf.zeros_like(log_rhos), discounts, rewards, values,
-        bootstrap_value, clip_rho_threshold=hparams.clip_rho_threshold,
+        log_rhos if corrected else tf.zeros_like(log_rhos),
+        discounts,
+        rewards,
+        values,
+        bootstrap_value,
+        clip_rho_threshold=hparams.clip_rho_threshold,
         clip_pg_rho_threshold=hparams.clip_pg_rho_threshold,
-        clip_c_threshold=hparams.clip_c_threshold, lambda_=hparams.vtrace_lambda)
+        clip_c_threshold=hparams.clip_c_threshold,
+        lambda_=hparams.vtrace_lambda,
+    )
     weights = tf.minimum(hparams.clip_pg_rho_threshold, tf.exp(log_rhos))
     if hparams.pg_q_estimate == "baseline":  # App. E.3: q_s = r_s + gamma_s V(x_{s+1}).
         values_tp1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
@@ -113,8 +131,9 @@ def off_policy_targets(hparams: LossHyperparameters, log_rhos: tf.Tensor, discou
         pg_advantages = q_minus_v
     elif hparams.correction == "one_step_is":  # §5.2.2: "multiply the advantage ... by the weight"
         pg_advantages *= weights
-    return returns.VTraceReturns(vs=tf.stop_gradient(vs),
-                                 pg_advantages=tf.stop_gradient(pg_advantages))
+    return returns.VTraceReturns(
+        vs=tf.stop_gradient(vs), pg_advantages=tf.stop_gradient(pg_advantages)
+    )
 
 
 class LossOutputs(NamedTuple):
@@ -122,10 +141,17 @@ class LossOutputs(NamedTuple):
     stats: dict[str, tf.Tensor]
 
 
-def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: tf.Tensor,
-                bootstrap_value: tf.Tensor, behaviour_logits: tf.Tensor, actions: tf.Tensor,
-                rewards: tf.Tensor, discounts: tf.Tensor, mask: tf.Tensor | None = None
-                ) -> LossOutputs:
+def impala_loss(
+    hparams: LossHyperparameters,
+    target_logits: tf.Tensor,
+    values: tf.Tensor,
+    bootstrap_value: tf.Tensor,
+    behaviour_logits: tf.Tensor,
+    actions: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    mask: tf.Tensor | None = None,
+) -> LossOutputs:
     """L = L_pi + baseline_cost L_V + entropy_cost L_H of one batch (§4.2, impala.md §2.9).
 
     Args:
@@ -144,8 +170,9 @@ def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: 
       The summed loss and diagnostic scalars (loss terms, importance-ratio statistics).
     """
     log_rhos = returns.log_rhos_from_logits(target_logits, behaviour_logits, actions)
-    vs, pg_advantages = off_policy_targets(hparams, log_rhos, discounts, rewards, values,
-                                           bootstrap_value)
+    vs, pg_advantages = off_policy_targets(
+        hparams, log_rhos, discounts, rewards, values, bootstrap_value
+    )
     epsilon = hparams.correction_epsilon if hparams.correction == "eps_correction" else None
     pg = policy_gradient_loss(target_logits, actions, pg_advantages, epsilon, mask)
     baseline = baseline_loss(vs, values, mask)
@@ -157,14 +184,18 @@ def impala_loss(hparams: LossHyperparameters, target_logits: tf.Tensor, values: 
         "loss/policy_gradient": pg,
         "loss/baseline": baseline,
         "loss/entropy": entropy,
-        "policy/entropy_per_step": -entropy / (tf.cast(tf.size(rewards), tf.float32)
-                                               if mask is None
-                                               else tf.maximum(tf.reduce_sum(mask), 1.0)),
+        "policy/entropy_per_step": -entropy
+        / (
+            tf.cast(tf.size(rewards), tf.float32)
+            if mask is None
+            else tf.maximum(tf.reduce_sum(mask), 1.0)
+        ),
         "importance/rho_mean": tf.reduce_mean(rhos),
         "importance/rho_min": tf.reduce_min(rhos),
         "importance/rho_max": tf.reduce_max(rhos),
         "importance/rho_clipped_fraction": tf.reduce_mean(
-            tf.cast(rhos > hparams.clip_rho_threshold, tf.float32)),
+            tf.cast(rhos > hparams.clip_rho_threshold, tf.float32)
+        ),
         "values/vs_mean": tf.reduce_mean(vs),
         "values/value_mean": tf.reduce_mean(values),
         "values/advantage_abs_mean": tf.reduce_mean(tf.abs(pg_advantages)),

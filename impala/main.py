@@ -28,18 +28,26 @@ def make_replay(config: config_lib.ImpalaConfig):
     """The queue of §5.4, Table 2's queue plus uniform replay (impala.md §6.2, A24), or another
     paper's pattern with IMPALA's learner (config.replay)."""
     from common import patterns
+
     length, capacity = config.unroll_length, config.replay_capacity
     pattern = {
         "queue": lambda: patterns.Queue(length=length, capacity=config.queue_capacity),
         "queue_with_replay": lambda: patterns.QueueWithReplay(
-            length=length, capacity=config.queue_capacity, replay_capacity=capacity,
-            replay_fraction=config.replay_fraction),
-        "prioritized": lambda: patterns.Prioritized(length=length, capacity=capacity,
-                                                    min_size=config.batch_size),
-        "sample_k": lambda: patterns.SampleK(length=length, capacity=capacity,
-                                             burn_in=config.burn_in,
-                                             times_sampled=config.times_sampled,
-                                             min_size=config.batch_size),
+            length=length,
+            capacity=config.queue_capacity,
+            replay_capacity=capacity,
+            replay_fraction=config.replay_fraction,
+        ),
+        "prioritized": lambda: patterns.Prioritized(
+            length=length, capacity=capacity, min_size=config.batch_size
+        ),
+        "sample_k": lambda: patterns.SampleK(
+            length=length,
+            capacity=capacity,
+            burn_in=config.burn_in,
+            times_sampled=config.times_sampled,
+            min_size=config.batch_size,
+        ),
     }[config.replay]()
     pattern.validate()
     return pattern
@@ -56,11 +64,11 @@ def build_agent(config: config_lib.ImpalaConfig):
         make_policy=functools.partial(impala_acting.make_policy, config),
         policy_extras=impala_acting.policy_extras,
         make_learner=functools.partial(make_learner, config),
-        core_state_spec=networks.core_state_spec(config))
+        core_state_spec=networks.core_state_spec(config),
+    )
 
 
-def build_experiment(config: config_lib.ImpalaConfig, logdir: str,
-                     replay_port: int | None = None):
+def build_experiment(config: config_lib.ImpalaConfig, logdir: str, replay_port: int | None = None):
     """The launcher's description of an IMPALA run (imports TensorFlow)."""
     from common import acting
     from common import launch
@@ -71,27 +79,43 @@ def build_experiment(config: config_lib.ImpalaConfig, logdir: str,
     evaluator = None
     if config.eval_interval_s > 0:
         evaluator = acting.EvaluatorSettings(
-            env=config.env, protocol=impala_acting.evaluation_protocol(config),
+            env=config.env,
+            protocol=impala_acting.evaluation_protocol(config),
             num_envs=min(config.eval_round_episodes, config.envs_per_actor),
-            round_episodes=config.eval_round_episodes, final_episodes=config.eval_episodes,
-            interval_s=config.eval_interval_s, frames_per_learner_step=config.frames_per_batch,
-            greedy=config.eval_policy == "greedy", seed=config.seed + 10_000,
-            niceness=config.actor_niceness)
+            round_episodes=config.eval_round_episodes,
+            final_episodes=config.eval_episodes,
+            interval_s=config.eval_interval_s,
+            frames_per_learner_step=config.frames_per_batch,
+            greedy=config.eval_policy == "greedy",
+            seed=config.seed + 10_000,
+            niceness=config.actor_niceness,
+        )
     return launch.Experiment(
         agent=build_agent(config),
         actor=acting.ActorSettings(
-            env=config.env, num_envs=config.envs_per_actor, seed=config.seed,
-            params_pull_interval=config.params_pull_interval, protocol=protocol,
-            state_dir=logdir, niceness=config.actor_niceness),
+            env=config.env,
+            num_envs=config.envs_per_actor,
+            seed=config.seed,
+            params_pull_interval=config.params_pull_interval,
+            protocol=protocol,
+            state_dir=logdir,
+            niceness=config.actor_niceness,
+        ),
         num_actors=config.num_actors,
         learner=learning.LearnerSettings(
-            logdir=logdir, total_frames=config.total_frames,
-            frames_per_batch=config.frames_per_batch, batch_size=config.batch_size,
-            publish_interval=config.publish_interval, publish_lag=config.publish_lag,
+            logdir=logdir,
+            total_frames=config.total_frames,
+            frames_per_batch=config.frames_per_batch,
+            batch_size=config.batch_size,
+            publish_interval=config.publish_interval,
+            publish_lag=config.publish_lag,
             checkpoint_interval_s=config.checkpoint_interval_s,
-            log_interval_s=config.log_interval_s, name=f"impala {config.env}"),
+            log_interval_s=config.log_interval_s,
+            name=f"impala {config.env}",
+        ),
         evaluator=evaluator,
-        replay_port=replay_port)
+        replay_port=replay_port,
+    )
 
 
 def make_learner(config: config_lib.ImpalaConfig, spec):
@@ -106,19 +130,24 @@ def make_learner(config: config_lib.ImpalaConfig, spec):
     optimizer = learning.make_optimizer(config)
     train_step = learning.make_train_step(network, optimizer, config)
     return common_learning.LearnerParts(
-        train_step=train_step, checkpointables={"network": network, "optimizer": optimizer},
-        acting_variables=network.variables)
+        train_step=train_step,
+        checkpointables={"network": network, "optimizer": optimizer},
+        acting_variables=network.variables,
+    )
 
 
 def tf_seed(seed: int) -> None:
     import tensorflow as tf
+
     tf.random.set_seed(seed)
 
 
 def describe(config: config_lib.ImpalaConfig) -> str:
-    return (f"{config.num_actors} actors x {config.envs_per_actor} envs, {config.network} net, "
-            f"{config.correction}, batch {config.batch_size}x{config.unroll_length}, "
-            f"{config.total_frames:,} frames")
+    return (
+        f"{config.num_actors} actors x {config.envs_per_actor} envs, {config.network} net, "
+        f"{config.correction}, batch {config.batch_size}x{config.unroll_length}, "
+        f"{config.total_frames:,} frames"
+    )
 
 
 PAPER = cli.Paper(

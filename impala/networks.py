@@ -11,8 +11,9 @@ from impala import config as config_lib
 
 
 def make_network(config: config_lib.ImpalaConfig, num_actions: int) -> networks.ActorCriticNet:
-    return networks.ActorCriticNet(num_actions, torso=config.network, use_lstm=config.use_lstm,
-                              lstm_units=config.lstm_units)
+    return networks.ActorCriticNet(
+        num_actions, torso=config.network, use_lstm=config.use_lstm, lstm_units=config.lstm_units
+    )
 
 
 def core_state_spec(config: config_lib.ImpalaConfig):
@@ -20,5 +21,7 @@ def core_state_spec(config: config_lib.ImpalaConfig):
     impala.md §5.1), or None for the feed-forward Atari nets."""
     if not config.use_lstm:
         return None
-    return (tf.TensorSpec([config.lstm_units], tf.float32),
-            tf.TensorSpec([config.lstm_units], tf.float32))
+    return (
+        tf.TensorSpec([config.lstm_units], tf.float32),
+        tf.TensorSpec([config.lstm_units], tf.float32),
+    )

@@ -20,9 +20,17 @@ import dataclasses
 import math
 from typing import Any
 
-from common.config import (ATARI_TORSOS, RETRACE_FORMS, REWARD_TRANSFORMS,
-                           atari_protocol_overrides, check_all, check_choice, check_tuple, field,
-                           prefixed_kwargs)
+from common.config import (
+    ATARI_TORSOS,
+    RETRACE_FORMS,
+    REWARD_TRANSFORMS,
+    atari_protocol_overrides,
+    check_all,
+    check_choice,
+    check_tuple,
+    field,
+    prefixed_kwargs,
+)
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
 # life information not allowed, no reward clipping (Table 3); the fields below set the rest.
@@ -57,10 +65,12 @@ class LbcConfig:
 
     # --- Policy population H (§5.1.2, Table 3) -------------------------------------------------
     discounts: tuple[float, ...] = field(
-        (0.997, 0.999, 0.99), "gamma_i of each learned network.")  # Table 3 gamma_1..gamma_3
+        (0.997, 0.999, 0.99), "gamma_i of each learned network."
+    )  # Table 3 gamma_1..gamma_3
     reward_shapings: tuple[str, ...] = field(
         ("value_rescaling", "asymmetric_log", "optimistic_asymmetric"),
-        "RS_i of each learned network (common.transforms names).")
+        "RS_i of each learned network (common.transforms names).",
+    )
     # Table 3 RS_1 = sign(x)(sqrt(|x|+1) - 1) + 0.001 x, RS_2 = log scaling,
     # RS_3 = 0.3 min(tanh x, 0) + 5 max(tanh x, 0).
 
@@ -137,7 +147,8 @@ class LbcConfig:
     bandit_num_bandits: int = field(7, "Bandits per population.")  # Table 3 "Population Num. 7"
     bandit_top_d: int = field(4, "Arms each bandit votes for.")  # Table 3 "D of Top-D 4"
     bandit_ucb_range: tuple[float, float] = field(
-        (0.5, 1.5), "Each bandit's UCB c is uniform in this range ((0, 0): w/o UCB).")
+        (0.5, 1.5), "Each bandit's UCB c is uniform in this range ((0, 0): w/o UCB)."
+    )
     # Table 3 "UCB c Uniformly sampled from [0.5, 1.5]"; App. K.3 "without the UCB item".
     bandit_replace_every: int = field(50, "Episodes between replacements of one bandit.")
     # Table 3 "Replacement Interval T_replace 50".
@@ -161,47 +172,112 @@ class LbcConfig:
 
     def validate(self) -> "LbcConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("network", ATARI_TORSOS), ("retrace_form", RETRACE_FORMS),
-                              ("q_centering", Q_CENTERINGS), ("pg_advantage", PG_ADVANTAGES),
-                              ("reuse_mode", REUSE_MODES), ("controller_scope", CONTROLLER_SCOPES),
-                              ("eval_policy", EVAL_POLICIES),
-                              ("bandit_eta_space", BANDIT_ETA_SPACES),
-                              ("bandit_pick", BANDIT_PICKS), ("bandit_ucb_sum", BANDIT_UCB_SUMS),
-                              ("bandit_selection", BANDIT_SELECTIONS)):
+        for name, allowed in (
+            ("network", ATARI_TORSOS),
+            ("retrace_form", RETRACE_FORMS),
+            ("q_centering", Q_CENTERINGS),
+            ("pg_advantage", PG_ADVANTAGES),
+            ("reuse_mode", REUSE_MODES),
+            ("controller_scope", CONTROLLER_SCOPES),
+            ("eval_policy", EVAL_POLICIES),
+            ("bandit_eta_space", BANDIT_ETA_SPACES),
+            ("bandit_pick", BANDIT_PICKS),
+            ("bandit_ucb_sum", BANDIT_UCB_SUMS),
+            ("bandit_selection", BANDIT_SELECTIONS),
+        ):
             check_choice(name, getattr(self, name), allowed)
-        check_tuple(self, "discounts", "numbers in [0, 1]",
-                     lambda v: isinstance(v, (int, float)) and 0 <= v <= 1)
-        check_tuple(self, "reward_shapings", f"names in {', '.join(REWARD_TRANSFORMS)}",
-                     lambda v: v in REWARD_TRANSFORMS)
-        check_all(self, "> 0", lambda v: v > 0, (
-            "total_frames", "max_episode_frames", "lstm_units", "learning_rate", "adam_epsilon",
-            "batch_size", "sequence_length", "times_sampled", "replay_capacity", "num_actors",
-            "envs_per_actor", "params_pull_interval", "publish_interval", "clip_rho_threshold",
-            "bandit_num_policies", "bandit_eta_max", "bandit_eta_acc", "bandit_omega_acc",
-            "bandit_num_bandits", "bandit_top_d", "bandit_replace_every", "eval_episodes"))
-        check_all(self, ">= 0", lambda v: v >= 0, (
-            "noop_max", "head_hidden", "aux_forward_weight", "aux_inverse_weight",
-            "v_loss_scale", "q_loss_scale", "pi_loss_scale", "clip_c_threshold", "warmup_steps",
-            "weight_decay", "max_grad_norm", "burn_in"))
-        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
-            "sticky_action_probability", "adam_beta1", "adam_beta2"))
+        check_tuple(
+            self,
+            "discounts",
+            "numbers in [0, 1]",
+            lambda v: isinstance(v, (int, float)) and 0 <= v <= 1,
+        )
+        check_tuple(
+            self,
+            "reward_shapings",
+            f"names in {', '.join(REWARD_TRANSFORMS)}",
+            lambda v: v in REWARD_TRANSFORMS,
+        )
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            (
+                "total_frames",
+                "max_episode_frames",
+                "lstm_units",
+                "learning_rate",
+                "adam_epsilon",
+                "batch_size",
+                "sequence_length",
+                "times_sampled",
+                "replay_capacity",
+                "num_actors",
+                "envs_per_actor",
+                "params_pull_interval",
+                "publish_interval",
+                "clip_rho_threshold",
+                "bandit_num_policies",
+                "bandit_eta_max",
+                "bandit_eta_acc",
+                "bandit_omega_acc",
+                "bandit_num_bandits",
+                "bandit_top_d",
+                "bandit_replace_every",
+                "eval_episodes",
+            ),
+        )
+        check_all(
+            self,
+            ">= 0",
+            lambda v: v >= 0,
+            (
+                "noop_max",
+                "head_hidden",
+                "aux_forward_weight",
+                "aux_inverse_weight",
+                "v_loss_scale",
+                "q_loss_scale",
+                "pi_loss_scale",
+                "clip_c_threshold",
+                "warmup_steps",
+                "weight_decay",
+                "max_grad_norm",
+                "burn_in",
+            ),
+        )
+        check_all(
+            self,
+            "in [0, 1]",
+            lambda v: 0 <= v <= 1,
+            ("sticky_action_probability", "adam_beta1", "adam_beta2"),
+        )
         low, high = self.bandit_ucb_range
         if not 0 <= low <= high:
-            raise ValueError(f"--bandit_ucb_range={self.bandit_ucb_range!r} must satisfy "
-                             "0 <= low <= high")
+            raise ValueError(
+                f"--bandit_ucb_range={self.bandit_ucb_range!r} must satisfy 0 <= low <= high"
+            )
         if len(self.reward_shapings) != len(self.discounts):
-            raise ValueError(f"--reward_shapings={self.reward_shapings!r} needs one entry per "
-                             f"--discounts={self.discounts!r} (one per network)")
+            raise ValueError(
+                f"--reward_shapings={self.reward_shapings!r} needs one entry per "
+                f"--discounts={self.discounts!r} (one per network)"
+            )
         if len(self.discounts) not in (1, self.bandit_num_policies):
-            raise ValueError(f"--discounts={self.discounts!r} must have 1 entry (Reducing H) or "
-                             f"--bandit_num_policies={self.bandit_num_policies}")
+            raise ValueError(
+                f"--discounts={self.discounts!r} must have 1 entry (Reducing H) or "
+                f"--bandit_num_policies={self.bandit_num_policies}"
+            )
         if self.bandit_factorized and self.bandit_top_d > min(self.axis_arms):
             # Algorithm 1: each bandit votes for top_d distinct arms of its 1-D axis.
-            raise ValueError(f"--bandit_top_d={self.bandit_top_d} exceeds the arms of an axis: "
-                             f"{self.axis_arms} (tau_i, omega_i)")
+            raise ValueError(
+                f"--bandit_top_d={self.bandit_top_d} exceeds the arms of an axis: "
+                f"{self.axis_arms} (tau_i, omega_i)"
+            )
         if self.replay_capacity < self.batch_size:
-            raise ValueError(f"--replay_capacity={self.replay_capacity} must be >= "
-                             f"--batch_size={self.batch_size}, or the learner never samples")
+            raise ValueError(
+                f"--replay_capacity={self.replay_capacity} must be >= "
+                f"--batch_size={self.batch_size}, or the learner never samples"
+            )
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:
@@ -217,10 +293,15 @@ class LbcConfig:
     def axis_arms(self) -> tuple[int, int]:
         """Arms of one tau_i axis and one omega_i axis, as LbcController cuts them (Table 3 in
         log1p space: 20 and 10; linear: 273 and 10, lbc.md §2.5)."""
-        tau_hi = math.log(self.bandit_eta_max) if self.bandit_eta_space == "log1p" else (
-            self.bandit_eta_max)
-        return (math.ceil(tau_hi / self.bandit_eta_acc - 1e-9),
-                math.ceil(1 / self.bandit_omega_acc - 1e-9))
+        tau_hi = (
+            math.log(self.bandit_eta_max)
+            if self.bandit_eta_space == "log1p"
+            else (self.bandit_eta_max)
+        )
+        return (
+            math.ceil(tau_hi / self.bandit_eta_acc - 1e-9),
+            math.ceil(1 / self.bandit_omega_acc - 1e-9),
+        )
 
     @property
     def num_envs(self) -> int:

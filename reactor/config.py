@@ -13,8 +13,14 @@ milliseconds.
 import dataclasses
 from typing import Any
 
-from common.config import (RETRACE_FORMS, REWARD_TRANSFORMS, atari_protocol_overrides, check_all,
-                           check_choice, field)
+from common.config import (
+    RETRACE_FORMS,
+    REWARD_TRANSFORMS,
+    atari_protocol_overrides,
+    check_all,
+    check_choice,
+    field,
+)
 
 # The common.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1 "the same
 # as DQN, including 4 action repeats"), raw rewards (the learner clips, `reward_shaping`) and no
@@ -136,40 +142,81 @@ class ReactorConfig:
 
     def validate(self) -> "ReactorConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (("reward_shaping", REWARD_TRANSFORMS),
-                              ("retrace_form", RETRACE_FORMS),
-                              ("policy_gradient", POLICY_GRADIENTS),
-                              ("trace_policy", TRACE_POLICIES),
-                              ("replay_lstm_state", REPLAY_LSTM_STATES),
-                              ("prioritisation", PRIORITISATIONS),
-                              ("eval_policy", EVAL_POLICIES)):
+        for name, allowed in (
+            ("reward_shaping", REWARD_TRANSFORMS),
+            ("retrace_form", RETRACE_FORMS),
+            ("policy_gradient", POLICY_GRADIENTS),
+            ("trace_policy", TRACE_POLICIES),
+            ("replay_lstm_state", REPLAY_LSTM_STATES),
+            ("prioritisation", PRIORITISATIONS),
+            ("eval_policy", EVAL_POLICIES),
+        ):
             check_choice(name, getattr(self, name), allowed)
-        check_all(self, "> 0", lambda v: v > 0, (
-            "total_frames", "frame_stack", "max_episode_frames", "target_update_period",
-            "learning_rate", "adam_epsilon", "batch_size", "sequence_stride", "replay_capacity",
-            "acting_steps_per_learner_step", "num_actors", "envs_per_actor",
-            "params_pull_interval", "publish_interval", "eval_episodes"))
-        check_all(self, ">= 0", lambda v: v >= 0, (
-            "noop_max", "clip_c_threshold", "entropy_cost", "max_grad_norm", "priority_floor"))
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            (
+                "total_frames",
+                "frame_stack",
+                "max_episode_frames",
+                "target_update_period",
+                "learning_rate",
+                "adam_epsilon",
+                "batch_size",
+                "sequence_stride",
+                "replay_capacity",
+                "acting_steps_per_learner_step",
+                "num_actors",
+                "envs_per_actor",
+                "params_pull_interval",
+                "publish_interval",
+                "eval_episodes",
+            ),
+        )
+        check_all(
+            self,
+            ">= 0",
+            lambda v: v >= 0,
+            ("noop_max", "clip_c_threshold", "entropy_cost", "max_grad_norm", "priority_floor"),
+        )
         check_all(self, ">= 1", lambda v: v >= 1, ("beta_loo_c", "tislr_c"))
-        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, (
-            "sticky_action_probability", "policy_epsilon", "discount", "retrace_lambda",
-            "adam_beta1", "adam_beta2", "priority_exponent", "replay_uniform_epsilon",
-            "importance_exponent"))
+        check_all(
+            self,
+            "in [0, 1]",
+            lambda v: 0 <= v <= 1,
+            (
+                "sticky_action_probability",
+                "policy_epsilon",
+                "discount",
+                "retrace_lambda",
+                "adam_beta1",
+                "adam_beta2",
+                "priority_exponent",
+                "replay_uniform_epsilon",
+                "importance_exponent",
+            ),
+        )
         if self.num_atoms < 2:
             raise ValueError(f"--num_atoms={self.num_atoms} must be >= 2")
         if not self.v_min < self.v_max:
             raise ValueError(f"--v_min={self.v_min} must be < --v_max={self.v_max}")
         if self.sequence_length < 2:
-            raise ValueError(f"--sequence_length={self.sequence_length} must be >= 2 "
-                             "(frames: at least one transition and its bootstrap frame)")
+            raise ValueError(
+                f"--sequence_length={self.sequence_length} must be >= 2 "
+                "(frames: at least one transition and its bootstrap frame)"
+            )
         if self.sequence_stride > self.sequence_length - 1:
-            raise ValueError(f"--sequence_stride={self.sequence_stride} must be <= "
-                             f"--sequence_length - 1 = {self.sequence_length - 1}, "
-                             "or some transitions are never trained")
+            raise ValueError(
+                f"--sequence_stride={self.sequence_stride} must be <= "
+                f"--sequence_length - 1 = {self.sequence_length - 1}, "
+                "or some transitions are never trained"
+            )
         if self.replay_capacity < self.batch_size:
-            raise ValueError(f"--replay_capacity={self.replay_capacity} must be >= "
-                             f"--batch_size={self.batch_size}, or the learner never samples")
+            raise ValueError(
+                f"--replay_capacity={self.replay_capacity} must be >= "
+                f"--batch_size={self.batch_size}, or the learner never samples"
+            )
         return self
 
     def protocol_overrides(self) -> dict[str, Any]:

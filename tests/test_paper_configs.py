@@ -21,11 +21,17 @@ from lbc import config as lbc_config
 from reactor import config as reactor_config
 
 MODULES = (reactor_config, dice_config, gdi_config, lbc_config)
-CONFIGS = {reactor_config: reactor_config.ReactorConfig, dice_config: dice_config.DiceConfig,
-           gdi_config: gdi_config.GdiConfig, lbc_config: lbc_config.LbcConfig}
-CONTROLLERS = {dice_config.DiceConfig: bandits.DiceController,
-               gdi_config.GdiConfig: bandits.GdiController,
-               lbc_config.LbcConfig: bandits.LbcController}
+CONFIGS = {
+    reactor_config: reactor_config.ReactorConfig,
+    dice_config: dice_config.DiceConfig,
+    gdi_config: gdi_config.GdiConfig,
+    lbc_config: lbc_config.LbcConfig,
+}
+CONTROLLERS = {
+    dice_config.DiceConfig: bandits.DiceController,
+    gdi_config.GdiConfig: bandits.GdiController,
+    lbc_config.LbcConfig: bandits.LbcController,
+}
 
 
 def _module_id(module) -> str:
@@ -39,6 +45,7 @@ def module(request):
 
 # ----------------------------------------------------------------------------- defaults and flags
 
+
 def test_defaults_validate_and_every_field_has_help(module):
     config = CONFIGS[module]()
     assert config.validate() is config
@@ -47,46 +54,84 @@ def test_defaults_validate_and_every_field_has_help(module):
 
 
 def test_configs_import_without_tensorflow_or_gymnasium():
-    code = ("import sys, reactor.config, dice.config, gdi.config, lbc.config; "
-            "print(sorted(m for m in ('tensorflow', 'gymnasium', 'ale_py') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+    code = (
+        "import sys, reactor.config, dice.config, gdi.config, lbc.config; "
+        "print(sorted(m for m in ('tensorflow', 'gymnasium', 'ale_py') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("config_class, overrides, message", [
-    (reactor_config.ReactorConfig, dict(retrace_form="munos"), "--retrace_form='munos' is not one"),
-    (reactor_config.ReactorConfig, dict(v_min=10.0), "--v_min=10.0 must be < --v_max=10.0"),
-    (reactor_config.ReactorConfig, dict(beta_loo_c=0.5), "--beta_loo_c=0.5 must be >= 1"),
-    (reactor_config.ReactorConfig, dict(prioritisation="per"), "--prioritisation='per'"),
-    (reactor_config.ReactorConfig, dict(sequence_stride=33), "--sequence_stride=33 must be <="),
-    (reactor_config.ReactorConfig, dict(replay_uniform_epsilon=2.0),
-     "--replay_uniform_epsilon=2.0 must be in"),
-    (dice_config.DiceConfig, dict(reward_shaping="log"), "--reward_shaping='log' is not one"),
-    (dice_config.DiceConfig, dict(discount=1.5), "--discount=1.5 must be in"),
-    (dice_config.DiceConfig, dict(bandit_num_candidates=51),
-     "--bandit_num_candidates=51 must be <= --bandit_num_blocks=50"),
-    (dice_config.DiceConfig, dict(bandit_widths=()), "--bandit_widths=.. must be a non-empty"),
-    (dice_config.DiceConfig, dict(bandit_selection="uniform"),
-     "--eval_policy=best_region needs --bandit_selection=bandits"),
-    (dice_config.DiceConfig, dict(replay_capacity=32), "--replay_capacity=32 must be >="),
-    (gdi_config.GdiConfig, dict(variant="h4"), "--variant='h4' is not one of i3, h3"),
-    (gdi_config.GdiConfig, dict(reward_shaping_2="quartic"), "--reward_shaping_2='quartic'"),
-    (gdi_config.GdiConfig, dict(bandit_num_candidates=11),
-     r"--bandit_num_candidates=11 exceeds the blocks of an axis: \(50, 50, 10\)"),
-    (gdi_config.GdiConfig, dict(bandit_tile_offset_percent=(60.0, 0.0)),
-     "--bandit_tile_offset_percent="),
-    (gdi_config.GdiConfig, dict(fixed_epsilon=-0.1), "--fixed_epsilon=-0.1 must be in"),
-    (lbc_config.LbcConfig, dict(discounts=(0.997, 0.999)),
-     "--reward_shapings=.* needs one entry per --discounts"),
-    (lbc_config.LbcConfig, dict(discounts=(0.99,) * 2, reward_shapings=("clip",) * 2),
-     "--discounts=.* must have 1 entry .Reducing H. or --bandit_num_policies=3"),
-    (lbc_config.LbcConfig, dict(reward_shapings=("h", "clip", "clip")), "--reward_shapings="),
-    (lbc_config.LbcConfig, dict(bandit_top_d=11),
-     r"--bandit_top_d=11 exceeds the arms of an axis: \(20, 10\)"),
-    (lbc_config.LbcConfig, dict(bandit_ucb_range=(1.5, 0.5)), "--bandit_ucb_range="),
-    (lbc_config.LbcConfig, dict(bandit_replace_every=0), "--bandit_replace_every=0 must be > 0"),
-])
+@pytest.mark.parametrize(
+    "config_class, overrides, message",
+    [
+        (
+            reactor_config.ReactorConfig,
+            dict(retrace_form="munos"),
+            "--retrace_form='munos' is not one",
+        ),
+        (reactor_config.ReactorConfig, dict(v_min=10.0), "--v_min=10.0 must be < --v_max=10.0"),
+        (reactor_config.ReactorConfig, dict(beta_loo_c=0.5), "--beta_loo_c=0.5 must be >= 1"),
+        (reactor_config.ReactorConfig, dict(prioritisation="per"), "--prioritisation='per'"),
+        (reactor_config.ReactorConfig, dict(sequence_stride=33), "--sequence_stride=33 must be <="),
+        (
+            reactor_config.ReactorConfig,
+            dict(replay_uniform_epsilon=2.0),
+            "--replay_uniform_epsilon=2.0 must be in",
+        ),
+        (dice_config.DiceConfig, dict(reward_shaping="log"), "--reward_shaping='log' is not one"),
+        (dice_config.DiceConfig, dict(discount=1.5), "--discount=1.5 must be in"),
+        (
+            dice_config.DiceConfig,
+            dict(bandit_num_candidates=51),
+            "--bandit_num_candidates=51 must be <= --bandit_num_blocks=50",
+        ),
+        (dice_config.DiceConfig, dict(bandit_widths=()), "--bandit_widths=.. must be a non-empty"),
+        (
+            dice_config.DiceConfig,
+            dict(bandit_selection="uniform"),
+            "--eval_policy=best_region needs --bandit_selection=bandits",
+        ),
+        (dice_config.DiceConfig, dict(replay_capacity=32), "--replay_capacity=32 must be >="),
+        (gdi_config.GdiConfig, dict(variant="h4"), "--variant='h4' is not one of i3, h3"),
+        (gdi_config.GdiConfig, dict(reward_shaping_2="quartic"), "--reward_shaping_2='quartic'"),
+        (
+            gdi_config.GdiConfig,
+            dict(bandit_num_candidates=11),
+            r"--bandit_num_candidates=11 exceeds the blocks of an axis: \(50, 50, 10\)",
+        ),
+        (
+            gdi_config.GdiConfig,
+            dict(bandit_tile_offset_percent=(60.0, 0.0)),
+            "--bandit_tile_offset_percent=",
+        ),
+        (gdi_config.GdiConfig, dict(fixed_epsilon=-0.1), "--fixed_epsilon=-0.1 must be in"),
+        (
+            lbc_config.LbcConfig,
+            dict(discounts=(0.997, 0.999)),
+            "--reward_shapings=.* needs one entry per --discounts",
+        ),
+        (
+            lbc_config.LbcConfig,
+            dict(discounts=(0.99,) * 2, reward_shapings=("clip",) * 2),
+            "--discounts=.* must have 1 entry .Reducing H. or --bandit_num_policies=3",
+        ),
+        (lbc_config.LbcConfig, dict(reward_shapings=("h", "clip", "clip")), "--reward_shapings="),
+        (
+            lbc_config.LbcConfig,
+            dict(bandit_top_d=11),
+            r"--bandit_top_d=11 exceeds the arms of an axis: \(20, 10\)",
+        ),
+        (lbc_config.LbcConfig, dict(bandit_ucb_range=(1.5, 0.5)), "--bandit_ucb_range="),
+        (
+            lbc_config.LbcConfig,
+            dict(bandit_replace_every=0),
+            "--bandit_replace_every=0 must be > 0",
+        ),
+    ],
+)
 def test_validate_names_the_flag(config_class, overrides, message):
     with pytest.raises(ValueError, match=message):
         config_class(**overrides).validate()
@@ -97,17 +142,21 @@ def test_validate_names_the_flag(config_class, overrides, message):
 # The fields that name a reward transform, a Retrace form or a torso, per config; each must accept
 # exactly the names common.config lists (the ones the TensorFlow modules implement).
 NAMED_FIELDS = {
-    reactor_config: dict(reward_shaping=common_config.REWARD_TRANSFORMS,
-                         retrace_form=common_config.RETRACE_FORMS),
-    dice_config: dict(reward_shaping=common_config.REWARD_TRANSFORMS,
-                      retrace_form=common_config.RETRACE_FORMS,
-                      network=common_config.ATARI_TORSOS),
-    gdi_config: dict(reward_shaping=common_config.REWARD_TRANSFORMS,
-                     reward_shaping_2=common_config.REWARD_TRANSFORMS,
-                     retrace_form=common_config.RETRACE_FORMS,
-                     network=common_config.ATARI_TORSOS),
-    lbc_config: dict(retrace_form=common_config.RETRACE_FORMS,
-                     network=common_config.ATARI_TORSOS),
+    reactor_config: dict(
+        reward_shaping=common_config.REWARD_TRANSFORMS, retrace_form=common_config.RETRACE_FORMS
+    ),
+    dice_config: dict(
+        reward_shaping=common_config.REWARD_TRANSFORMS,
+        retrace_form=common_config.RETRACE_FORMS,
+        network=common_config.ATARI_TORSOS,
+    ),
+    gdi_config: dict(
+        reward_shaping=common_config.REWARD_TRANSFORMS,
+        reward_shaping_2=common_config.REWARD_TRANSFORMS,
+        retrace_form=common_config.RETRACE_FORMS,
+        network=common_config.ATARI_TORSOS,
+    ),
+    lbc_config: dict(retrace_form=common_config.RETRACE_FORMS, network=common_config.ATARI_TORSOS),
 }
 
 
@@ -130,9 +179,12 @@ def test_choice_fields_accept_exactly_the_names_common_defines(module):
 
 
 def test_defaults_use_each_paper_s_reward_shaping_and_retrace_form():
-    used = {reactor_config.ReactorConfig().reward_shaping, dice_config.DiceConfig().reward_shaping,
-            *gdi_config.GdiConfig(variant="h3").reward_shapings,
-            *lbc_config.LbcConfig().reward_shapings}
+    used = {
+        reactor_config.ReactorConfig().reward_shaping,
+        dice_config.DiceConfig().reward_shaping,
+        *gdi_config.GdiConfig(variant="h3").reward_shapings,
+        *lbc_config.LbcConfig().reward_shapings,
+    }
     assert used <= set(common_config.REWARD_TRANSFORMS)
     # DESIGN.md §3: Reactor bootstraps on E_pi Q (Eq. (3)); DiCE, GDI, LBC print Q(x', a').
     assert reactor_config.ReactorConfig().retrace_form == "expected"
@@ -180,10 +232,13 @@ def test_dice_best_region_evaluation_runs_on_the_config_s_controller():
     assert 0.0 <= controller.propose_best()["eta"] <= 50.0  # Table 5: 1/tau in [0, 50]
 
 
-@pytest.mark.parametrize("overrides, num_policies", [
-    (dict(discounts=(0.997,), reward_shapings=("value_rescaling",)), 3),  # Table 12 Reducing H
-    (dict(discounts=(0.997,), reward_shapings=("value_rescaling",), bandit_num_policies=1), 1),
-])
+@pytest.mark.parametrize(
+    "overrides, num_policies",
+    [
+        (dict(discounts=(0.997,), reward_shapings=("value_rescaling",)), 3),  # Table 12 Reducing H
+        (dict(discounts=(0.997,), reward_shapings=("value_rescaling",), bandit_num_policies=1), 1),
+    ],
+)
 def test_lbc_ablations_validate_and_build_their_controller(overrides, num_policies):
     config = lbc_config.LbcConfig(**overrides).validate()
     params = bandits.LbcController(**config.bandit_kwargs(), seed=0).propose()
@@ -193,11 +248,14 @@ def test_lbc_ablations_validate_and_build_their_controller(overrides, num_polici
 
 # ----------------------------------------------------------------------------- derived quantities
 
+
 def test_reactor_replay_ratio_and_learner_steps():
     # reactor.md §5.3: 4-6 acting steps per learning step give 128/6-128/4 = 21.3-32 trained
     # transitions per acted transition and 50M/6-50M/4 = 8.3M-12.5M learner steps in 200M frames.
-    fast, slow = (dataclasses.replace(reactor_config.ReactorConfig(),
-                                      acting_steps_per_learner_step=k) for k in (4.0, 6.0))
+    fast, slow = (
+        dataclasses.replace(reactor_config.ReactorConfig(), acting_steps_per_learner_step=k)
+        for k in (4.0, 6.0)
+    )
     assert fast.replay_ratio == 32.0 and slow.replay_ratio == pytest.approx(21.33, abs=0.01)
     assert fast.learner_steps == 12_500_000 and slow.learner_steps == 8_333_333
     # Target refreshes over training: 12.5k and 8.3k.

@@ -26,7 +26,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"fake training of {args.ablation} seed {args.seed}")  # goes to stdout.log
     if args.ablation == "broken":
-        print("Traceback (most recent call last):\nRuntimeError: fake failure in the learner", file=sys.stderr)
+        print(
+            "Traceback (most recent call last):\nRuntimeError: fake failure in the learner",
+            file=sys.stderr,
+        )
         sys.exit(3)
     if args.ablation == "silent":
         return

@@ -42,14 +42,20 @@ def _synthetic_run(root: pathlib.Path, variant: str, seed: int, rng, with_eval: 
     returns = np.round(rng.normal(-10 + 0.001 * frames * (2 if variant == "a" else 1), 3.0), 3)
     wall = np.round(np.linspace(1.0, 3600.0 + 60.0 * seed, n), 3)
     run_dir = root / variant / f"seed{seed}"
-    _write_csv(run_dir / "episodes.csv", ablation_runner.EPISODES_COLUMNS,
-               [(int(f), float(r), int(f) // 4, float(w)) for f, r, w in zip(frames, returns, wall)])
+    _write_csv(
+        run_dir / "episodes.csv",
+        ablation_runner.EPISODES_COLUMNS,
+        [(int(f), float(r), int(f) // 4, float(w)) for f, r, w in zip(frames, returns, wall)],
+    )
     run = {"frames": frames, "returns": returns, "wall": wall}
     if with_eval:
         eval_frames = np.repeat(np.linspace(frames[-1] / 5, frames[-1], 5).astype(int), 3)
         eval_returns = np.round(rng.normal(0.0, 5.0, size=eval_frames.size), 3)
-        _write_csv(run_dir / "eval.csv", ablation_runner.EVAL_COLUMNS,
-                   [(int(f), float(r), "", 1.0) for f, r in zip(eval_frames, eval_returns)])
+        _write_csv(
+            run_dir / "eval.csv",
+            ablation_runner.EVAL_COLUMNS,
+            [(int(f), float(r), "", 1.0) for f, r in zip(eval_frames, eval_returns)],
+        )
         run.update(eval_frames=eval_frames, eval_returns=eval_returns)
     return run
 
@@ -73,7 +79,11 @@ def _png_size(path) -> tuple[int, int]:
 def test_write_reports_on_synthetic_runs(tmp_path):
     rng = np.random.default_rng(0)
     seeds = [0, 1, 2]
-    runs = {(v, s): _synthetic_run(tmp_path, v, s, rng, with_eval=(v == "a")) for v in ("a", "b") for s in seeds}
+    runs = {
+        (v, s): _synthetic_run(tmp_path, v, s, rng, with_eval=(v == "a"))
+        for v in ("a", "b")
+        for s in seeds
+    }
 
     summary = write_reports(str(tmp_path), ["a", "b"], seeds, game="Pong")
 
@@ -83,11 +93,21 @@ def test_write_reports_on_synthetic_runs(tmp_path):
     expected_rows = sum(len(r["frames"]) + len(r.get("eval_frames", [])) for r in runs.values())
     assert len(rows) == expected_rows
     for (variant, seed), run in runs.items():
-        train = [r for r in rows if (r["variant"], r["seed"], r["source"]) == (variant, str(seed), "train")]
+        train = [
+            r
+            for r in rows
+            if (r["variant"], r["seed"], r["source"]) == (variant, str(seed), "train")
+        ]
         np.testing.assert_array_equal([float(r["frames"]) for r in train], run["frames"])
         np.testing.assert_array_equal([float(r["episode_return"]) for r in train], run["returns"])
-        np.testing.assert_allclose([float(r["hns"]) for r in train], _pong_hns(run["returns"]), rtol=1e-12)
-        evals = [r for r in rows if (r["variant"], r["seed"], r["source"]) == (variant, str(seed), "eval")]
+        np.testing.assert_allclose(
+            [float(r["hns"]) for r in train], _pong_hns(run["returns"]), rtol=1e-12
+        )
+        evals = [
+            r
+            for r in rows
+            if (r["variant"], r["seed"], r["source"]) == (variant, str(seed), "eval")
+        ]
         assert len(evals) == len(run.get("eval_frames", []))
 
     # Final scores: mean ± sample std over seeds, against numpy.
@@ -95,7 +115,9 @@ def test_write_reports_on_synthetic_runs(tmp_path):
     assert "`agent57`" in md and "final HNS % (agent57)" in md and "last 10%" in md
     assert summary.game == "pong" and summary.normaliser == "agent57"
     for variant in ("a", "b"):
-        finals = np.array([_final(runs[variant, s]["frames"], runs[variant, s]["returns"]) for s in seeds])
+        finals = np.array(
+            [_final(runs[variant, s]["frames"], runs[variant, s]["returns"]) for s in seeds]
+        )
         result = summary[variant]
         assert result.seeds == tuple(seeds)
         np.testing.assert_allclose(result.final_return.per_seed, finals, rtol=1e-12)
@@ -103,7 +125,9 @@ def test_write_reports_on_synthetic_runs(tmp_path):
         assert result.final_return.std == pytest.approx(np.std(finals, ddof=1))
         assert result.final_hns.mean == pytest.approx(np.mean(_pong_hns(finals)))
         assert result.final_hns.std == pytest.approx(np.std(_pong_hns(finals), ddof=1))
-        assert result.frames.mean == pytest.approx(np.mean([runs[variant, s]["frames"][-1] for s in seeds]))
+        assert result.frames.mean == pytest.approx(
+            np.mean([runs[variant, s]["frames"][-1] for s in seeds])
+        )
         assert result.wall_time.mean == pytest.approx(np.mean([3600.0 + 60.0 * s for s in seeds]))
         row = next(line for line in md.splitlines() if line.startswith(f"| {variant} |"))
         assert f"| {np.mean(finals):.2f} ± {np.std(finals, ddof=1):.2f} |" in row
@@ -153,7 +177,9 @@ def test_smoothed_curve_matches_brute_force():
     for g in grid:
         in_window = (frames > g - window) & (frames <= g)
         expected.append(episodes.returns[in_window].mean() if in_window.any() else np.nan)
-    np.testing.assert_allclose(ablation_runner.smoothed_curve(episodes, grid, window), expected, rtol=1e-9)
+    np.testing.assert_allclose(
+        ablation_runner.smoothed_curve(episodes, grid, window), expected, rtol=1e-9
+    )
     assert np.isnan(ablation_runner.smoothed_curve(episodes, np.array([-1.0]), window)).all()
 
 
@@ -179,13 +205,22 @@ def test_bad_run_files_are_named(tmp_path):
 
 @pytest.fixture
 def fake_module_on_path(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    )
     return "fake_ablation_trainer"
 
 
 def test_run_ablations_end_to_end(tmp_path, fake_module_on_path):
-    summary = run_ablations(fake_module_on_path, ["fast", "slow"], [0, 1], str(tmp_path),
-                            ["--total_frames=20000", "--eval"], parallel=2, game="pong")
+    summary = run_ablations(
+        fake_module_on_path,
+        ["fast", "slow"],
+        [0, 1],
+        str(tmp_path),
+        ["--total_frames=20000", "--eval"],
+        parallel=2,
+        game="pong",
+    )
     # 20 episodes of 1000 frames; the last 10% of frames holds t = 18000, 19000, 20000, whose mean return
     # is slope * 19000 / 20000 + seed (fake_ablation_trainer.py).
     for variant, slope in (("fast", 20.0), ("slow", 5.0)):
@@ -193,7 +228,9 @@ def test_run_ablations_end_to_end(tmp_path, fake_module_on_path):
         assert result.final_return.per_seed == pytest.approx((slope * 0.95, slope * 0.95 + 1))
         assert result.final_return.std == pytest.approx(np.std([0, 1], ddof=1))
         assert result.final_eval_return.mean == pytest.approx(2 * slope + 0.5)
-        assert result.final_hns.mean == pytest.approx(float(np.mean(_pong_hns([slope * 0.95, slope * 0.95 + 1]))))
+        assert result.final_hns.mean == pytest.approx(
+            float(np.mean(_pong_hns([slope * 0.95, slope * 0.95 + 1])))
+        )
         assert result.frames.per_seed == (20000.0, 20000.0)
         for seed in (0, 1):
             run_dir = tmp_path / variant / f"seed{seed}"
@@ -217,7 +254,9 @@ def test_failing_variant_raises_with_variant_seed_and_stderr(tmp_path, fake_modu
 
 
 def test_run_without_episodes_csv_raises(tmp_path, fake_module_on_path):
-    with pytest.raises(AblationRunError, match=r"variant 'silent', seed 0 exited 0 but wrote no .*episodes.csv"):
+    with pytest.raises(
+        AblationRunError, match=r"variant 'silent', seed 0 exited 0 but wrote no .*episodes.csv"
+    ):
         run_ablations(fake_module_on_path, ["silent"], [0], str(tmp_path), [])
 
 
@@ -235,8 +274,16 @@ def test_run_without_episodes_csv_raises(tmp_path, fake_module_on_path):
     ],
 )
 def test_bad_arguments_fail_before_any_run(tmp_path, kwargs, message):
-    arguments = dict(module="fake_ablation_trainer", variants=["fast"], seeds=[0], logdir=str(tmp_path),
-                     extra_argv=[]) | kwargs
+    arguments = (
+        dict(
+            module="fake_ablation_trainer",
+            variants=["fast"],
+            seeds=[0],
+            logdir=str(tmp_path),
+            extra_argv=[],
+        )
+        | kwargs
+    )
     with pytest.raises(ValueError, match=message):
         run_ablations(**arguments)
     assert list(tmp_path.iterdir()) == []
@@ -253,16 +300,29 @@ def test_command_line(tmp_path, fake_module_on_path, capsys):
         ablation_runner.main(run + ["--variants=broken"])
 
 
-
-@pytest.mark.parametrize("argv, message", [
-    (["--seeds=0,a", "--logdir=x", "--module=m", "--variants=v"],
-     "error: --seeds=0,a must be a comma list of integers"),
-    (["--report_only"], "error: --logdir is required"),
-    (["--logdir=x", "--variants=v"], "error: --module, --variants and --seeds are required unless --report_only"),
-    (["--logdir=x", "--report_only", "--normaliser=bogus"], "error: --normaliser='bogus' is not one of"),
-    (["--logdir=x", "--report_onl"], "error: unknown flag --report_onl (did you mean --report_only?)"),
-    (["--logdir=x", "--report_only", "--total_frames=5"], "error: unknown flag --total_frames"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--seeds=0,a", "--logdir=x", "--module=m", "--variants=v"],
+            "error: --seeds=0,a must be a comma list of integers",
+        ),
+        (["--report_only"], "error: --logdir is required"),
+        (
+            ["--logdir=x", "--variants=v"],
+            "error: --module, --variants and --seeds are required unless --report_only",
+        ),
+        (
+            ["--logdir=x", "--report_only", "--normaliser=bogus"],
+            "error: --normaliser='bogus' is not one of",
+        ),
+        (
+            ["--logdir=x", "--report_onl"],
+            "error: unknown flag --report_onl (did you mean --report_only?)",
+        ),
+        (["--logdir=x", "--report_only", "--total_frames=5"], "error: unknown flag --total_frames"),
+    ],
+)
 def test_command_line_errors_are_one_line(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as raised:
         ablation_runner.main(argv)
@@ -291,9 +351,11 @@ def _alive(pid: int) -> bool:
 
 def test_stopping_a_run_stops_the_processes_it_started(tmp_path):
     # A run (e.g. a launcher) with a child process of its own, as when a failing variant stops the others.
-    script = ("import subprocess, sys, time; "
-              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
-              "print(child.pid, flush=True); time.sleep(120)")
+    script = (
+        "import subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+        "print(child.pid, flush=True); time.sleep(120)"
+    )
     process = ablation_runner._start([sys.executable, "-c", script], str(tmp_path))
     stdout = tmp_path / ablation_runner.STDOUT_LOG
     child = None

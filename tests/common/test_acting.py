@@ -43,24 +43,36 @@ def test_policy_samples_the_softmax_and_greedy_takes_the_argmax(jit_compile):
     B = 20_000
     obs = np.zeros((B, 1), np.float32)
     args = (obs, np.zeros(B, np.int32), np.zeros(B, np.float32), np.zeros(B, bool), ())
-    policy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=1,
-                                      jit_compile=jit_compile)
+    policy = acting.CategoricalPolicy(
+        FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=1, jit_compile=jit_compile
+    )
     actions, extras, state = policy.step(*args)
     assert actions.dtype == np.int32 and actions.shape == (B,) and state == ()
     frequencies = np.bincount(actions, minlength=3) / B
     np.testing.assert_allclose(frequencies, PROBS, atol=4 * np.sqrt(0.25 / B))
     np.testing.assert_allclose(extras["behaviour_logits"][0], np.log(PROBS), rtol=1e-6)
     assert not np.array_equal(actions, policy.step(*args)[0])  # fresh randomness per call
-    greedy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=1,
-                                      greedy=True, jit_compile=jit_compile)
+    greedy = acting.CategoricalPolicy(
+        FixedLogitsNet(np.log(PROBS)),
+        (1,),
+        np.float32,
+        seed=1,
+        greedy=True,
+        jit_compile=jit_compile,
+    )
     np.testing.assert_array_equal(greedy.step(*args)[0], 2)
 
 
 def test_set_weights_checks_count_and_shapes():
     policy = acting.CategoricalPolicy(FixedLogitsNet([0.0, 0.0, 0.0]), (1,), np.float32, seed=0)
     policy.set_weights([np.array([0.0, 5.0, 0.0], np.float32)])
-    one = (np.zeros((1, 1), np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32),
-           np.zeros(1, bool), ())
+    one = (
+        np.zeros((1, 1), np.float32),
+        np.zeros(1, np.int32),
+        np.zeros(1, np.float32),
+        np.zeros(1, bool),
+        (),
+    )
     np.testing.assert_allclose(policy.step(*one)[1]["behaviour_logits"], [[0.0, 5.0, 0.0]])
     with pytest.raises(ValueError, match="has shape \\(2,\\), expected \\(3,\\)"):
         policy.set_weights([np.zeros(2, np.float32)])
@@ -87,9 +99,16 @@ class CountdownEnv:
         returns = np.where(done, self._t, np.nan).astype(np.float32)
         self._t[done] = 0
         observation = np.zeros((self.num_envs, 1), np.float32)
-        return envs.StepResult(observation, observation, np.ones(self.num_envs),
-                               np.ones(self.num_envs), done, np.zeros(self.num_envs, bool),
-                               returns, np.where(done, self._t, 0))
+        return envs.StepResult(
+            observation,
+            observation,
+            np.ones(self.num_envs),
+            np.ones(self.num_envs),
+            done,
+            np.zeros(self.num_envs, bool),
+            returns,
+            np.where(done, self._t, 0),
+        )
 
 
 def test_evaluate_takes_each_envs_quota_not_the_first_to_finish():
@@ -115,15 +134,26 @@ def lstm_policy(num_actions, observation_shape, observation_dtype, seed, greedy)
 
 def queue_agent(make_policy, num_actions, core_state_spec=None):
     return agent_lib.Agent(
-        replay=patterns.Queue(length=UNROLL, capacity=100), make_policy=make_policy,
+        replay=patterns.Queue(length=UNROLL, capacity=100),
+        make_policy=make_policy,
         policy_extras=lambda spec: acting.CategoricalPolicy.extras_spec(num_actions),
-        make_learner=None, core_state_spec=core_state_spec)
+        make_learner=None,
+        core_state_spec=core_state_spec,
+    )
 
 
 def drain_table(client, table):
     size = client.server_info()[table].current_size
-    return [s.data for s in client.sample(table, size, emit_timesteps=False,
-                                          unpack_as_table_signature=True)] if size else []
+    return (
+        [
+            s.data
+            for s in client.sample(
+                table, size, emit_timesteps=False, unpack_as_table_signature=True
+            )
+        ]
+        if size
+        else []
+    )
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +165,10 @@ def actor_run():
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
     weights = [v.numpy() for v in reference.network.variables]
     replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, weights)
-    settings = acting.ActorSettings(env="CartPole", num_envs=NUM_ENVS, seed=0,
-                                    params_pull_interval=10)
-    counters = acting.run_actor(settings, lstm_policy, agent.replay, address,
-                                max_steps=MAX_STEPS)
+    settings = acting.ActorSettings(
+        env="CartPole", num_envs=NUM_ENVS, seed=0, params_pull_interval=10
+    )
+    counters = acting.run_actor(settings, lstm_policy, agent.replay, address, max_steps=MAX_STEPS)
     items = drain_table(client, patterns.EXPERIENCE_TABLE)
     game_reports = [report for report in drain_table(client, reports.REPORTS_TABLE)]
     server.stop()
@@ -180,10 +210,15 @@ def test_learner_unroll_from_the_stored_state_reproduces_the_actor(actor_run):
         state = item[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE]
         batch = lambda x: np.asarray(x)[:, None]  # [T+1] -> [T+1, 1]
         (logits, _), _ = reference.network.unroll(
-            batch(s["observation"]), batch(s["prev_action"]), batch(s["prev_reward"]),
-            batch(s["reset"]), tuple(np.asarray(h)[None] for h in state))
-        np.testing.assert_allclose(logits.numpy()[:, 0], s["behaviour_logits"], rtol=1e-5,
-                                   atol=1e-5)
+            batch(s["observation"]),
+            batch(s["prev_action"]),
+            batch(s["prev_reward"]),
+            batch(s["reset"]),
+            tuple(np.asarray(h)[None] for h in state),
+        )
+        np.testing.assert_allclose(
+            logits.numpy()[:, 0], s["behaviour_logits"], rtol=1e-5, atol=1e-5
+        )
     # The first unroll of each env starts from the zero state; later ones do not.
     states = [np.asarray(item[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE][0]) for item in items]
     assert sum(not s.any() for s in states) == NUM_ENVS
@@ -207,8 +242,15 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
         weights = [v.numpy() for v in lstm_policy(2, (4,), np.float32, 0, False).network.variables]
         replay.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE).publish(5, weights)
         settings = acting.EvaluatorSettings(
-            env="CartPole", protocol="impala", num_envs=3, round_episodes=2, final_episodes=7,
-            interval_s=1e9, frames_per_learner_step=100, greedy=False)
+            env="CartPole",
+            protocol="impala",
+            num_envs=3,
+            round_episodes=2,
+            final_episodes=7,
+            interval_s=1e9,
+            frames_per_learner_step=100,
+            greedy=False,
+        )
         finished = threading.Event()
         finished.set()  # training is over: one run of the full protocol, then return
         acting.run_evaluator(settings, lstm_policy, address, str(tmp_path), finished=finished)
@@ -234,8 +276,9 @@ def shallow_policy(num_actions, observation_shape, observation_dtype, seed, gree
 
 
 def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
-    protocol = dataclasses.replace(envs.PROTOCOLS["impala"], noop_max=0,
-                                   max_episode_frames=4 * CAP_STEPS)
+    protocol = dataclasses.replace(
+        envs.PROTOCOLS["impala"], noop_max=0, max_episode_frames=4 * CAP_STEPS
+    )
     agent = queue_agent(shallow_policy, 6)
     server = replay.start_server(agent.tables(agent_lib.EnvSpec(6, (84, 84, 4), np.uint8)))
     try:
@@ -243,17 +286,22 @@ def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
         client = replay.connect(address)
         reference = shallow_policy(6, (84, 84, 4), np.uint8, seed=0, greedy=False)
         replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-            1, [v.numpy() for v in reference.network.variables])
-        settings = acting.ActorSettings(env="Pong", num_envs=1, seed=5,
-                                        params_pull_interval=100, protocol=protocol)
-        acting.run_actor(settings, shallow_policy, agent.replay, address,
-                         max_steps=TRUNCATION_RUN_STEPS)
+            1, [v.numpy() for v in reference.network.variables]
+        )
+        settings = acting.ActorSettings(
+            env="Pong", num_envs=1, seed=5, params_pull_interval=100, protocol=protocol
+        )
+        acting.run_actor(
+            settings, shallow_policy, agent.replay, address, max_steps=TRUNCATION_RUN_STEPS
+        )
         items = [item[replay.STEPS] for item in drain_table(client, patterns.EXPERIENCE_TABLE)]
     finally:
         server.stop()
     # One env: the FIFO items are consecutive unrolls of one stream.
-    stream = {key: np.concatenate([np.asarray(item[key])[:UNROLL] for item in items])
-              for key in ("action", "truncation_value", "reset")}
+    stream = {
+        key: np.concatenate([np.asarray(item[key])[:UNROLL] for item in items])
+        for key in ("action", "truncation_value", "reset")
+    }
     assert len(stream["action"]) == TRUNCATION_RUN_STEPS - 1
     # Replay the same game with the same actions to recover each final observation.
     env = envs.make_env("Pong", 1, settings.seed, protocol)
@@ -264,10 +312,12 @@ def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
         if result.truncated[0]:
             truncated_steps.append(t)
             (_, value), _ = reference.network.step(
-                result.final_observation, action[None], result.reward, np.zeros(1, bool), ())
+                result.final_observation, action[None], result.reward, np.zeros(1, bool), ()
+            )
             assert stream["truncation_value"][t] != 0.0
-            np.testing.assert_allclose(stream["truncation_value"][t], value.numpy()[0],
-                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                stream["truncation_value"][t], value.numpy()[0], rtol=1e-5, atol=1e-6
+            )
     env.close()
     assert truncated_steps == [5, 11, 17, 23]
     np.testing.assert_array_equal(np.flatnonzero(stream["reset"][1:]), truncated_steps)

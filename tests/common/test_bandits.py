@@ -25,11 +25,14 @@ CHI2_999 = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47}
 
 # ----------------------------------------------------------------------------- indexing and transforms
 
+
 def test_dice_tile_index_with_ten_tiles():
     # dice.md §9 test 4: l = 0, r = ln 51, K = 10 (acc = 0.393183).
     axis = bandits.Axis("eta", 0.0, LN51, LN51 / 10, log1p=True)
     assert axis.num_blocks == 10
-    np.testing.assert_array_equal(axis.block_of([-1.0, 0.0, 1.0, 2.0, LN51, 5.0]), [0, 0, 2, 5, 9, 9])
+    np.testing.assert_array_equal(
+        axis.block_of([-1.0, 0.0, 1.0, 2.0, LN51, 5.0]), [0, 0, 2, 5, 9, 9]
+    )
 
 
 def test_gdi_block_index_at_upper_bound_and_under_float_error():
@@ -54,7 +57,14 @@ def test_lbc_discretisation():
     np.testing.assert_allclose(tau.to_param(upper[-1]), 53.598150, atol=1e-6)
     linear = bandits.LbcController(seed=0, eta_space="linear", factorized=True)
     assert linear.axes[0].num_blocks == 273  # ceil(e^4 / 0.2)
-    assert [axis.name for axis in controller.axes] == ["eta1", "eta2", "eta3", "omega1", "omega2", "omega3"]
+    assert [axis.name for axis in controller.axes] == [
+        "eta1",
+        "eta2",
+        "eta3",
+        "omega1",
+        "omega2",
+        "omega3",
+    ]
 
 
 def test_eta_spaces():
@@ -70,16 +80,24 @@ def test_eta_spaces():
     assert (inv_tau.hi, inv_tau.acc, inv_tau.to_param(7.5)) == (50.0, 1.0, 7.5)
     literal = bandits.eta_axis("eta", "exp_literal", 50.0, 50)
     lower, _ = literal.block_bounds(np.arange(6))
-    np.testing.assert_allclose(literal.to_param(lower), [0, 1.718282, 6.389056, 19.085537, 53.598150,
-                                                          147.413159], atol=1e-6)
+    np.testing.assert_allclose(
+        literal.to_param(lower),
+        [0, 1.718282, 6.389056, 19.085537, 53.598150, 147.413159],
+        atol=1e-6,
+    )
     with pytest.raises(ValueError, match="space"):
         bandits.eta_axis("eta", "tau", 50.0, 50)
 
 
-@pytest.mark.parametrize("axis", [bandits.eta_axis("eta", "log1p", 50.0, 50),
-                                  bandits.Axis("eta1", 0.0, 4.0, 0.2, log1p=True),
-                                  bandits.Axis("eta1", 0.0, math.exp(4.0), 0.2),
-                                  bandits.Axis("epsilon", 0.0, 1.0, 0.1)])
+@pytest.mark.parametrize(
+    "axis",
+    [
+        bandits.eta_axis("eta", "log1p", 50.0, 50),
+        bandits.Axis("eta1", 0.0, 4.0, 0.2, log1p=True),
+        bandits.Axis("eta1", 0.0, math.exp(4.0), 0.2),
+        bandits.Axis("epsilon", 0.0, 1.0, 0.1),
+    ],
+)
 def test_points_lie_in_their_block_and_round_trip_to_it(axis):
     # Candidates lie in [l + i acc, l + (i+1) acc) (dice.md §9 test 7), and x -> param -> x, as update()
     # does it, finds the same block, also for points drawn right at the upper edge of a block.
@@ -90,7 +108,9 @@ def test_points_lie_in_their_block_and_round_trip_to_it(axis):
     assert np.all((lower <= x) & ((x < upper) | (blocks == axis.num_blocks - 1)))
     edge = grid.sample_in(blocks, _AlmostOneRng())[:, 0]
     for points in (x, edge):
-        np.testing.assert_array_equal(axis.block_of(axis.to_coordinate(axis.to_param(points))), blocks)
+        np.testing.assert_array_equal(
+            axis.block_of(axis.to_coordinate(axis.to_param(points))), blocks
+        )
 
 
 class _AlmostOneRng:
@@ -102,11 +122,13 @@ class _AlmostOneRng:
 
 # ----------------------------------------------------------------------------- DiCE bandit, Eqs. (9)-(11)
 
+
 def dice_bandit(num_blocks=10, width=1, edge="valid", greedy=True, num_candidates=3):
     tiling = bandits.NeighbourTiling(edge=edge)
     tiles = tiling.tiles((num_blocks,), np.array([float(width)]))
-    return bandits.TileCodedBandit(num_blocks, *tiles, greedy=greedy, lr=0.1,
-                                   num_candidates=num_candidates, ucb_scale=1.0)
+    return bandits.TileCodedBandit(
+        num_blocks, *tiles, greedy=greedy, lr=0.1, num_candidates=num_candidates, ucb_scale=1.0
+    )
 
 
 def test_dice_update_moves_a_tile_by_lr_times_error():
@@ -132,9 +154,22 @@ def test_dice_scores_and_argmax_mode():
     # dice.md §9 test 6: state after the first update of test 5, c = 1.
     bandit = dice_bandit()
     bandit.update(2, 10.0)
-    np.testing.assert_allclose(bandit.scores(), [1.351677, 1.823606, 2.523615, 1.823606, 0.879748,
-                                                 -0.064111, -0.064111, -0.064111, -0.064111, -0.064111],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        bandit.scores(),
+        [
+            1.351677,
+            1.823606,
+            2.523615,
+            1.823606,
+            0.879748,
+            -0.064111,
+            -0.064111,
+            -0.064111,
+            -0.064111,
+            -0.064111,
+        ],
+        atol=1e-6,
+    )
     assert set(bandit.candidate_blocks(np.random.default_rng(0))) == {1, 2, 3}
 
 
@@ -146,6 +181,7 @@ def test_scores_are_zero_when_all_values_are_equal():
 
 
 # ----------------------------------------------------------------------------- GDI bandit, Eqs. (13)-(15)
+
 
 def test_offset_tiling_follows_the_app_g_formula():
     # floor((min(max(x - to, l), r) - l)/ta) at block centres, 10 blocks, tiles of 2 blocks:
@@ -163,10 +199,13 @@ def test_gdi_update_is_an_ema_of_the_block_value():
     for shape in [(50,), (10, 10)]:
         spec = bandits.OffsetTiling().draw(rng)
         tiling = bandits.OffsetTiling().tiles(shape, spec)
-        bandit = bandits.TileCodedBandit(int(np.prod(shape)), *tiling, greedy=True, lr=0.1, num_candidates=3,
-                                         ucb_scale=1.0)
+        bandit = bandits.TileCodedBandit(
+            int(np.prod(shape)), *tiling, greedy=True, lr=0.1, num_candidates=3, ucb_scale=1.0
+        )
         block = int(np.prod(shape)) // 2 + 3
-        shared = (tiling[0] == tiling[0][block]).sum(1)  # how many tiles each block shares with `block`
+        shared = (tiling[0] == tiling[0][block]).sum(
+            1
+        )  # how many tiles each block shares with `block`
         assert 0 < np.sum(shared == 0) < shared.size
         for expected_value, expected_count in [(1.0, 1), (1.9, 2), (2.71, 3)]:
             before = bandit.values()
@@ -174,7 +213,9 @@ def test_gdi_update_is_an_ema_of_the_block_value():
             after = bandit.values()
             assert after[block] == pytest.approx(expected_value)
             assert bandit.counts[block] == expected_count
-            np.testing.assert_allclose(after - before, 0.1 * (10.0 - before[block]) * shared / len(spec))
+            np.testing.assert_allclose(
+                after - before, 0.1 * (10.0 - before[block]) * shared / len(spec)
+            )
         assert np.all(after[shared == 0] == 0.0)
 
 
@@ -186,6 +227,7 @@ def test_gdi_scores():
 
 
 # ----------------------------------------------------------------------------- candidate selection
+
 
 def test_top_k_breaks_ties_uniformly_at_random():
     rng = np.random.default_rng(0)
@@ -204,7 +246,9 @@ def test_random_mode_draws_distinct_blocks_with_softmax_first_pick():
     bandit = dice_bandit(num_blocks=50, greedy=False, num_candidates=7)
     assert all(len(set(bandit.candidate_blocks(rng))) == 7 for _ in range(100))
     logits = np.array([0.0, 1.0, -0.5, 2.0])
-    first = np.bincount([bandits.gumbel_top_k(logits, 3, rng)[0] for _ in range(20000)], minlength=4)
+    first = np.bincount(
+        [bandits.gumbel_top_k(logits, 3, rng)[0] for _ in range(20000)], minlength=4
+    )
     softmax = np.exp(logits) / np.exp(logits).sum()
     assert chi_square(first, 20000 * softmax) < CHI2_999[3]
 
@@ -212,9 +256,15 @@ def test_random_mode_draws_distinct_blocks_with_softmax_first_pick():
 def test_untrained_dice_ensemble_is_uniform_in_x():
     # dice.md §9 test 7: 49 candidates, x ~ Uniform[0, ln 51]: KS statistic, median and mean of eta.
     axis = bandits.eta_axis("eta", "log1p", 50.0, 50)
-    ensemble = bandits.BanditEnsemble([axis], np.random.default_rng(0), tiling=bandits.NeighbourTiling(),
-                                      num_bandits=7, num_candidates=7, ucb_scale=1.0,
-                                      learning_rates=(0.05, 0.1, 0.2))
+    ensemble = bandits.BanditEnsemble(
+        [axis],
+        np.random.default_rng(0),
+        tiling=bandits.NeighbourTiling(),
+        num_bandits=7,
+        num_candidates=7,
+        ucb_scale=1.0,
+        learning_rates=(0.05, 0.1, 0.2),
+    )
     assert ensemble.candidates().shape == (49, 1)
     controller = bandits.DiceController(seed=0)
     eta = np.array([controller.propose()["eta"] for _ in range(2500)])
@@ -228,12 +278,21 @@ def test_untrained_dice_ensemble_is_uniform_in_x():
 
 # ----------------------------------------------------------------------------- LBC, Eqs. (22)-(25), Alg. 1
 
+
 def lbc_population(num_arms=5, **overrides):
-    kwargs = dict(num_bandits=7, top_d=4, ucb_range=(0.5, 1.5), replace_every=50, pick="top",
-                  standardise=True, ucb_sum="all")
+    kwargs = dict(
+        num_bandits=7,
+        top_d=4,
+        ucb_range=(0.5, 1.5),
+        replace_every=50,
+        pick="top",
+        standardise=True,
+        ucb_sum="all",
+    )
     kwargs.update(overrides)
-    return bandits.BanditPopulation([bandits.Axis("arm", 0.0, float(num_arms), 1.0)],
-                                    np.random.default_rng(0), **kwargs)
+    return bandits.BanditPopulation(
+        [bandits.Axis("arm", 0.0, float(num_arms), 1.0)], np.random.default_rng(0), **kwargs
+    )
 
 
 def test_lbc_scores():
@@ -247,13 +306,19 @@ def test_lbc_scores():
     np.testing.assert_array_equal(counts, [3, 1, 0, 5, 1])
     visited = counts > 0
     eq24 = bandits.ucb_scores(values, counts, 1.0, standardise=False)
-    np.testing.assert_allclose(eq24 - values, [0.774257, 1.094965, 1.548514, 0.632178, 1.094965], atol=1e-6)
-    np.testing.assert_allclose(eq24, [10.774257, 21.094965, 1.548514, 5.632178, 16.094965], atol=1e-6)
+    np.testing.assert_allclose(
+        eq24 - values, [0.774257, 1.094965, 1.548514, 0.632178, 1.094965], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        eq24, [10.774257, 21.094965, 1.548514, 5.632178, 16.094965], atol=1e-6
+    )
     eq25 = bandits.ucb_scores(values, counts, 1.0, over=visited)
     np.testing.assert_allclose(eq25, [0.327043, 2.436605, 1.548514, -0.709463, 1.542178], atol=1e-6)
     np.testing.assert_allclose(population.scores()[0], eq25)
     others = bandits.ucb_scores(values, counts, 1.0, standardise=False, ucb_sum="others") - values
-    np.testing.assert_allclose(others, [0.721013, 1.072983, 1.548514, 0.546467, 1.072983], atol=1e-6)
+    np.testing.assert_allclose(
+        others, [0.721013, 1.072983, 1.548514, 0.546467, 1.072983], atol=1e-6
+    )
     assert set(population.votes()) == {1, 2, 4, 0}  # top-4 by Eq. (25)
     assert set(bandits.top_k(eq24, 4, np.random.default_rng(0))) == {1, 4, 0, 3}
     np.testing.assert_array_equal(lbc_population().scores(), np.zeros((7, 5)))
@@ -333,8 +398,9 @@ CONTROLLERS = {
     "gdi": lambda seed: bandits.GdiController(seed=seed),
     "gdi_joint": lambda seed: bandits.GdiController(seed=seed, factorized=False),
     "lbc": lambda seed: bandits.LbcController(seed=seed),
-    "lbc_joint_small": lambda seed: bandits.LbcController(seed=seed, num_policies=2, factorized=False,
-                                                          eta_acc=0.5, omega_acc=0.25),
+    "lbc_joint_small": lambda seed: bandits.LbcController(
+        seed=seed, num_policies=2, factorized=False, eta_acc=0.5, omega_acc=0.25
+    ),
 }
 
 
@@ -359,14 +425,18 @@ def test_state_dict_round_trip_continues_identically(name):
     buffer.seek(0)
     restored = CONTROLLERS[name](seed=12345)
     restored.load_state_dict(dict(np.load(buffer)))
-    np.testing.assert_array_equal(play(restored, episodes, np.random.default_rng(2)),
-                                  play(controller, episodes, np.random.default_rng(2)))
+    np.testing.assert_array_equal(
+        play(restored, episodes, np.random.default_rng(2)),
+        play(controller, episodes, np.random.default_rng(2)),
+    )
 
 
 @pytest.mark.parametrize("name", ["dice", "gdi", "lbc"])
 def test_seed_makes_it_deterministic(name):
     first = play(CONTROLLERS[name](seed=7), 30, np.random.default_rng(0))
-    np.testing.assert_array_equal(first, play(CONTROLLERS[name](seed=7), 30, np.random.default_rng(0)))
+    np.testing.assert_array_equal(
+        first, play(CONTROLLERS[name](seed=7), 30, np.random.default_rng(0))
+    )
     assert not np.array_equal(first, play(CONTROLLERS[name](seed=8), 30, np.random.default_rng(0)))
 
 
@@ -400,6 +470,7 @@ def test_bad_inputs_raise_clear_errors():
 
 # ----------------------------------------------------------------------------- learning
 
+
 def bump(x, centre, width):
     return np.exp(-0.5 * ((x - centre) / width) ** 2)
 
@@ -411,16 +482,25 @@ def objective_1d(eta):
 
 
 def objective_3d(eta1, eta2, weight):
-    return 100.0 * np.mean([bump(np.log1p(eta1), 2.5, 0.15), bump(np.log1p(eta2), 1.0, 0.15),
-                            bump(weight, 0.7, 0.04)], axis=0)
+    return 100.0 * np.mean(
+        [bump(np.log1p(eta1), 2.5, 0.15), bump(np.log1p(eta2), 1.0, 0.15), bump(weight, 0.7, 0.04)],
+        axis=0,
+    )
 
 
 LEARNING_CASES = {
     "dice_1d": (bandits.DiceController, {}, lambda p: objective_1d(p["eta"])),
-    "gdi_3d": (bandits.GdiController, {}, lambda p: objective_3d(p["eta1"], p["eta2"], p["epsilon"])),
+    "gdi_3d": (
+        bandits.GdiController,
+        {},
+        lambda p: objective_3d(p["eta1"], p["eta2"], p["epsilon"]),
+    ),
     "lbc_1d": (bandits.LbcController, {"num_policies": 1}, lambda p: objective_1d(p["eta"][0])),
-    "lbc_3d": (bandits.LbcController, {},
-               lambda p: objective_3d(p["eta"][0], p["eta"][1], p["omega"][0])),
+    "lbc_3d": (
+        bandits.LbcController,
+        {},
+        lambda p: objective_3d(p["eta"][0], p["eta"][1], p["omega"][0]),
+    ),
 }
 EPISODES, LAST, NOISE = 400, 100, 10.0
 
@@ -461,11 +541,17 @@ def test_gdi_joint_grid_reported_beside_factorised():
     for seed in range(3):
         controller = bandits.GdiController(seed=seed, factorized=False)
         joint.append(last_mean_return(controller, objective, seed, episodes=250))
-        factorised.append(last_mean_return(bandits.GdiController(seed=seed), objective, seed, episodes=250))
+        factorised.append(
+            last_mean_return(bandits.GdiController(seed=seed), objective, seed, episodes=250)
+        )
         params = controller.propose()
-        assert 0 <= params["eta1"] <= 50 and 0 <= params["eta2"] <= 50 and 0 <= params["epsilon"] <= 1
-    print(f"gdi 3-D, 250 episodes, last {LAST}: joint {np.round(joint, 1)}, "
-          f"factorised {np.round(factorised, 1)}, uniform {uniform:.1f}")
+        assert (
+            0 <= params["eta1"] <= 50 and 0 <= params["eta2"] <= 50 and 0 <= params["epsilon"] <= 1
+        )
+    print(
+        f"gdi 3-D, 250 episodes, last {LAST}: joint {np.round(joint, 1)}, "
+        f"factorised {np.round(factorised, 1)}, uniform {uniform:.1f}"
+    )
     assert np.mean(joint) > uniform
     assert np.mean(factorised) > np.mean(joint)
 

@@ -11,7 +11,8 @@ from common import behaviour as behaviour_lib
 
 SPEC = behaviour_lib.BehaviourSpec(
     make_controller=functools.partial(bandits.DiceController, num_blocks=10, num_candidates=3),
-    param_shapes={"eta": ()})
+    param_shapes={"eta": ()},
+)
 NAN = float("nan")
 
 
@@ -58,8 +59,9 @@ def test_state_survives_a_restart_and_evaluation_plays_the_best_region(tmp_path)
     assert np.mean(best) > 25.0  # upper half of [0, 50]: the region that paid
     evaluation.end_games(np.array([1.0, 1.0, 1.0]))
     assert evaluation.games_updated == 0
-    assert [counts(evaluation, env) for env in range(3)] == [counts(selector, env % 2)
-                                                            for env in range(3)]
+    assert [counts(evaluation, env) for env in range(3)] == [
+        counts(selector, env % 2) for env in range(3)
+    ]
 
 
 def test_bad_scope_is_refused():

@@ -19,8 +19,13 @@ from impala import main as impala_main
 from lbc import config as lbc_config
 from reactor import config as reactor_config
 
-CONFIG_CLASSES = (impala_config.ImpalaConfig, reactor_config.ReactorConfig,
-                  dice_config.DiceConfig, gdi_config.GdiConfig, lbc_config.LbcConfig)
+CONFIG_CLASSES = (
+    impala_config.ImpalaConfig,
+    reactor_config.ReactorConfig,
+    dice_config.DiceConfig,
+    gdi_config.GdiConfig,
+    lbc_config.LbcConfig,
+)
 
 
 def _no_experiment(config, logdir, replay_port=None):
@@ -28,8 +33,12 @@ def _no_experiment(config, logdir, replay_port=None):
 
 
 def _paper(config_class, **kwargs) -> cli.Paper:
-    return cli.Paper(name=config_class.__name__.lower(), config_class=config_class,
-                     build_experiment=_no_experiment, **kwargs)
+    return cli.Paper(
+        name=config_class.__name__.lower(),
+        config_class=config_class,
+        build_experiment=_no_experiment,
+        **kwargs,
+    )
 
 
 def _parsed(paper: cli.Paper, *argv: str) -> tuple[flags.FlagValues, list[str]]:
@@ -45,6 +54,7 @@ def _plan(paper: cli.Paper, *argv: str) -> cli.Plan:
 
 
 # ------------------------------------------------------------------------------- flag per field
+
 
 @pytest.mark.parametrize("config_class", CONFIG_CLASSES, ids=lambda c: c.__name__)
 def test_every_config_field_and_run_setting_is_a_flag(config_class):
@@ -81,32 +91,56 @@ def test_every_default_round_trips_through_its_flag(config_class):
 
 def test_tuple_fields_are_comma_lists_of_their_element_type():
     paper = _paper(dice_config.DiceConfig)
-    flag_values, _ = _parsed(paper, "--bandit_widths=4, 5,6", "--bandit_learning_rates=0.5,1",
-                             "--env=Breakout")
+    flag_values, _ = _parsed(
+        paper, "--bandit_widths=4, 5,6", "--bandit_learning_rates=0.5,1", "--env=Breakout"
+    )
     config = cli.config_from_flags(paper, flag_values)
     assert config.bandit_widths == (4, 5, 6) and config.bandit_learning_rates == (0.5, 1.0)
     assert all(type(v) is float for v in config.bandit_learning_rates)
-    flag_values, _ = _parsed(_paper(lbc_config.LbcConfig),
-                             "--reward_shapings=clip,none,asymmetric_log", "--bandit_ucb_range=0,2")
+    flag_values, _ = _parsed(
+        _paper(lbc_config.LbcConfig),
+        "--reward_shapings=clip,none,asymmetric_log",
+        "--bandit_ucb_range=0,2",
+    )
     assert flag_values["reward_shapings"].value == ("clip", "none", "asymmetric_log")
     assert flag_values["bandit_ucb_range"].value == (0.0, 2.0)
     assert flag_values["reward_shapings"].serialize() == (
-        "--reward_shapings=clip,none,asymmetric_log")
+        "--reward_shapings=clip,none,asymmetric_log"
+    )
 
 
-@pytest.mark.parametrize("config_class, argv, message", [
-    (dice_config.DiceConfig, "--bandit_widths=1,x",
-     "--bandit_widths=1,x must be a comma list of integers (e.g. 1,2,3)"),
-    (dice_config.DiceConfig, "--bandit_learning_rates=0.1,,0.2",
-     "--bandit_learning_rates=0.1,,0.2 must be a comma list of numbers (e.g. 0.05,0.1,0.2)"),
-    (lbc_config.LbcConfig, "--bandit_ucb_range=0.5",
-     "--bandit_ucb_range=0.5 must be 2 numbers separated by commas (e.g. 0.5,1.5)"),
-    (impala_config.ImpalaConfig, "--learning_rat=0.1",
-     "unknown flag --learning_rat (did you mean --learning_rate?)"),
-    (impala_config.ImpalaConfig, "--batch_size=3.5", "--batch_size=3.5 must be an integer"),
-    (impala_config.ImpalaConfig, "--seeds=one", "--seeds=one must be a comma list of integers"),
-    (impala_config.ImpalaConfig, "--use_lstm=perhaps", "--use_lstm=perhaps must be true or false"),
-])
+@pytest.mark.parametrize(
+    "config_class, argv, message",
+    [
+        (
+            dice_config.DiceConfig,
+            "--bandit_widths=1,x",
+            "--bandit_widths=1,x must be a comma list of integers (e.g. 1,2,3)",
+        ),
+        (
+            dice_config.DiceConfig,
+            "--bandit_learning_rates=0.1,,0.2",
+            "--bandit_learning_rates=0.1,,0.2 must be a comma list of numbers (e.g. 0.05,0.1,0.2)",
+        ),
+        (
+            lbc_config.LbcConfig,
+            "--bandit_ucb_range=0.5",
+            "--bandit_ucb_range=0.5 must be 2 numbers separated by commas (e.g. 0.5,1.5)",
+        ),
+        (
+            impala_config.ImpalaConfig,
+            "--learning_rat=0.1",
+            "unknown flag --learning_rat (did you mean --learning_rate?)",
+        ),
+        (impala_config.ImpalaConfig, "--batch_size=3.5", "--batch_size=3.5 must be an integer"),
+        (impala_config.ImpalaConfig, "--seeds=one", "--seeds=one must be a comma list of integers"),
+        (
+            impala_config.ImpalaConfig,
+            "--use_lstm=perhaps",
+            "--use_lstm=perhaps must be true or false",
+        ),
+    ],
+)
 def test_unparsable_values_are_one_line_naming_the_flag(config_class, argv, message):
     with pytest.raises(cli.FlagError) as raised:
         _parsed(_paper(config_class), argv)
@@ -114,8 +148,13 @@ def test_unparsable_values_are_one_line_naming_the_flag(config_class, argv, mess
 
 
 def test_numbers_and_booleans_as_people_write_them():
-    flag_values, _ = _parsed(impala_main.PAPER, "--total_frames=2e6", "--nouse_lstm",
-                             "--lr_anneal=false", "--learning_rate=1e-3")
+    flag_values, _ = _parsed(
+        impala_main.PAPER,
+        "--total_frames=2e6",
+        "--nouse_lstm",
+        "--lr_anneal=false",
+        "--learning_rate=1e-3",
+    )
     assert flag_values["total_frames"].value == 2_000_000
     assert type(flag_values["total_frames"].value) is int
     assert flag_values["use_lstm"].value is False and flag_values["lr_anneal"].value is False
@@ -132,12 +171,24 @@ def test_flag_types_cover_every_paper_field():
 
 # -------------------------------------------------------------------------------- env names
 
-@pytest.mark.parametrize("written, canonical", [
-    ("CartPole-v1", "CartPole"), ("CartPole", "CartPole"), ("cartpole", "CartPole"),
-    ("ALE/Pong-v5", "Pong"), ("PongNoFrameskip-v4", "Pong"), ("Pong-v4", "Pong"),
-    ("Pong", "Pong"), ("pong", "Pong"), ("ms_pacman", "MsPacman"), ("MsPacman", "MsPacman"),
-    ("ALE/MsPacman-v5", "MsPacman"), ("BreakoutDeterministic-v4", "Breakout"),
-])
+
+@pytest.mark.parametrize(
+    "written, canonical",
+    [
+        ("CartPole-v1", "CartPole"),
+        ("CartPole", "CartPole"),
+        ("cartpole", "CartPole"),
+        ("ALE/Pong-v5", "Pong"),
+        ("PongNoFrameskip-v4", "Pong"),
+        ("Pong-v4", "Pong"),
+        ("Pong", "Pong"),
+        ("pong", "Pong"),
+        ("ms_pacman", "MsPacman"),
+        ("MsPacman", "MsPacman"),
+        ("ALE/MsPacman-v5", "MsPacman"),
+        ("BreakoutDeterministic-v4", "Breakout"),
+    ],
+)
 def test_env_names_as_users_write_them(written, canonical):
     assert cli.normalise_env(written) == canonical
     plan = _plan(impala_main.PAPER, f"--env={written}")
@@ -146,8 +197,11 @@ def test_env_names_as_users_write_them(written, canonical):
 
 
 def test_unknown_envs_and_cartpole_where_the_paper_has_no_cartpole():
-    with pytest.raises(cli.FlagError, match=r"^--env='Pongo' is not CartPole or an Atari game "
-                                            r"\(e\.g\. Pong, Breakout"):
+    with pytest.raises(
+        cli.FlagError,
+        match=r"^--env='Pongo' is not CartPole or an Atari game "
+        r"\(e\.g\. Pong, Breakout",
+    ):
         cli.normalise_env("Pongo")
     with pytest.raises(cli.FlagError, match="--env='cartpole' is not an Atari game"):
         _plan(_paper(dice_config.DiceConfig), "--env=cartpole")
@@ -156,32 +210,56 @@ def test_unknown_envs_and_cartpole_where_the_paper_has_no_cartpole():
 
 # ------------------------------------------------------------------------------- precedence
 
+
 def test_defaults_then_env_then_ablation_then_flags():
     paper = _paper(
-        impala_config.ImpalaConfig, cartpole=True,
+        impala_config.ImpalaConfig,
+        cartpole=True,
         env_defaults={"CartPole": dict(learning_rate=1e-2, network="mlp", num_actors=1)},
-        ablations={"slow": dict(learning_rate=1e-3, correction="no_correction")})
+        ablations={"slow": dict(learning_rate=1e-3, correction="no_correction")},
+    )
     pong = _plan(paper).config
     assert (pong.env, pong.learning_rate, pong.network, pong.num_actors, pong.correction) == (
-        "Pong", 6e-4, "deep", 2, "vtrace")  # the paper's defaults
+        "Pong",
+        6e-4,
+        "deep",
+        2,
+        "vtrace",
+    )  # the paper's defaults
     cartpole = _plan(paper, "--env=CartPole-v1").config
     assert (cartpole.learning_rate, cartpole.network, cartpole.num_actors) == (1e-2, "mlp", 1)
     slow = _plan(paper, "--env=CartPole", "--ablation=slow").config
     assert (slow.learning_rate, slow.network, slow.correction) == (1e-3, "mlp", "no_correction")
-    given = _plan(paper, "--env=cartpole", "--ablation=slow", "--learning_rate=5e-3",
-                  "--network=deep", "--num_actors=3").config
+    given = _plan(
+        paper,
+        "--env=cartpole",
+        "--ablation=slow",
+        "--learning_rate=5e-3",
+        "--network=deep",
+        "--num_actors=3",
+    ).config
     assert (given.learning_rate, given.network, given.num_actors, given.correction) == (
-        5e-3, "deep", 3, "no_correction")
+        5e-3,
+        "deep",
+        3,
+        "no_correction",
+    )
     # A flag given with the default's value still beats the env's and the ablation's.
-    assert _plan(paper, "--env=CartPole", "--ablation=slow",
-                 "--learning_rate=6e-4").config.learning_rate == 6e-4
+    assert (
+        _plan(
+            paper, "--env=CartPole", "--ablation=slow", "--learning_rate=6e-4"
+        ).config.learning_rate
+        == 6e-4
+    )
     assert cli.make_config(paper, {"env": "cartpole", "use_lstm": True}, "slow") == (
-        dataclasses.replace(slow, use_lstm=True))
+        dataclasses.replace(slow, use_lstm=True)
+    )
 
 
 def test_impala_cartpole_is_the_config_module_s_cartpole():
     assert _plan(impala_main.PAPER, "--env=CartPole", "--batch_size=16").config == (
-        impala_config.default_config("CartPole", batch_size=16))
+        impala_config.default_config("CartPole", batch_size=16)
+    )
     assert _plan(impala_main.PAPER).config == impala_config.ImpalaConfig()
 
 
@@ -196,6 +274,7 @@ def test_validation_errors_name_the_flag():
 
 # ------------------------------------------------------------------------- runs and ablations
 
+
 def test_seeds_flag_is_a_count_or_a_list():
     assert cli.parse_seeds((3,)) == [0, 1, 2]
     assert cli.parse_seeds((4, 9)) == [4, 9]
@@ -209,8 +288,9 @@ def test_one_run_of_a_variant_and_a_seed():
     plan = _plan(impala_main.PAPER)
     assert not plan.several_runs and plan.ablation is None and plan.seeds == (0,)
     assert cli.default_logdir(impala_main.PAPER, plan) == "runs/impala_Pong"
-    plan = _plan(impala_main.PAPER, "--ablations=no_correction", "--seeds=1", "--seed=7",
-                 "--env=breakout")
+    plan = _plan(
+        impala_main.PAPER, "--ablations=no_correction", "--seeds=1", "--seed=7", "--env=breakout"
+    )
     assert not plan.several_runs and plan.ablation == "no_correction"
     assert (plan.config.correction, plan.config.seed) == ("no_correction", 0)  # --seeds wins
     assert cli.default_logdir(impala_main.PAPER, plan) == "runs/impala_Breakout_no_correction"
@@ -219,19 +299,33 @@ def test_one_run_of_a_variant_and_a_seed():
 
 
 def test_several_runs_go_to_the_ablation_runner(monkeypatch):
-    argv = ("--env=pong", "--ablations=vtrace,no_correction", "--seeds=2", "--parallel=2",
-            "--total_frames=1000", "--nouse_lstm", "--logdir=/tmp/x", "--entropy_cost=0.02")
+    argv = (
+        "--env=pong",
+        "--ablations=vtrace,no_correction",
+        "--seeds=2",
+        "--parallel=2",
+        "--total_frames=1000",
+        "--nouse_lstm",
+        "--logdir=/tmp/x",
+        "--entropy_cost=0.02",
+    )
     flag_values, rest = _parsed(impala_main.PAPER, *argv)
     plan = cli.plan_from_flags(impala_main.PAPER, rest, flag_values)
     assert plan.several_runs and plan.variants == ("vtrace", "no_correction")
     assert plan.seeds == (0, 1)
     from common import ablation_runner
+
     calls = []
     monkeypatch.setattr(ablation_runner, "run_ablations", lambda *a, **k: calls.append((a, k)))
     cli.run_several(impala_main.PAPER, plan, flag_values)
-    (args, kwargs), = calls
-    assert args == ("impala.main", ["vtrace", "no_correction"], [0, 1], "/tmp/x",
-                    ["--env=Pong", "--nouse_lstm", "--entropy_cost=0.02", "--total_frames=1000"])
+    ((args, kwargs),) = calls
+    assert args == (
+        "impala.main",
+        ["vtrace", "no_correction"],
+        [0, 1],
+        "/tmp/x",
+        ["--env=Pong", "--nouse_lstm", "--entropy_cost=0.02", "--total_frames=1000"],
+    )
     assert kwargs == dict(parallel=2, game="Pong")
     # Seeds alone run the paper's default variant; CartPole has no HNS.
     plan = _plan(impala_main.PAPER, "--seeds=3", "--env=CartPole")
@@ -242,14 +336,17 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
 
 
 def test_every_variant_is_validated_before_any_run():
-    paper = _paper(impala_config.ImpalaConfig,
-                   ablations=dict(impala_ablations.ABLATIONS, broken=dict(discount=2.0)))
+    paper = _paper(
+        impala_config.ImpalaConfig,
+        ablations=dict(impala_ablations.ABLATIONS, broken=dict(discount=2.0)),
+    )
     with pytest.raises(cli.FlagError, match="--discount=2.0 must be in"):
         _plan(paper, "--ablations=vtrace,broken")
 
 
 def test_roles_match_the_launcher():
     from common import launch  # imports TensorFlow
+
     assert cli.ROLES == launch.ROLES
 
 
@@ -259,13 +356,16 @@ HEAVY = ("tensorflow", "reverb", "gymnasium", "ale_py", "numpy")
 
 
 def _python(code: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_importing_the_command_line_imports_nothing_heavy():
-    code = ("import sys, json, common.cli, impala.main; "
-            f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    code = (
+        "import sys, json, common.cli, impala.main; "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
     result = _python(code)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
@@ -293,15 +393,18 @@ print(json.dumps(dict(status=status, imported=[m for m in ("tensorflow", "reverb
 """
 
 
-@pytest.mark.parametrize("paper, argv, message", [
-    ("impala", ["--learning_rate=-0.1"], "--learning_rate=-0.1 must be > 0"),
-    ("impala", ["--env=Pongo"], "--env='Pongo' is not CartPole or an Atari game"),
-    ("impala", ["--learning_rat=1"], "unknown flag --learning_rat (did you mean"),
-    ("impala", ["--role=replay", "--ablations=vtrace,no_correction"], "--role=replay runs one"),
-    ("dice", ["--bandit_widths=1,x"], "--bandit_widths=1,x must be a comma list of integers"),
-    ("dice", ["--bandit_widths=1,0"], "--bandit_widths=(1, 0) must be a non-empty tuple"),
-    ("dice", ["--env=CartPole"], "--env='CartPole' is not an Atari game"),
-])
+@pytest.mark.parametrize(
+    "paper, argv, message",
+    [
+        ("impala", ["--learning_rate=-0.1"], "--learning_rate=-0.1 must be > 0"),
+        ("impala", ["--env=Pongo"], "--env='Pongo' is not CartPole or an Atari game"),
+        ("impala", ["--learning_rat=1"], "unknown flag --learning_rat (did you mean"),
+        ("impala", ["--role=replay", "--ablations=vtrace,no_correction"], "--role=replay runs one"),
+        ("dice", ["--bandit_widths=1,x"], "--bandit_widths=1,x must be a comma list of integers"),
+        ("dice", ["--bandit_widths=1,0"], "--bandit_widths=(1, 0) must be a non-empty tuple"),
+        ("dice", ["--env=CartPole"], "--env='CartPole' is not an Atari game"),
+    ],
+)
 def test_bad_command_lines_exit_on_one_line_without_tensorflow(paper, argv, message):
     result = _python(CLI_MAIN, paper, *argv)
     outcome = json.loads(result.stdout.splitlines()[-1])
@@ -324,15 +427,21 @@ print(json.dumps(dict(env=plan.config.env, variants=plan.variants,
 """
     result = _python(code, "--env=ms_pacman", "--ablations=vtrace,one_step_is", "--seeds=2")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == dict(env="MsPacman", variants=["vtrace", "one_step_is"],
-                                             imported=[])
+    assert json.loads(result.stdout) == dict(
+        env="MsPacman", variants=["vtrace", "one_step_is"], imported=[]
+    )
 
 
 def test_helpfull_lists_every_config_field_and_run_flag():
-    result = subprocess.run([sys.executable, "-m", "impala.main", "--helpfull"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "impala.main", "--helpfull"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     for data_class in (impala_config.ImpalaConfig, cli.RunSettings):
         for field in dataclasses.fields(data_class):
-            assert (f"--{field.name}:" in result.stdout
-                    or f"--[no]{field.name}:" in result.stdout), field.name
+            assert f"--{field.name}:" in result.stdout or f"--[no]{field.name}:" in result.stdout, (
+                field.name
+            )
     assert "(default 0.0006; CartPole: 0.01)" in result.stdout

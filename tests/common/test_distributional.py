@@ -21,6 +21,7 @@ from common.distributional import (
 
 # ----------------------------------------------------------------------------- numpy ground truth
 
+
 def np_kernel(i, x, z):
     """h_{z_i}(x), the four cases of Eq. G as printed (reactor.md §2.3)."""
     last = len(z) - 1
@@ -35,13 +36,17 @@ def np_kernel(i, x, z):
 
 def np_project(values, probs, z):
     """sum_j probs_j h_{z_i}(values_j) for one distribution (1-D values, probs)."""
-    return np.array([sum(p * np_kernel(i, x, z) for x, p in zip(values, probs)) for i in range(len(z))])
+    return np.array(
+        [sum(p * np_kernel(i, x, z) for x, p in zip(values, probs)) for i in range(len(z))]
+    )
 
 
 def np_traces(pi, a, mu, lam):
     """c_s = lam min(1, pi(a_s|x_s) / mu_s) for s = 0..T (Eq. 4); c_0 unused, c_T := 0 (§2.2)."""
     T = len(a)
-    return np.array([lam * min(1.0, pi[s, a[s]] / mu[s]) if 1 <= s < T else 0.0 for s in range(T + 1)])
+    return np.array(
+        [lam * min(1.0, pi[s, a[s]] / mu[s]) if 1 <= s < T else 0.0 for s in range(T + 1)]
+    )
 
 
 def np_dist_retrace(r, gamma, a, mu, pi, q, z, lam):
@@ -55,14 +60,18 @@ def np_dist_retrace(r, gamma, a, mu, pi, q, z, lam):
     for t in range(T):
         for n in range(1, T - t + 1):
             s = t + n
-            discount = [np.prod(gamma[t:t + k]) for k in range(n + 1)]  # Gamma_{t,k}
+            discount = [np.prod(gamma[t : t + k]) for k in range(n + 1)]  # Gamma_{t,k}
             n_step_return = sum(discount[k] * r[t + k] for k in range(n))
             for act in range(A):
                 taken = 1.0 if s < T and act == a[s] else 0.0
-                alpha = np.prod(c[t + 1:s]) * (pi[s, act] - taken * c[s])
+                alpha = np.prod(c[t + 1 : s]) * (pi[s, act] - taken * c[s])
                 for j in range(len(z)):
                     for i in range(len(z)):
-                        out[t, i] += alpha * q[s, act, j] * np_kernel(i, n_step_return + discount[n] * z[j], z)
+                        out[t, i] += (
+                            alpha
+                            * q[s, act, j]
+                            * np_kernel(i, n_step_return + discount[n] * z[j], z)
+                        )
     return out
 
 
@@ -78,7 +87,7 @@ def np_retrace(Q, r, gamma, a, mu, pi, lam):
         out[t] = Q[t, a[t]]
         for s in range(t, T):
             td = r[s] + gamma[s] * pi[s + 1] @ Q[s + 1] - Q[s, a[s]]
-            out[t] += np.prod(gamma[t:s]) * np.prod(c[t + 1:s + 1]) * td
+            out[t] += np.prod(gamma[t:s]) * np.prod(c[t + 1 : s + 1]) * td
     return out
 
 
@@ -100,10 +109,14 @@ def library_args(seq):
     a = np.asarray(seq["a"])
     pi_taken = np.take_along_axis(np.asarray(seq["pi"])[:-1], a[..., None], -1)[..., 0]
     f32 = lambda x: np.asarray(x, np.float32)
-    return dict(q_probs=f32(seq["q"]), target_probs=f32(seq["pi"]),
-                actions=np.concatenate([a, np.zeros_like(a[:1])]),  # a_T: any action, it is not used
-                log_rhos=f32(np.log(pi_taken) - np.log(seq["mu"])),
-                rewards=f32(seq["r"]), discounts=f32(seq["gamma"]))
+    return dict(
+        q_probs=f32(seq["q"]),
+        target_probs=f32(seq["pi"]),
+        actions=np.concatenate([a, np.zeros_like(a[:1])]),  # a_T: any action, it is not used
+        log_rhos=f32(np.log(pi_taken) - np.log(seq["mu"])),
+        rewards=f32(seq["r"]),
+        discounts=f32(seq["gamma"]),
+    )
 
 
 def tf_target(seq, z, lam=1.0, fn=distributional_retrace_target):
@@ -154,6 +167,7 @@ def spec_test6_sequence(pi=TEST3_PI):
 
 # ----------------------------------------------------------------------------------- support
 
+
 def test_make_support_reactor_defaults():
     # reactor.md §9 Test 1(a); defaults from reactor.md §4.3 (C51's 51 atoms on [-10, 10]).
     z = make_support().numpy()
@@ -163,11 +177,14 @@ def test_make_support_reactor_defaults():
     np.testing.assert_allclose(np.diff(z), 0.4, atol=2e-6)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(num_atoms=1), "num_atoms"),
-    (dict(num_atoms=5.0), "num_atoms"),
-    (dict(v_min=1.0, v_max=1.0), "v_min"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(num_atoms=1), "num_atoms"),
+        (dict(num_atoms=5.0), "num_atoms"),
+        (dict(v_min=1.0, v_max=1.0), "v_min"),
+    ],
+)
 def test_make_support_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_support(**kwargs)
@@ -175,13 +192,23 @@ def test_make_support_rejects_bad_input(kwargs, match):
 
 # -------------------------------------------------------------------------------- projection
 
+
 def test_projection_single_diracs_worked_numbers():
     # reactor.md §9 Test 1(b): N = 5 on [-2, 2].
     z = make_support(5, -2.0, 2.0)
     xs = np.array([[0.3], [-1.5], [1.0], [3.7], [-5.0]], np.float32)
     out = categorical_projection(xs, np.ones_like(xs), z).numpy()
-    np.testing.assert_allclose(out, [[0, 0, 0.7, 0.3, 0], [0.5, 0.5, 0, 0, 0], [0, 0, 0, 1, 0],
-                                     [0, 0, 0, 0, 1], [1, 0, 0, 0, 0]], atol=1e-6)
+    np.testing.assert_allclose(
+        out,
+        [
+            [0, 0, 0.7, 0.3, 0],
+            [0.5, 0.5, 0, 0, 0],
+            [0, 0, 0, 1, 0],
+            [0, 0, 0, 0, 1],
+            [1, 0, 0, 0, 0],
+        ],
+        atol=1e-6,
+    )
 
 
 def test_projection_matches_literal_kernel_on_random_inputs():
@@ -192,8 +219,12 @@ def test_projection_matches_literal_kernel_on_random_inputs():
     values[1, :, :3] = [-2.0, 2.0, -7.0]
     probs = rng.normal(size=values.shape)  # signed: the projection is linear
     assert (values < -2).any() and (values > 2).any()
-    out = categorical_projection(values.astype(np.float32), probs.astype(np.float32), z.astype(np.float32))
-    expected = np.array([[np_project(v, p, z) for v, p in zip(vr, pr)] for vr, pr in zip(values, probs)])
+    out = categorical_projection(
+        values.astype(np.float32), probs.astype(np.float32), z.astype(np.float32)
+    )
+    expected = np.array(
+        [[np_project(v, p, z) for v, p in zip(vr, pr)] for vr, pr in zip(values, probs)]
+    )
     np.testing.assert_allclose(out.numpy(), expected, atol=1e-5)
 
 
@@ -208,19 +239,25 @@ def test_projection_preserves_mass_and_mean_and_clamps():
     assert (out >= 0).all()
     # Below v_min everything lands on z_0, above v_max on z_{N-1}, whatever the distance.
     low = categorical_projection(inside - 11.0, probs, z).numpy()
-    high = categorical_projection(inside + 10.0 + rng.uniform(0, 1e3, (20, 7)).astype(np.float32), probs, z).numpy()
+    high = categorical_projection(
+        inside + 10.0 + rng.uniform(0, 1e3, (20, 7)).astype(np.float32), probs, z
+    ).numpy()
     np.testing.assert_allclose(low, np.eye(11)[np.zeros(20, int)], atol=1e-6)
     np.testing.assert_allclose(high, np.eye(11)[np.full(20, 10)], atol=1e-6)
     # Signed masses: total mass still preserved.
     signed = rng.normal(size=(20, 7)).astype(np.float32)
-    np.testing.assert_allclose(categorical_projection(inside, signed, z).numpy().sum(-1), signed.sum(-1), atol=1e-5)
+    np.testing.assert_allclose(
+        categorical_projection(inside, signed, z).numpy().sum(-1), signed.sum(-1), atol=1e-5
+    )
 
 
 def test_projection_is_identity_on_the_support():
     z = make_support()
     probs = np.random.default_rng(2).normal(size=(3, 51)).astype(np.float32)
     out = categorical_projection(tf.broadcast_to(z, probs.shape), probs, z)
-    np.testing.assert_allclose(out.numpy(), probs, atol=1e-5)  # float32 rounding of 51 atoms on [-10, 10]
+    np.testing.assert_allclose(
+        out.numpy(), probs, atol=1e-5
+    )  # float32 rounding of 51 atoms on [-10, 10]
 
 
 def test_projection_rejects_bad_support_and_shapes():
@@ -252,37 +289,51 @@ def test_n_step_backup_worked_numbers():
 
 # ---------------------------------------------------------------------- distributional Retrace
 
+
 def test_numpy_ground_truths_reproduce_spec_numbers():
     # Guards the test's own ground truths: reactor.md §9 Test 3, Test 4(a) and Test 6 (t = 0).
     s = unbatched(spec_test6_sequence(), 0)
     args = (s["r"], s["gamma"], s["a"], s["mu"], TEST3_PI)
-    np.testing.assert_allclose(np_retrace(TEST3_Q, *args, lam=1.0), [1.4167, 0.963, 3.44], atol=1e-6)
+    np.testing.assert_allclose(
+        np_retrace(TEST3_Q, *args, lam=1.0), [1.4167, 0.963, 3.44], atol=1e-6
+    )
     np.testing.assert_allclose(np_retrace(TEST3_Q, *args, lam=0.0), [2.35, -0.36, 3.44], atol=1e-6)
-    np.testing.assert_allclose(np_dist_retrace(*args, s["q"], GRID11, lam=1.0)[0],
-                               [0, 0, 0, 0, 0, 0.486, 0.0795, 0.1845, 0.15285, -0.0239, 0.12105], atol=1e-9)
+    np.testing.assert_allclose(
+        np_dist_retrace(*args, s["q"], GRID11, lam=1.0)[0],
+        [0, 0, 0, 0, 0, 0.486, 0.0795, 0.1845, 0.15285, -0.0239, 0.12105],
+        atol=1e-9,
+    )
 
 
 def test_retrace_target_worked_numbers():
     # reactor.md §9 Test 6 (Test-3 data, 11 atoms on [-5, 5]).
     seq = spec_test6_sequence()
     target = tf_target(seq, GRID11)[:, 0]
-    np.testing.assert_allclose(target[0], [0, 0, 0, 0, 0, 0.486, 0.0795, 0.1845, 0.15285, -0.0239, 0.12105],
-                               atol=1e-6)
-    np.testing.assert_allclose(target[1], [0, 0, 0, 0, 0.54, 0.005, -0.045, 0.1365, 0.2135, 0.1155, 0.0345],
-                               atol=1e-6)
-    np.testing.assert_allclose(target[2], 0.07 * dirac(2) + 0.63 * dirac(3) + 0.09 * dirac(4) + 0.21 * dirac(5),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        target[0], [0, 0, 0, 0, 0, 0.486, 0.0795, 0.1845, 0.15285, -0.0239, 0.12105], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        target[1], [0, 0, 0, 0, 0.54, 0.005, -0.045, 0.1365, 0.2135, 0.1155, 0.0345], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        target[2], 0.07 * dirac(2) + 0.63 * dirac(3) + 0.09 * dirac(4) + 0.21 * dirac(5), atol=1e-6
+    )
     np.testing.assert_allclose(target.sum(-1), 1.0, atol=1e-6)
-    np.testing.assert_allclose(target @ GRID11, [1.4167, 0.963, 3.44], atol=1e-5)  # = Test 3's scalar Retrace
+    np.testing.assert_allclose(
+        target @ GRID11, [1.4167, 0.963, 3.44], atol=1e-5
+    )  # = Test 3's scalar Retrace
     # lambda = 0, t = 0: sum_a pi(a|x_1) Proj(r_0 + gamma Z(x_1, a)); Test 4(a) means (2.35, -0.36, 3.44).
     target0 = tf_target(seq, GRID11, lam=0.0)[:, 0]
-    np.testing.assert_allclose(target0[0], [0, 0, 0, 0, 0, 0, 0.075, 0.675, 0.075, 0.175, 0], atol=1e-6)
+    np.testing.assert_allclose(
+        target0[0], [0, 0, 0, 0, 0, 0, 0.075, 0.675, 0.075, 0.175, 0], atol=1e-6
+    )
     np.testing.assert_allclose(target0 @ GRID11, [2.35, -0.36, 3.44], atol=1e-5)
     # Priority with a uniform prediction: sum_i |q*_i - 1/11| at t = 0.
     np.testing.assert_allclose(np.abs(target[0] - 1 / 11).sum(), 1.161527, atol=1e-5)
     # The exact form, not the "project every step" recursion (whose t = 0 mean is 1.39045).
-    recursive = np_recursive_dist_retrace(*(unbatched(seq, 0)[k] for k in ("r", "gamma", "a", "mu", "pi", "q")),
-                                          GRID11, 1.0)
+    recursive = np_recursive_dist_retrace(
+        *(unbatched(seq, 0)[k] for k in ("r", "gamma", "a", "mu", "pi", "q")), GRID11, 1.0
+    )
     np.testing.assert_allclose(recursive[0] @ GRID11, 1.39045, atol=1e-5)
     assert abs(target[0] @ GRID11 - 1.39045) > 0.02
 
@@ -295,8 +346,15 @@ def test_retrace_target_matches_numpy_mixture_on_random_inputs():
     assert (seq["gamma"][:-1] == 0).any()  # an episode ends inside the sequence
     for lam in (1.0, 0.7):
         got = tf_target(seq, z, lam)
-        expected = np.stack([np_dist_retrace(*(unbatched(seq, b)[k] for k in ("r", "gamma", "a", "mu", "pi", "q")),
-                                             z, lam) for b in range(seq["r"].shape[1])], axis=1)
+        expected = np.stack(
+            [
+                np_dist_retrace(
+                    *(unbatched(seq, b)[k] for k in ("r", "gamma", "a", "mu", "pi", "q")), z, lam
+                )
+                for b in range(seq["r"].shape[1])
+            ],
+            axis=1,
+        )
         np.testing.assert_allclose(got, expected, atol=2e-5)
         assert (got < -1e-3).any()  # negative target masses are kept, not clipped
         np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-5)
@@ -318,7 +376,9 @@ def test_retrace_target_mean_is_scalar_retrace_when_nothing_clips(seed):
         q_means = seq["q"] @ wide  # [T+1, B, A]
         for b in range(3):
             s = unbatched(seq, b)
-            scalar = np_retrace(q_means[:, b], s["r"], s["gamma"], s["a"], s["mu"], s["pi"], lam=1.0)
+            scalar = np_retrace(
+                q_means[:, b], s["r"], s["gamma"], s["a"], s["mu"], s["pi"], lam=1.0
+            )
             np.testing.assert_allclose(target[:, b] @ wide, scalar, atol=1e-4, rtol=1e-5)
         np.testing.assert_allclose(target.sum(-1), 1.0, atol=1e-5)
     seq = random_sequence(rng, A=4, N=5)
@@ -361,12 +421,22 @@ def test_alpha_is_non_negative_in_expectation_over_mu():
     q = np.zeros((3, 3, 3, 5))
     q[1, :, :, :3] = np.eye(3)
     q[2, :, :, 4] = 1.0
-    seq = dict(r=np.zeros((2, 3)), gamma=np.ones((2, 3)), a=np.array([[0, 0, 0], [0, 1, 2]]),
-               mu=np.array([[1.0] * 3, mu_1]), pi=np.broadcast_to(pi_1, (3, 3, 3)), q=q)
+    seq = dict(
+        r=np.zeros((2, 3)),
+        gamma=np.ones((2, 3)),
+        a=np.array([[0, 0, 0], [0, 1, 2]]),
+        mu=np.array([[1.0] * 3, mu_1]),
+        pi=np.broadcast_to(pi_1, (3, 3, 3)),
+        q=q,
+    )
     target = tf_target(seq, np.arange(5.0))[0]  # [a_1, atom]
-    np.testing.assert_allclose(target[0, :3], [-0.3, 0.2, 0.1], atol=1e-6)  # a single sample is signed
+    np.testing.assert_allclose(
+        target[0, :3], [-0.3, 0.2, 0.1], atol=1e-6
+    )  # a single sample is signed
     expected_over_mu = mu_1 @ target
-    np.testing.assert_allclose(expected_over_mu[:3], pi_1 - np.minimum(mu_1, pi_1), atol=1e-6)  # (0.5, 0, 0)
+    np.testing.assert_allclose(
+        expected_over_mu[:3], pi_1 - np.minimum(mu_1, pi_1), atol=1e-6
+    )  # (0.5, 0, 0)
     np.testing.assert_allclose(expected_over_mu[:3], [0.5, 0.0, 0.0], atol=1e-6)
     assert (expected_over_mu >= -1e-7).all()
     np.testing.assert_allclose(expected_over_mu.sum(), 1.0, atol=1e-6)
@@ -383,7 +453,9 @@ def test_terminal_step_target_is_the_projected_reward():
         np.testing.assert_allclose(got[2, b], np_project([seq["r"][2, b]], [1.0], z), atol=1e-6)
     seq["q"][3:] = rng.dirichlet(np.ones(9), size=seq["q"][3:].shape[:-1])
     seq["r"][3:] = rng.uniform(-1, 1, seq["r"][3:].shape)
-    np.testing.assert_allclose(tf_target(seq, z)[:3], got[:3], atol=1e-6)  # what follows the end is ignored
+    np.testing.assert_allclose(
+        tf_target(seq, z)[:3], got[:3], atol=1e-6
+    )  # what follows the end is ignored
 
 
 def test_retrace_target_rejects_bad_input():
@@ -396,16 +468,24 @@ def test_retrace_target_rejects_bad_input():
     with pytest.raises(ValueError, match="rewards must have rank 2"):
         tf_target(bad, GRID11)
     args = library_args(seq)
-    with pytest.raises(ValueError, match="target_probs must have leading shape"):  # batch 2 against 1
-        distributional_retrace_target(**dict(args, target_probs=np.repeat(args["target_probs"], 2, 1)),
-                                      support=GRID11)
-    with pytest.raises(ValueError, match="q_probs must have leading shape"):  # [T] rows instead of [T+1]
+    with pytest.raises(
+        ValueError, match="target_probs must have leading shape"
+    ):  # batch 2 against 1
+        distributional_retrace_target(
+            **dict(args, target_probs=np.repeat(args["target_probs"], 2, 1)), support=GRID11
+        )
+    with pytest.raises(
+        ValueError, match="q_probs must have leading shape"
+    ):  # [T] rows instead of [T+1]
         distributional_retrace_target(**dict(args, q_probs=args["q_probs"][1:]), support=GRID11)
     with pytest.raises(ValueError, match="actions must be an integer"):
-        distributional_retrace_target(**dict(args, actions=args["actions"].astype(np.float32)), support=GRID11)
+        distributional_retrace_target(
+            **dict(args, actions=args["actions"].astype(np.float32)), support=GRID11
+        )
 
 
 # --------------------------------------------------------------------------------------- loss
+
 
 def test_cross_entropy_worked_numbers_with_signed_target():
     # reactor.md §9 Test 7: logits 0 (q uniform 1/11), q* = Test 6 at t = 0.
@@ -415,19 +495,28 @@ def test_cross_entropy_worked_numbers_with_signed_target():
         loss = categorical_cross_entropy(q_star, logits)
     grad = tape.gradient(loss, logits).numpy()
     np.testing.assert_allclose(loss.numpy(), np.log(11.0), atol=1e-6)
-    np.testing.assert_allclose(grad, [0.09091] * 5 + [-0.39509, 0.01141, -0.09359, -0.06194, 0.11481, -0.03014],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        grad, [0.09091] * 5 + [-0.39509, 0.01141, -0.09359, -0.06194, 0.11481, -0.03014], atol=1e-5
+    )
     assert np.isfinite(grad).all()
     # Central finite differences of the library loss, at a non-trivial point.
     point = np.random.default_rng(11).normal(size=11)
     eps = 1e-2
-    fd = [(categorical_cross_entropy(q_star, point + eps * e) - categorical_cross_entropy(q_star, point - eps * e))
-          .numpy() / (2 * eps) for e in np.eye(11)]
+    fd = [
+        (
+            categorical_cross_entropy(q_star, point + eps * e)
+            - categorical_cross_entropy(q_star, point - eps * e)
+        ).numpy()
+        / (2 * eps)
+        for e in np.eye(11)
+    ]
     logits.assign(point.astype(np.float32))
     with tf.GradientTape() as tape:
         loss = categorical_cross_entropy(q_star, logits)
     np.testing.assert_allclose(tape.gradient(loss, logits).numpy(), fd, atol=1e-4)
-    np.testing.assert_allclose(fd, tf.nn.softmax(point).numpy() - q_star.numpy(), atol=1e-4)  # Eq. (12)
+    np.testing.assert_allclose(
+        fd, tf.nn.softmax(point).numpy() - q_star.numpy(), atol=1e-4
+    )  # Eq. (12)
 
 
 def test_gradients_reach_only_the_predicted_logits():
@@ -456,11 +545,19 @@ def test_jit_compiled_equals_eager():
     seq = random_sequence(rng)
     compiled = tf.function(distributional_retrace_target, jit_compile=True)
     for lam in (1.0, 0.5):
-        np.testing.assert_allclose(tf_target(seq, z, lam, fn=compiled), tf_target(seq, z, lam), atol=1e-6)
+        np.testing.assert_allclose(
+            tf_target(seq, z, lam, fn=compiled), tf_target(seq, z, lam), atol=1e-6
+        )
     values = rng.uniform(-3, 3, (5, 4, 9)).astype(np.float32)
     probs = rng.normal(size=(5, 4, 9)).astype(np.float32)
-    np.testing.assert_allclose(tf.function(categorical_projection, jit_compile=True)(values, probs, z).numpy(),
-                               categorical_projection(values, probs, z).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        tf.function(categorical_projection, jit_compile=True)(values, probs, z).numpy(),
+        categorical_projection(values, probs, z).numpy(),
+        atol=1e-6,
+    )
     target, logits = tf_target(seq, z), rng.normal(size=(6, 3, 9)).astype(np.float32)
-    np.testing.assert_allclose(tf.function(categorical_cross_entropy, jit_compile=True)(target, logits).numpy(),
-                               categorical_cross_entropy(target, logits).numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        tf.function(categorical_cross_entropy, jit_compile=True)(target, logits).numpy(),
+        categorical_cross_entropy(target, logits).numpy(),
+        atol=1e-5,
+    )

@@ -125,8 +125,12 @@ def test_life_loss_clipping_and_raw_whole_game_score():
     # termination and reward clipping, so both see the same frames for the same seed/actions.
     impala_full = dataclasses.replace(PROTOCOLS["impala"], full_action_space=True)
     dice = PROTOCOLS["dice_gdi_lbc"]
-    assert dataclasses.replace(impala_full, name=dice.name, terminal_on_life_loss=False,
-                               reward_clip=None) == dice
+    assert (
+        dataclasses.replace(
+            impala_full, name=dice.name, terminal_on_life_loss=False, reward_clip=None
+        )
+        == dice
+    )
     actions = _random_actions(18, 600, 2)
     _, imp = _run(make_env("ms_pacman", 2, 11, impala_full), actions)
     _, dic = _run(make_env("MsPacman", 2, 11, "dice_gdi_lbc"), actions)
@@ -148,8 +152,8 @@ def test_life_loss_clipping_and_raw_whole_game_score():
 
     for b in range(2):  # the reported score is the raw sum over the whole game, not clipped
         t_end = np.flatnonzero(game_end[:, b])[0]
-        assert imp.episode_return[t_end, b] == imp.raw_reward[:t_end + 1, b].sum()
-        assert imp.episode_return[t_end, b] > imp.reward[:t_end + 1, b].sum()
+        assert imp.episode_return[t_end, b] == imp.raw_reward[: t_end + 1, b].sum()
+        assert imp.episode_return[t_end, b] > imp.reward[: t_end + 1, b].sum()
         assert imp.episode_length[t_end, b] == t_end + 1
     assert (imp.episode_length[~game_end] == 0).all()
 

@@ -58,8 +58,12 @@ def test_supervisor_restarts_a_crashed_child_with_new_kwargs(tmp_path):
     path = str(tmp_path / "seeds.txt")
     supervisor = launch.Supervisor(restart_delay_s=0.1)
     try:
-        supervisor.start("child", crash_once, dict(path=path, seed=0),
-                         reseed=lambda kwargs, n: dict(kwargs, seed=100 + n))
+        supervisor.start(
+            "child",
+            crash_once,
+            dict(path=path, seed=0),
+            reseed=lambda kwargs, n: dict(kwargs, seed=100 + n),
+        )
         first = supervisor.process("child")
         first.join(60)
         assert first.exitcode == 1  # the traceback goes to stderr, the code to the supervisor
@@ -88,9 +92,14 @@ def test_children_die_with_a_killed_parent_even_while_blocked(tmp_path):
     # C++); only the parent-death signal can end it once the launcher is SIGKILLed.
     ready = str(tmp_path / "child_pid")
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import time; from common import launch; "
-         "from tests.common.test_launch import block_after_ready; s = launch.Supervisor(); "
-         f"s.start('child', block_after_ready, dict(path={ready!r})); time.sleep(600)"])
+        [
+            sys.executable,
+            "-c",
+            "import time; from common import launch; "
+            "from tests.common.test_launch import block_after_ready; s = launch.Supervisor(); "
+            f"s.start('child', block_after_ready, dict(path={ready!r})); time.sleep(600)",
+        ]
+    )
     try:
         wait_until(lambda: os.path.exists(ready) and open(ready).read().endswith("\n"))
         child = int(open(ready).read())
@@ -110,17 +119,19 @@ def test_should_stop_on_event():
 
 def test_tables_match_what_actors_write():
     agent = agent_lib.Agent(
-        replay=patterns.Queue(length=3, capacity=4), make_policy=None, make_learner=None,
+        replay=patterns.Queue(length=3, capacity=4),
+        make_policy=None,
+        make_learner=None,
         policy_extras=lambda spec: acting.CategoricalPolicy.extras_spec(spec.num_actions),
-        core_state_spec=(tf.TensorSpec([5], tf.float32), tf.TensorSpec([5], tf.float32)))
+        core_state_spec=(tf.TensorSpec([5], tf.float32), tf.TensorSpec([5], tf.float32)),
+    )
     spec = agent_lib.probe_env("CartPole", "impala")
     assert spec.num_actions == 2 and spec.observation_shape == (4,)
     server = replay.start_server(agent.tables(spec))
     try:
         client = replay.connect(replay.address_of(server))
         info = client.server_info()
-        assert set(info) == {patterns.EXPERIENCE_TABLE, acting.PARAMS_TABLE,
-                             reports.REPORTS_TABLE}
+        assert set(info) == {patterns.EXPERIENCE_TABLE, acting.PARAMS_TABLE, reports.REPORTS_TABLE}
         assert info[patterns.EXPERIENCE_TABLE].max_size == 4
         signature = agent.signature(spec)
         assert signature[replay.STEPS]["observation"].shape == (4, *spec.observation_shape)

@@ -30,6 +30,7 @@ def make_train_step(net):
     def step(batch, frames):
         net.w.assign_add([tf.reduce_mean(batch["reward"]), 1.0])
         return {"loss/total": tf.reduce_sum(net.w), "frames_seen": tf.cast(frames, tf.float32)}
+
     return step
 
 
@@ -39,8 +40,9 @@ def episode_return_at(t: int) -> float:
 
 
 PATTERN = patterns.Queue(length=T, capacity=100)
-AGENT = agent_lib.Agent(replay=PATTERN, make_policy=None, make_learner=None,
-                        policy_extras=lambda spec: {})
+AGENT = agent_lib.Agent(
+    replay=PATTERN, make_policy=None, make_learner=None, policy_extras=lambda spec: {}
+)
 SPEC = agent_lib.EnvSpec(2, (1,), np.uint8)
 
 
@@ -52,18 +54,23 @@ def queue():
     reporter = reports.Reporter(client, NUM_ENVS, frames_per_step=4)
     with PATTERN.writer(client, NUM_ENVS, flush_timeout_ms=1000) as writer:
         for t in range(STEPS_PER_ENV):
-            writer.append(dict(
-                observation=np.zeros((NUM_ENVS, 1), np.uint8),
-                prev_action=np.zeros(NUM_ENVS, np.int32),
-                prev_reward=np.zeros(NUM_ENVS, np.float32),
-                reset=np.full(NUM_ENVS, t > 0 and t % 5 == 1),
-                action=np.zeros(NUM_ENVS, np.int32),
-                reward=np.full(NUM_ENVS, float(t), np.float32),
-                params_step=np.zeros(NUM_ENVS, np.int64),
-                truncation_value=np.zeros(NUM_ENVS, np.float32)))
+            writer.append(
+                dict(
+                    observation=np.zeros((NUM_ENVS, 1), np.uint8),
+                    prev_action=np.zeros(NUM_ENVS, np.int32),
+                    prev_reward=np.zeros(NUM_ENVS, np.float32),
+                    reset=np.full(NUM_ENVS, t > 0 and t % 5 == 1),
+                    action=np.zeros(NUM_ENVS, np.int32),
+                    reward=np.full(NUM_ENVS, float(t), np.float32),
+                    params_step=np.zeros(NUM_ENVS, np.int64),
+                    truncation_value=np.zeros(NUM_ENVS, np.float32),
+                )
+            )
             ret = episode_return_at(t)
-            reporter.step(np.full(NUM_ENVS, ret, np.float32),
-                          np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32))
+            reporter.step(
+                np.full(NUM_ENVS, ret, np.float32),
+                np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32),
+            )
     reporter.close()
     yield client, address, AGENT.signature(SPEC)
     server.stop()
@@ -74,11 +81,18 @@ def make_learner(logdir, queue, total_batches=100):
     net = Toy()
     extra = tf.Variable(3.0)  # stands for an optimizer's state
     settings = learning.LearnerSettings(
-        logdir=str(logdir), total_frames=total_batches * FRAMES_PER_BATCH,
-        frames_per_batch=FRAMES_PER_BATCH, batch_size=BATCH, publish_interval=2,
-        log_interval_s=0.0, checkpoint_interval_s=1e9, sample_timeout_ms=500)
-    parts = learning.LearnerParts(make_train_step(net), {"network": net, "extra": extra},
-                                  net.variables)
+        logdir=str(logdir),
+        total_frames=total_batches * FRAMES_PER_BATCH,
+        frames_per_batch=FRAMES_PER_BATCH,
+        batch_size=BATCH,
+        publish_interval=2,
+        log_interval_s=0.0,
+        checkpoint_interval_s=1e9,
+        sample_timeout_ms=500,
+    )
+    parts = learning.LearnerParts(
+        make_train_step(net), {"network": net, "extra": extra}, net.variables
+    )
     return learning.Learner(settings, parts, client, address, PATTERN, signature), net, extra
 
 
@@ -149,7 +163,10 @@ def test_csv_log_appends_and_rejects_a_foreign_header(tmp_path):
     log.append(1, 2.0, 3.0, 4.0)
     log.close()
     runlog.CsvLog(path, runlog.EVAL_HEADER).append(5, 6.0, 7.0, 8.0)
-    assert open(path).read().splitlines() == ["frames,episode_return,hns,wall_time",
-                                              "1,2.0,3.0,4.0", "5,6.0,7.0,8.0"]
+    assert open(path).read().splitlines() == [
+        "frames,episode_return,hns,wall_time",
+        "1,2.0,3.0,4.0",
+        "5,6.0,7.0,8.0",
+    ]
     with pytest.raises(ValueError, match="expected \\('frames', 'episode_return', 'episode_len"):
         runlog.CsvLog(path, runlog.EPISODES_HEADER)

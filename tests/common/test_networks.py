@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from common import config, networks
-from common.networks import (DeepTorso, ActorCriticNet, ShallowTorso, instruction_tokens)
+from common.networks import DeepTorso, ActorCriticNet, ShallowTorso, instruction_tokens
 
 ATARI = (84, 84, 4)
 DMLAB = (72, 96, 3)  # A19: RGB 72x96
@@ -22,21 +22,24 @@ def _built(observation_shape, dtype=tf.uint8, **kwargs):
     return net
 
 
-@pytest.mark.parametrize("kwargs, observation_shape, expected", [
-    # impala.md §3.4 / T14: DMLab nets with the language channel, 9 actions.
-    (dict(num_actions=9, torso="shallow", instruction_vocab=1000), DMLAB, 1_230_426),
-    (dict(num_actions=9, torso="deep", instruction_vocab=1000), DMLAB, 1_628_010),
-    # T14: Atari deep feed-forward net (§3.5, A17), 18 actions.
-    (dict(num_actions=18, torso="deep", use_lstm=False), ATARI, 1_094_115),
-    # dice.md §3 / §9: IMPALA-deep + LSTM-256 with previous action and reward inputs.
-    (dict(num_actions=18, torso="deep"), ATARI, 1_638_883),
-    # ... with lbc.md §3's Dense 512-ReLU heads: linear heads (4,883) replaced by
-    # policy 256*512+512 + 512*18+18 and value 256*512+512 + 512+1 (272,915).
-    (dict(num_actions=18, torso="deep", head_hidden=512), ATARI, 1_906_915),
-    # §3.5 "about 1.69M": Nature torso 8,224 + 32,832 + 36,928 conv, 3136*512+512 FC,
-    # heads 512*18+18 + 512+1.
-    (dict(num_actions=18, torso="nature", use_lstm=False), ATARI, 1_693_875),
-])
+@pytest.mark.parametrize(
+    "kwargs, observation_shape, expected",
+    [
+        # impala.md §3.4 / T14: DMLab nets with the language channel, 9 actions.
+        (dict(num_actions=9, torso="shallow", instruction_vocab=1000), DMLAB, 1_230_426),
+        (dict(num_actions=9, torso="deep", instruction_vocab=1000), DMLAB, 1_628_010),
+        # T14: Atari deep feed-forward net (§3.5, A17), 18 actions.
+        (dict(num_actions=18, torso="deep", use_lstm=False), ATARI, 1_094_115),
+        # dice.md §3 / §9: IMPALA-deep + LSTM-256 with previous action and reward inputs.
+        (dict(num_actions=18, torso="deep"), ATARI, 1_638_883),
+        # ... with lbc.md §3's Dense 512-ReLU heads: linear heads (4,883) replaced by
+        # policy 256*512+512 + 512*18+18 and value 256*512+512 + 512+1 (272,915).
+        (dict(num_actions=18, torso="deep", head_hidden=512), ATARI, 1_906_915),
+        # §3.5 "about 1.69M": Nature torso 8,224 + 32,832 + 36,928 conv, 3136*512+512 FC,
+        # heads 512*18+18 + 512+1.
+        (dict(num_actions=18, torso="nature", use_lstm=False), ATARI, 1_693_875),
+    ],
+)
 def test_parameter_counts_match_the_specs(kwargs, observation_shape, expected):
     assert _count(_built(observation_shape, **kwargs).trainable_variables) == expected
 
@@ -93,8 +96,9 @@ def test_feed_forward_net_has_no_state_and_ignores_previous_action_and_reward():
     np.testing.assert_array_equal(values, values2)
 
 
-@pytest.mark.parametrize("torso, observation_shape, dtype", [
-    ("deep", ATARI, np.uint8), ("mlp", (4,), np.float32)])
+@pytest.mark.parametrize(
+    "torso, observation_shape, dtype", [("deep", ATARI, np.uint8), ("mlp", (4,), np.float32)]
+)
 def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
     # §3.3 time folding: the torso on [T*B, ...] and the scanned core equal T separate steps,
     # including resets in the middle of the unroll and a non-zero initial state.
@@ -123,8 +127,12 @@ def test_reset_zeroes_the_state_and_the_previous_action_and_reward():
     reset = np.array([True, False])
     (logits, value), state = net.step(obs[0], a[0], r[0] + 3.0, reset, stale)
     (fresh_logits, fresh_value), fresh_state = net.step(
-        obs[0], np.zeros(2, np.int32), np.zeros(2, np.float32), np.ones(2, bool),
-        net.initial_state(2))
+        obs[0],
+        np.zeros(2, np.int32),
+        np.zeros(2, np.float32),
+        np.ones(2, bool),
+        net.initial_state(2),
+    )
     np.testing.assert_allclose(logits[0], fresh_logits[0], atol=1e-6)
     np.testing.assert_allclose(value[0], fresh_value[0], atol=1e-6)
     np.testing.assert_allclose(state[0][0], fresh_state[0][0], atol=1e-6)
@@ -140,8 +148,10 @@ def test_previous_reward_is_clipped_inside_the_net():
     for clip in (1.0, None):  # A21: [-1, 1]; None for DiCE/GDI/LBC's shaped rewards
         net = _built(ATARI, num_actions=3, torso="shallow", prev_reward_clip=clip)
         state = _random_state(rng, 1)
-        outputs[clip] = [net.step(obs[0], a[0], np.array([r], np.float32), no_reset, state)[0][1]
-                         for r in (1.0, 5.0, 0.5)]
+        outputs[clip] = [
+            net.step(obs[0], a[0], np.array([r], np.float32), no_reset, state)[0][1]
+            for r in (1.0, 5.0, 0.5)
+        ]
     at_one, at_five, at_half = outputs[1.0]
     np.testing.assert_array_equal(at_one, at_five)
     assert abs(float(at_one[0] - at_half[0])) > 1e-6
@@ -156,12 +166,12 @@ def test_compiled_equals_eager():
     state = _random_state(rng, 2)
     eager = net.unroll(obs, a, r, reset, state)
     compiled = tf.function(net.unroll, jit_compile=True)(obs, a, r, reset, state)
-    tf.nest.map_structure(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), eager,
-                          compiled)
+    tf.nest.map_structure(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), eager, compiled)
     eager_step = net.step(obs[0], a[0], r[0], reset[0], state)
     compiled_step = tf.function(net.step, jit_compile=True)(obs[0], a[0], r[0], reset[0], state)
-    tf.nest.map_structure(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), eager_step,
-                          compiled_step)
+    tf.nest.map_structure(
+        lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), eager_step, compiled_step
+    )
 
 
 def test_gradients_reach_every_variable():
@@ -171,7 +181,7 @@ def test_gradients_reach_every_variable():
     instruction = np.stack([instruction_tokens(["go to the red hat", "pick the key"], 4)] * 3)
     with tf.GradientTape() as tape:
         (logits, values), _ = net.unroll(obs, a, r, reset, _random_state(rng, 2), instruction)
-        loss = tf.reduce_sum(tf.nn.log_softmax(logits)[..., 0]) + tf.reduce_sum(values ** 2)
+        loss = tf.reduce_sum(tf.nn.log_softmax(logits)[..., 0]) + tf.reduce_sum(values**2)
     grads = tape.gradient(loss, net.trainable_variables)
     for variable, grad in zip(net.trainable_variables, grads):
         assert grad is not None, variable.name
@@ -203,12 +213,16 @@ def test_bad_arguments_raise():
         net.step(obs[0], a[0], r[0], reset[0], net.initial_state(1))
 
 
-@pytest.mark.parametrize("torso, use_lstm, observation_shape, observation_dtype", [
-    ("deep", False, (84, 84, 4), np.uint8),  # IMPALA's Atari actor
-    ("mlp", True, (4,), np.float32),  # a recurrent core: its state stays float32 outside
-])
-def test_bfloat16_acting_network_follows_the_float32_one(torso, use_lstm, observation_shape,
-                                                          observation_dtype):
+@pytest.mark.parametrize(
+    "torso, use_lstm, observation_shape, observation_dtype",
+    [
+        ("deep", False, (84, 84, 4), np.uint8),  # IMPALA's Atari actor
+        ("mlp", True, (4,), np.float32),  # a recurrent core: its state stays float32 outside
+    ],
+)
+def test_bfloat16_acting_network_follows_the_float32_one(
+    torso, use_lstm, observation_shape, observation_dtype
+):
     def build():
         return networks.ActorCriticNet(6, torso=torso, use_lstm=use_lstm, lstm_units=16)
 
@@ -226,8 +240,12 @@ def test_bfloat16_acting_network_follows_the_float32_one(torso, use_lstm, observ
     for t in range(3):
         high = 255 if observation_dtype == np.uint8 else 1
         obs = rng.uniform(0, high, (B, *observation_shape)).astype(observation_dtype)
-        inputs = (obs, rng.integers(0, 6, B).astype(np.int32), rng.normal(size=B).astype(np.float32),
-                  np.full(B, t == 0))
+        inputs = (
+            obs,
+            rng.integers(0, 6, B).astype(np.int32),
+            rng.normal(size=B).astype(np.float32),
+            np.full(B, t == 0),
+        )
         (logits, value), states[0] = full.step(*inputs, states[0])
         (half_logits, half_value), states[1] = half.step(*inputs, states[1])
         assert half_logits.dtype == half_value.dtype == tf.float32

@@ -26,18 +26,20 @@ NUM_ENVS, LSTM_UNITS, ACTOR_STEPS, LEARNER_STEPS, BATCH = 4, 8, 120, 6, 4
 SPEC = agent_lib.EnvSpec(2, (4,), np.float32)
 STATE_SPEC = (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2
 BEHAVIOUR = behaviour_lib.BehaviourSpec(
-    make_controller=functools.partial(bandits.DiceController, num_blocks=10,
-                                      num_candidates=3),
-    param_shapes={"eta": ()})
+    make_controller=functools.partial(bandits.DiceController, num_blocks=10, num_candidates=3),
+    param_shapes={"eta": ()},
+)
 
 PATTERNS = {
     "queue": patterns.Queue(length=5, capacity=1000),
-    "queue_with_replay": patterns.QueueWithReplay(length=5, capacity=1000, replay_capacity=50,
-                                                  replay_fraction=0.5),
+    "queue_with_replay": patterns.QueueWithReplay(
+        length=5, capacity=1000, replay_capacity=50, replay_fraction=0.5
+    ),
     "prioritized": patterns.Prioritized(length=5, capacity=10_000, initial_priority=1.0),
     # A large error buffer so that the actor, running alone first, is never rate-limited.
-    "sample_k": patterns.SampleK(length=6, capacity=1000, burn_in=3, times_sampled=2,
-                                 error_buffer=1e6),
+    "sample_k": patterns.SampleK(
+        length=6, capacity=1000, burn_in=3, times_sampled=2, error_buffer=1e6
+    ),
 }
 
 
@@ -67,8 +69,12 @@ class CheckingStep:
     def __call__(self, batch, frames):
         mask = batch.get(replay.MASK, tf.ones_like(batch["reward"])).numpy()
         (logits, _), _ = self.network.unroll(
-            batch["observation"], batch["prev_action"], batch["prev_reward"], batch["reset"],
-            batch[acting.CORE_STATE])
+            batch["observation"],
+            batch["prev_action"],
+            batch["prev_reward"],
+            batch["reset"],
+            batch[acting.CORE_STATE],
+        )
         error = np.abs(logits.numpy() - batch["behaviour_logits"].numpy()).max(-1)
         self.max_logit_error = max(self.max_logit_error, float((error * mask).max()))
         self.items += mask.shape[1]
@@ -82,7 +88,8 @@ class CheckingStep:
         stats = {"loss/total": tf.constant(0.0)}
         if self.pattern.priority_table is not None:
             stats[learning.PRIORITIES] = tf.constant(
-                [priority_of(k) for k in batch["info"]["key"].numpy()])
+                [priority_of(k) for k in batch["info"]["key"].numpy()]
+            )
         return stats
 
 
@@ -92,36 +99,61 @@ def pattern_run(request, tmp_path_factory):
     pattern = PATTERNS[name]
     logdir = str(tmp_path_factory.mktemp(name))
     agent = agent_lib.Agent(
-        replay=pattern, make_policy=lstm_policy,
+        replay=pattern,
+        make_policy=lstm_policy,
         policy_extras=lambda spec: acting.CategoricalPolicy.extras_spec(spec.num_actions),
-        make_learner=None, core_state_spec=STATE_SPEC, behaviour=BEHAVIOUR)
+        make_learner=None,
+        core_state_spec=STATE_SPEC,
+        behaviour=BEHAVIOUR,
+    )
     server = replay.start_server(agent.tables(SPEC))
     address = replay.address_of(server)
     client = replay.connect(address)
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
     replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-        0, [v.numpy() for v in reference.network.variables])
-    settings = acting.ActorSettings(env="CartPole", num_envs=NUM_ENVS, seed=0,
-                                    params_pull_interval=1000, state_dir=logdir)
-    counters = acting.run_actor(settings, lstm_policy, pattern, address, behaviour=BEHAVIOUR,
-                                max_steps=ACTOR_STEPS)
+        0, [v.numpy() for v in reference.network.variables]
+    )
+    settings = acting.ActorSettings(
+        env="CartPole", num_envs=NUM_ENVS, seed=0, params_pull_interval=1000, state_dir=logdir
+    )
+    counters = acting.run_actor(
+        settings, lstm_policy, pattern, address, behaviour=BEHAVIOUR, max_steps=ACTOR_STEPS
+    )
     sizes = {table: info.current_size for table, info in client.server_info().items()}
     step = CheckingStep(reference.network, pattern)
     learner = learning.Learner(
-        learning.LearnerSettings(logdir=logdir, total_frames=10**9, frames_per_batch=1,
-                                 batch_size=BATCH, log_interval_s=0.0,
-                                 checkpoint_interval_s=1e9, sample_timeout_ms=2000),
-        learning.LearnerParts(step, {"network": reference.network},
-                              reference.network.variables),
-        client, address, pattern, agent.signature(SPEC), agent.behaviour_names)
+        learning.LearnerSettings(
+            logdir=logdir,
+            total_frames=10**9,
+            frames_per_batch=1,
+            batch_size=BATCH,
+            log_interval_s=0.0,
+            checkpoint_interval_s=1e9,
+            sample_timeout_ms=2000,
+        ),
+        learning.LearnerParts(step, {"network": reference.network}, reference.network.variables),
+        client,
+        address,
+        pattern,
+        agent.signature(SPEC),
+        agent.behaviour_names,
+    )
     learner.run(max_steps=LEARNER_STEPS)
     learner.close()
     sampled = []
     if pattern.priority_table is not None:
         sampled = list(client.sample(pattern.priority_table, 200, emit_timesteps=False))
     server.stop()
-    return dict(name=name, pattern=pattern, logdir=logdir, counters=counters, sizes=sizes,
-                step=step, learner=learner, sampled=sampled)
+    return dict(
+        name=name,
+        pattern=pattern,
+        logdir=logdir,
+        counters=counters,
+        sizes=sizes,
+        step=step,
+        learner=learner,
+        sampled=sampled,
+    )
 
 
 def test_items_arrive_and_each_trains_from_the_stored_state(pattern_run):
@@ -169,8 +201,11 @@ def test_priorities_written_back_are_visible_in_reverb(pattern_run):
 
 
 def test_every_game_is_logged_exactly_once_with_its_behaviour(pattern_run):
-    counters, logdir, learner = (pattern_run["counters"], pattern_run["logdir"],
-                                 pattern_run["learner"])
+    counters, logdir, learner = (
+        pattern_run["counters"],
+        pattern_run["logdir"],
+        pattern_run["learner"],
+    )
     with open(os.path.join(logdir, "episodes.csv")) as f:
         rows = list(csv.DictReader(f))
     assert counters["game_returns"]  # random CartPole games last ~20 steps
@@ -187,16 +222,20 @@ def test_replay_survives_a_restart_without_a_rate_limiter_deadlock(name, tmp_pat
     """Reverb checkpoints the replay; a server started on the same directory restores it, and
     the restored rate limiter lets the learner sample and the actors insert (reverb#103)."""
     pattern = PATTERNS[name]
-    agent = agent_lib.Agent(replay=pattern, make_policy=None, make_learner=None,
-                            policy_extras=lambda spec: {})
+    agent = agent_lib.Agent(
+        replay=pattern, make_policy=None, make_learner=None, policy_extras=lambda spec: {}
+    )
     signature = agent.signature(SPEC)
     step_spec = signature[replay.STEPS]
 
     def write(client, steps):
         with pattern.writer(client, 1, flush_timeout_ms=5000) as writer:
             for t in range(steps):
-                record = {key: np.zeros((1, *spec.shape[1:]), spec.dtype.as_numpy_dtype)
-                          for key, spec in step_spec.items() if key != replay.MASK}
+                record = {
+                    key: np.zeros((1, *spec.shape[1:]), spec.dtype.as_numpy_dtype)
+                    for key, spec in step_spec.items()
+                    if key != replay.MASK
+                }
                 record["reward"] += t
                 writer.append(record, episode_end=np.array([t == steps - 1]))
 

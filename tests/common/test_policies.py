@@ -36,14 +36,17 @@ def _grad(fn, x):
 DICE_A = np.array([1.0, 2.0, 0.5, -1.0])
 
 
-@pytest.mark.parametrize("eta, probs, ent", [
-    # dice.md §9 test 2.
-    (0.0, [0.25, 0.25, 0.25, 0.25], 1.386294),
-    (0.5, [0.263477, 0.434400, 0.205196, 0.096928], 1.264817),
-    (1.0, [0.224208, 0.609460, 0.135989, 0.030343], 1.014403),
-    (2.0, [0.113957, 0.842034, 0.041922, 0.002087], 0.538139),
-    (5.0, [0.006689, 0.992761, 0.000549, 3e-7], 0.044833),
-])
+@pytest.mark.parametrize(
+    "eta, probs, ent",
+    [
+        # dice.md §9 test 2.
+        (0.0, [0.25, 0.25, 0.25, 0.25], 1.386294),
+        (0.5, [0.263477, 0.434400, 0.205196, 0.096928], 1.264817),
+        (1.0, [0.224208, 0.609460, 0.135989, 0.030343], 1.014403),
+        (2.0, [0.113957, 0.842034, 0.041922, 0.002087], 0.538139),
+        (5.0, [0.006689, 0.992761, 0.000549, 3e-7], 0.044833),
+    ],
+)
 def test_dice_test2_policy_and_entropy(eta, probs, ent):
     pi = _np(policies.inverse_temperature_softmax(DICE_A, eta))
     np.testing.assert_allclose(pi, probs, atol=1e-6)
@@ -73,8 +76,9 @@ def test_dice_test3_entropy_inversion():
 
 def test_eta_zero_is_uniform_even_for_huge_logits_and_per_step_eta():
     logits = tf.constant([[1e30, -1e30, 0.0], [3.0, -2.0, 1e4]], tf.float32)
-    np.testing.assert_array_equal(_np(policies.inverse_temperature_softmax(logits, 0.0)),
-                                  np.full((2, 3), np.float32(1 / 3)))
+    np.testing.assert_array_equal(
+        _np(policies.inverse_temperature_softmax(logits, 0.0)), np.full((2, 3), np.float32(1 / 3))
+    )
     # Per-step eta [T, B] against logits [T, B, A].
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(4, 5, 6))
@@ -83,8 +87,9 @@ def test_eta_zero_is_uniform_even_for_huge_logits_and_per_step_eta():
     pi = _np(policies.inverse_temperature_softmax(logits, eta))
     np.testing.assert_allclose(pi, _softmax(eta[..., None] * logits), rtol=1e-12)
     np.testing.assert_allclose(pi[1, 2], np.full(6, 1 / 6), rtol=1e-12)
-    np.testing.assert_allclose(_np(policies.inverse_temperature_log_softmax(logits, eta)), np.log(pi),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(policies.inverse_temperature_log_softmax(logits, eta)), np.log(pi), rtol=1e-12
+    )
 
 
 def test_impala_t11_policy_and_entropy():
@@ -98,13 +103,17 @@ def test_lbc_t3_entropy_control():
     # lbc.md §9 T3: LBC's tau is an inverse temperature.
     a = np.array([1.0, 0.0, -1.0, 0.5])
     taus = np.array([0.0, 0.5, 1.0, 2.0, 5.0, 20.0])
-    entropies = _np(policies.entropy(probs=policies.inverse_temperature_softmax(np.tile(a, (6, 1)), taus)))
-    np.testing.assert_allclose(entropies, [1.386294, 1.327253, 1.192979, 0.887543, 0.304960, 0.000499],
-                               atol=1e-6)
+    entropies = _np(
+        policies.entropy(probs=policies.inverse_temperature_softmax(np.tile(a, (6, 1)), taus))
+    )
+    np.testing.assert_allclose(
+        entropies, [1.386294, 1.327253, 1.192979, 0.887543, 0.304960, 0.000499], atol=1e-6
+    )
     assert np.all(np.diff(entropies) < 0)
 
 
 # ----------------------------------------------------------------------------- mixtures
+
 
 def _np_mixture(component_logits, etas, weights):
     components = _softmax(np.asarray(etas)[..., None] * component_logits)
@@ -116,26 +125,38 @@ def test_gdi_t1_behaviour_mixture():
     a = np.array([1.0, 2.0, 3.0])
     pi = _np(policies.mixture_policy(a[None, :], [0.5, 2.0], [0.3, 0.7]))
     np.testing.assert_allclose(pi, [0.067010, 0.174276, 0.758713], atol=1e-6)
-    np.testing.assert_allclose(_np(policies.inverse_temperature_softmax(a, 0.5)),
-                               [0.186324, 0.307196, 0.506480], atol=1e-6)
-    np.testing.assert_allclose(_np(policies.inverse_temperature_softmax(a, 2.0)),
-                               [0.015876, 0.117310, 0.866813], atol=1e-6)
+    np.testing.assert_allclose(
+        _np(policies.inverse_temperature_softmax(a, 0.5)), [0.186324, 0.307196, 0.506480], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        _np(policies.inverse_temperature_softmax(a, 2.0)), [0.015876, 0.117310, 0.866813], atol=1e-6
+    )
     assert pi.sum() == pytest.approx(1.0, abs=1e-12)
-    np.testing.assert_allclose(_np(policies.mixture_policy(a[None, :] + 7.5, [0.5, 2.0], [0.3, 0.7])), pi,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(a[None, :] + 7.5, [0.5, 2.0], [0.3, 0.7])), pi, rtol=1e-12
+    )
     # Fixed selection [1/tau1, 1/tau2, eps] = [1, 0, 1] is Softmax(A).
-    np.testing.assert_allclose(_np(policies.mixture_policy(a[None, :], [1.0, 0.0], [1.0, 0.0])),
-                               [0.090031, 0.244728, 0.665241], atol=1e-6)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(a[None, :], [1.0, 0.0], [1.0, 0.0])),
+        [0.090031, 0.244728, 0.665241],
+        atol=1e-6,
+    )
     # kappa1 = 0, kappa2 -> inf is eps-greedy.
-    np.testing.assert_allclose(_np(policies.mixture_policy(a[None, :], [0.0, 1e4], [0.3, 0.7])),
-                               [0.1, 0.1, 0.8], atol=1e-12)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(a[None, :], [0.0, 1e4], [0.3, 0.7])),
+        [0.1, 0.1, 0.8],
+        atol=1e-12,
+    )
     np.testing.assert_allclose(_np(policies.epsilon_greedy(a, 0.3)), [0.1, 0.1, 0.8], atol=1e-12)
     uniform = _np(policies.mixture_policy(a[None, :], [0.0, 0.0], [0.3, 0.7]))
     np.testing.assert_allclose(uniform, np.full(3, 1 / 3), rtol=1e-12)
     # GDI-H3: two heads.
     h3 = np.array([[0.5, -0.2, 0.1], [1.0, 3.0, -1.0]])
-    np.testing.assert_allclose(_np(policies.mixture_policy(h3, [1.0, 0.5], [0.25, 0.75])),
-                               [0.298918, 0.556223, 0.144859], atol=1e-6)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(h3, [1.0, 0.5], [0.25, 0.75])),
+        [0.298918, 0.556223, 0.144859],
+        atol=1e-6,
+    )
 
 
 LBC_A = np.array([[1.0, 0.0, -1.0], [0.0, 2.0, 0.0], [0.5, 0.5, 0.5]])
@@ -146,14 +167,19 @@ LBC_OMEGA = np.array([0.5, 0.3, 0.2])
 def test_lbc_t1_boltzmann_mixture():
     # lbc.md §9 T1.
     components = _np(policies.inverse_temperature_softmax(LBC_A, LBC_TAU))
-    np.testing.assert_allclose(components, [[0.665241, 0.244728, 0.090031], [0.211942, 0.576117, 0.211942],
-                                            [1 / 3, 1 / 3, 1 / 3]], atol=1e-6)
+    np.testing.assert_allclose(
+        components,
+        [[0.665241, 0.244728, 0.090031], [0.211942, 0.576117, 0.211942], [1 / 3, 1 / 3, 1 / 3]],
+        atol=1e-6,
+    )
     mu = _np(policies.mixture_policy(LBC_A, LBC_TAU, LBC_OMEGA))
     np.testing.assert_allclose(mu, [0.462870, 0.361866, 0.175264], atol=1e-6)
     np.testing.assert_allclose(mu, _np_mixture(LBC_A, LBC_TAU, LBC_OMEGA), rtol=1e-12)
     assert _np(policies.entropy(probs=mu)) == pytest.approx(1.029599, abs=1e-6)
     shifted = LBC_A + np.array([3.0, -7.0, 100.0])[:, None]
-    np.testing.assert_allclose(_np(policies.mixture_policy(shifted, LBC_TAU, LBC_OMEGA)), mu, rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(shifted, LBC_TAU, LBC_OMEGA)), mu, rtol=1e-12
+    )
     # T3 concavity: H(mu) >= sum_i omega_i H(pi_i).
     component_entropies = _np(policies.entropy(probs=components))
     np.testing.assert_allclose(component_entropies, [0.832396, 0.975328, 1.098612], atol=1e-6)
@@ -162,31 +188,46 @@ def test_lbc_t1_boltzmann_mixture():
 
 def test_lbc_t2_reductions():
     # lbc.md §9 T2: Prop. 1 and Corollaries 1-3.
-    np.testing.assert_allclose(_np(policies.mixture_policy(LBC_A, LBC_TAU, [0.0, 1.0, 0.0])),
-                               [0.211942, 0.576117, 0.211942], atol=1e-6)
-    np.testing.assert_allclose(_np(policies.mixture_policy(LBC_A, [0.0, 0.0, 0.0], LBC_OMEGA)),
-                               np.full(3, 1 / 3), rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(LBC_A, LBC_TAU, [0.0, 1.0, 0.0])),
+        [0.211942, 0.576117, 0.211942],
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(LBC_A, [0.0, 0.0, 0.0], LBC_OMEGA)),
+        np.full(3, 1 / 3),
+        rtol=1e-12,
+    )
     greedy = _np(policies.inverse_temperature_softmax(tf.constant(LBC_A[0], tf.float32), 1000.0))
     np.testing.assert_array_equal(greedy, [1.0, 0.0, 0.0])
     same = np.tile(LBC_A[0], (3, 1))
     for omega in ([0.5, 0.3, 0.2], [0.0, 0.0, 1.0], [0.1, 0.8, 0.1]):
-        np.testing.assert_allclose(_np(policies.mixture_policy(same, [2.0, 2.0, 2.0], omega)),
-                                   _softmax(2.0 * LBC_A[0]), rtol=1e-12)
-    entropies = [_np(policies.entropy(probs=policies.mixture_policy(same, [t, t, 0.0], LBC_OMEGA)))
-                 for t in (0.5, 2.0)]
+        np.testing.assert_allclose(
+            _np(policies.mixture_policy(same, [2.0, 2.0, 2.0], omega)),
+            _softmax(2.0 * LBC_A[0]),
+            rtol=1e-12,
+        )
+    entropies = [
+        _np(policies.entropy(probs=policies.mixture_policy(same, [t, t, 0.0], LBC_OMEGA)))
+        for t in (0.5, 2.0)
+    ]
     assert abs(entropies[0] - entropies[1]) > 0.1
-    np.testing.assert_allclose(_np(policies.mixture_policy(LBC_A, [3.7, 1.0, 1.0], [1.0, 0.0, 0.0])),
-                               _softmax(3.7 * LBC_A[0]), rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(policies.mixture_policy(LBC_A, [3.7, 1.0, 1.0], [1.0, 0.0, 0.0])),
+        _softmax(3.7 * LBC_A[0]),
+        rtol=1e-12,
+    )
 
 
 def test_lbc_t8_ratios_against_the_mixture():
     # lbc.md §9 T8: clipped ratios min(1.05, pi_i(a) / mu(a)) with pi_i = softmax(A_i).
     mu = _np(policies.mixture_policy(LBC_A, LBC_TAU, LBC_OMEGA))
     targets = _np(policies.inverse_temperature_softmax(LBC_A, 1.0))
-    np.testing.assert_allclose(np.minimum(1.05, targets / mu),
-                               [[1.05, 0.676296, 0.513684],
-                                [0.230101, 1.05, 0.607693],
-                                [0.720145, 0.921151, 1.05]], atol=1e-6)
+    np.testing.assert_allclose(
+        np.minimum(1.05, targets / mu),
+        [[1.05, 0.676296, 0.513684], [0.230101, 1.05, 0.607693], [0.720145, 0.921151, 1.05]],
+        atol=1e-6,
+    )
     assert targets[0, 0] / mu[0] == pytest.approx(1.437210, abs=1e-6)
     on_policy = _np(policies.mixture_policy(LBC_A, [1.0, 7.0, 7.0], [1.0, 0.0, 0.0]))
     np.testing.assert_allclose(targets[0] / on_policy, np.ones(3), rtol=1e-12)
@@ -203,8 +244,10 @@ def test_mixture_log_policy_is_stable_and_matches_numpy():
     wide = tf.constant([[[0.0, 30.0, -30.0], [5.0, 0.0, -5.0]]], tf.float32)
     log_mu32 = _np(policies.mixture_log_policy(wide, [[50.0, 50.0]], [[0.5, 0.5]]))
     assert np.all(np.isfinite(log_mu32))
-    expected = np.logaddexp(np.log(0.5) + 50 * (wide[0, 0] - 30.0), np.log(0.5) + 50 * (wide[0, 1] - 5.0)
-                            - np.log1p(np.exp(-250.0) + np.exp(-500.0)))
+    expected = np.logaddexp(
+        np.log(0.5) + 50 * (wide[0, 0] - 30.0),
+        np.log(0.5) + 50 * (wide[0, 1] - 5.0) - np.log1p(np.exp(-250.0) + np.exp(-500.0)),
+    )
     np.testing.assert_allclose(log_mu32[0], expected, rtol=1e-5)
 
 
@@ -223,6 +266,7 @@ def test_responsibilities_follow_bayes_rule():
 
 
 # ----------------------------------------------------------------------------- epsilon mixing
+
 
 def test_dice_test13_epsilon_greedy_is_a_temperature_mixture():
     # dice.md §9 test 13 (C6): eps softmax(0 A) + (1 - eps) softmax(1e4 A) is eps-greedy.
@@ -247,6 +291,7 @@ def test_reactor_t10_uniform_mixing_and_per_row_epsilon():
 
 # ----------------------------------------------------------------------------- policy-gradient surrogates
 
+
 def test_dice_test3_gradient_identity_and_tau_free_surrogate():
     # dice.md §9 test 3: A as in test 2, tau = 0.5 (eta = 2), a = 2.
     action = 2
@@ -270,16 +315,25 @@ def test_tau_free_gradient_equals_tau_times_log_policy_gradient_on_a_batch():
     eta = np.array([[0.02, 0.5], [1.0, 3.0], [10.0, 50.0]])
     actions = rng.integers(0, 5, size=(3, 2))
     advantages = rng.normal(size=(3, 2))
-    grad = _grad(lambda a: policies.tau_free_policy_gradient_loss(a, eta, actions, advantages), logits)
+    grad = _grad(
+        lambda a: policies.tau_free_policy_gradient_loss(a, eta, actions, advantages), logits
+    )
     tau = 1.0 / eta
 
     def scaled_log_policy(a):
-        log_pi = tf.nn.log_softmax(a / tau[..., None])  # dividing by tau is fine in a test with finite tau
-        return -advantages * tau * tf.reduce_sum(log_pi * tf.one_hot(actions, 5, dtype=tf.float64), -1)
+        log_pi = tf.nn.log_softmax(
+            a / tau[..., None]
+        )  # dividing by tau is fine in a test with finite tau
+        return (
+            -advantages * tau * tf.reduce_sum(log_pi * tf.one_hot(actions, 5, dtype=tf.float64), -1)
+        )
 
     np.testing.assert_allclose(grad, _grad(scaled_log_policy, logits), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(
-        grad, -advantages[..., None] * (np.eye(5)[actions] - _softmax(eta[..., None] * logits)), rtol=1e-10)
+        grad,
+        -advantages[..., None] * (np.eye(5)[actions] - _softmax(eta[..., None] * logits)),
+        rtol=1e-10,
+    )
 
 
 def _mixture_inputs():
@@ -296,8 +350,12 @@ def test_gdi_t6_mixture_tau_free_gradient_per_component():
     # gdi.md §2.5 / §9 T6: d loss / d A_i = -Adv_i * w_i(a) * (e_a - pi_i), and the GDI-H3 form
     # (per-component advantages) reaches A_i only with its own advantage.
     logits, etas, weights, actions, advantages = _mixture_inputs()
-    grad = _grad(lambda a: policies.mixture_tau_free_policy_gradient_loss(
-        a, etas, weights, actions, advantages), logits)
+    grad = _grad(
+        lambda a: policies.mixture_tau_free_policy_gradient_loss(
+            a, etas, weights, actions, advantages
+        ),
+        logits,
+    )
     pis = _softmax(etas[..., None] * logits)
     joint = weights * pis[np.arange(4), :, actions]
     resp = joint / joint.sum(-1, keepdims=True)
@@ -311,13 +369,20 @@ def test_mixture_tau_free_equals_sum_of_responsibility_weighted_tau_log_gradient
     logits, _, weights, actions, advantages = _mixture_inputs()
     etas = np.array([[0.5, 2.0], [0.2, 1.0], [3.0, 0.7], [1.5, 50.0]])
     shared_adv = advantages[:, 0]
-    grad = _grad(lambda a: policies.mixture_tau_free_policy_gradient_loss(
-        a, etas, weights, actions, shared_adv[:, None]), logits)
+    grad = _grad(
+        lambda a: policies.mixture_tau_free_policy_gradient_loss(
+            a, etas, weights, actions, shared_adv[:, None]
+        ),
+        logits,
+    )
     resp = _np(policies.mixture_responsibilities(logits, etas, weights, actions))
 
     def weighted_tau_log(a):
-        log_pi = tf.reduce_sum(tf.nn.log_softmax(etas[..., None] * a) * tf.one_hot(actions[:, None], 3,
-                                                                                  dtype=tf.float64), -1)
+        log_pi = tf.reduce_sum(
+            tf.nn.log_softmax(etas[..., None] * a)
+            * tf.one_hot(actions[:, None], 3, dtype=tf.float64),
+            -1,
+        )
         return -shared_adv[:, None] * resp * log_pi / etas
 
     np.testing.assert_allclose(grad, _grad(weighted_tau_log, logits), rtol=1e-9, atol=1e-12)
@@ -330,40 +395,61 @@ def test_mixture_tau_free_reduces_to_dice_for_eps_in_0_1_and_shared_head_broadca
     for eps in (0.0, 1.0):
         weights = np.tile([eps, 1.0 - eps], (4, 1))
         active = etas[:, 0] if eps == 1.0 else etas[:, 1]
-        mixture = policies.mixture_tau_free_policy_gradient_loss(head[:, None, :], etas, weights, actions,
-                                                                 adv[:, None])
+        mixture = policies.mixture_tau_free_policy_gradient_loss(
+            head[:, None, :], etas, weights, actions, adv[:, None]
+        )
         single = policies.tau_free_policy_gradient_loss(head, active, actions, adv)
         np.testing.assert_allclose(_np(mixture), _np(single), rtol=1e-12, atol=1e-15)
-        grad_mixture = _grad(lambda a: policies.mixture_tau_free_policy_gradient_loss(
-            a[:, None, :], etas, weights, actions, adv[:, None]), head)
-        grad_single = _grad(lambda a: policies.tau_free_policy_gradient_loss(a, active, actions, adv), head)
+        grad_mixture = _grad(
+            lambda a: policies.mixture_tau_free_policy_gradient_loss(
+                a[:, None, :], etas, weights, actions, adv[:, None]
+            ),
+            head,
+        )
+        grad_single = _grad(
+            lambda a: policies.tau_free_policy_gradient_loss(a, active, actions, adv), head
+        )
         np.testing.assert_allclose(grad_mixture, grad_single, rtol=1e-12, atol=1e-15)
     # GDI-I3: one shared head, general eps; the gradient sums the two components' terms.
     weights = np.tile([0.3, 0.7], (4, 1))
-    grad = _grad(lambda a: policies.mixture_tau_free_policy_gradient_loss(
-        a[:, None, :], etas, weights, actions, adv[:, None]), head)
+    grad = _grad(
+        lambda a: policies.mixture_tau_free_policy_gradient_loss(
+            a[:, None, :], etas, weights, actions, adv[:, None]
+        ),
+        head,
+    )
     pis = _softmax(etas[..., None] * head[:, None, :])
     joint = weights * pis[np.arange(4), :, actions]
     resp = joint / joint.sum(-1, keepdims=True)
-    expected = -adv[:, None] * np.sum(resp[..., None] * (np.eye(3)[actions][:, None, :] - pis), axis=1)
+    expected = -adv[:, None] * np.sum(
+        resp[..., None] * (np.eye(3)[actions][:, None, :] - pis), axis=1
+    )
     np.testing.assert_allclose(grad, expected, rtol=1e-10, atol=1e-14)
 
 
 def test_gdi_t6_log_mixture_gradient():
     # gdi.md §9 T6 `log_mixture`: autodiff of log mu(a) gives sum_i w_i(a) d log pi_i(a).
     logits, etas, weights, actions, advantages = _mixture_inputs()
-    grad = _grad(lambda a: policies.policy_gradient_loss(
-        policies.mixture_log_policy(a, etas, weights), actions, advantages[:, 0]), logits)
+    grad = _grad(
+        lambda a: policies.policy_gradient_loss(
+            policies.mixture_log_policy(a, etas, weights), actions, advantages[:, 0]
+        ),
+        logits,
+    )
     pis = _softmax(etas[..., None] * logits)
     joint = weights * pis[np.arange(4), :, actions]
     resp = joint / joint.sum(-1, keepdims=True)
-    expected = -advantages[:, :1, None] * (resp * etas)[..., None] * (np.eye(3)[actions][:, None, :] - pis)
+    expected = (
+        -advantages[:, :1, None] * (resp * etas)[..., None] * (np.eye(3)[actions][:, None, :] - pis)
+    )
     np.testing.assert_allclose(grad, expected, rtol=1e-10, atol=1e-14)
 
 
 def test_lbc_t15_policy_gradient_term():
     # lbc.md §9 T15: d(beta L_pi)/dA = -5 Adv (e_a - pi), Adv = 2, A = [1, 2, 0], a = 0.
-    grad = _grad(lambda a: 5.0 * policies.policy_gradient_loss(tf.nn.log_softmax(a), 0, 2.0), [1.0, 2.0, 0.0])
+    grad = _grad(
+        lambda a: 5.0 * policies.policy_gradient_loss(tf.nn.log_softmax(a), 0, 2.0), [1.0, 2.0, 0.0]
+    )
     np.testing.assert_allclose(grad, [-7.552715, 6.652410, 0.900306], atol=1e-6)
 
 
@@ -373,9 +459,11 @@ def test_gradients_never_reach_advantages():
     logit_var = tf.Variable(logits)
     with tf.GradientTape(persistent=True) as tape:
         adv = 3.0 * source
-        losses = [policies.mixture_tau_free_policy_gradient_loss(logit_var, etas, weights, actions, adv),
-                  policies.tau_free_policy_gradient_loss(logit_var[:, 0], etas[:, 0], actions, adv[:, 0]),
-                  policies.policy_gradient_loss(tf.nn.log_softmax(logit_var[:, 0]), actions, adv[:, 0])]
+        losses = [
+            policies.mixture_tau_free_policy_gradient_loss(logit_var, etas, weights, actions, adv),
+            policies.tau_free_policy_gradient_loss(logit_var[:, 0], etas[:, 0], actions, adv[:, 0]),
+            policies.policy_gradient_loss(tf.nn.log_softmax(logit_var[:, 0]), actions, adv[:, 0]),
+        ]
     for loss in losses:
         assert tape.gradient(loss, source) is None
         assert np.any(_np(tape.gradient(loss, logit_var)) != 0)
@@ -404,14 +492,18 @@ def _estimates(loss_fn, q_values):
 
 def test_reactor_t8_true_gradient_and_policy():
     np.testing.assert_allclose(_softmax(THETA), [0.323554, 0.239694, 0.436752], atol=1e-6)
-    np.testing.assert_allclose(_jacobian_pi(THETA).T @ Q_TRUE, [-0.006898, 0.234585, -0.227687], atol=1e-6)
+    np.testing.assert_allclose(
+        _jacobian_pi(THETA).T @ Q_TRUE, [-0.006898, 0.234585, -0.227687], atol=1e-6
+    )
 
 
 def test_reactor_t8_beta_one_over_mu_is_unbiased_by_exact_enumeration():
     # reactor.md §9 T8: beta = 1/mu (c = inf) makes E_mu[G_hat] = G for any critic (Eq. (11)).
     true_g = _jacobian_pi(THETA).T @ Q_TRUE
-    est = _estimates(lambda p, a, r, q: policies.beta_loo_policy_gradient_loss(p, a, r, q, MU[a], np.inf),
-                     Q_CRITIC)
+    est = _estimates(
+        lambda p, a, r, q: policies.beta_loo_policy_gradient_loss(p, a, r, q, MU[a], np.inf),
+        Q_CRITIC,
+    )
     np.testing.assert_allclose(MU @ est, true_g, rtol=1e-10, atol=1e-14)
     # Per action, Eq. (10) with beta = 1/mu equals Eq. (11).
     pi = _softmax(THETA)
@@ -421,14 +513,18 @@ def test_reactor_t8_beta_one_over_mu_is_unbiased_by_exact_enumeration():
         np.testing.assert_allclose(est[a], eq11, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("c, expected_mean, expected_bias", [
-    (1.0, [0.158632, 0.129502, -0.288134], [0.165530, -0.105082, -0.060447]),
-    (2.0, None, [0.073415, -0.041490, -0.031925]),
-])
+@pytest.mark.parametrize(
+    "c, expected_mean, expected_bias",
+    [
+        (1.0, [0.158632, 0.129502, -0.288134], [0.165530, -0.105082, -0.060447]),
+        (2.0, None, [0.073415, -0.041490, -0.031925]),
+    ],
+)
 def test_reactor_t8_bias_matches_proposition_1(c, expected_mean, expected_bias):
     jac = _jacobian_pi(THETA)
-    est = _estimates(lambda p, a, r, q: policies.beta_loo_policy_gradient_loss(p, a, r, q, MU[a], c),
-                     Q_CRITIC)
+    est = _estimates(
+        lambda p, a, r, q: policies.beta_loo_policy_gradient_loss(p, a, r, q, MU[a], c), Q_CRITIC
+    )
     bias = MU @ est - jac.T @ Q_TRUE
     beta = np.minimum(c, 1.0 / MU)
     proposition_1 = jac.T @ ((1.0 - MU * beta) * (Q_CRITIC - Q_TRUE))
@@ -444,8 +540,12 @@ def test_reactor_t8_bias_matches_proposition_1(c, expected_mean, expected_bias):
 
 def test_reactor_t10_beta_truncation():
     mu = np.array([0.7, 0.2, 0.1])
-    np.testing.assert_allclose(_np(policies.beta_loo_coefficient(mu, 1.0)), [1.0, 1.0, 1.0], rtol=1e-12)
-    np.testing.assert_allclose(_np(policies.beta_loo_coefficient(mu, 5.0)), [1.428571, 5.0, 5.0], atol=1e-6)
+    np.testing.assert_allclose(
+        _np(policies.beta_loo_coefficient(mu, 1.0)), [1.0, 1.0, 1.0], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        _np(policies.beta_loo_coefficient(mu, 5.0)), [1.428571, 5.0, 5.0], atol=1e-6
+    )
     np.testing.assert_allclose(_np(policies.beta_loo_coefficient(mu, np.inf)), 1.0 / mu, rtol=1e-12)
     assert policies.BETA_LOO_C == 1.0
 
@@ -454,14 +554,17 @@ def test_reactor_t10_beta_truncation():
 def test_reactor_t9_tislr_is_unbiased_with_an_exact_critic(c):
     true_g = _jacobian_pi(THETA).T @ Q_TRUE
     mu = np.tile(MU, (3, 1))
-    est = _estimates(lambda p, a, r, q: policies.tislr_policy_gradient_loss(p, a, r, q, mu, c), Q_TRUE)
+    est = _estimates(
+        lambda p, a, r, q: policies.tislr_policy_gradient_loss(p, a, r, q, mu, c), Q_TRUE
+    )
     np.testing.assert_allclose(MU @ est, true_g, rtol=1e-10, atol=1e-14)
     # Each estimate follows the printed Eq. B with V = sum_b pi(b) Q(b).
     pi = _softmax(THETA)
     grad_log = np.eye(3) - pi
     value = pi @ Q_TRUE
-    correction = sum(max(pi[b] / MU[b] - c, 0.0) * MU[b] * (Q_TRUE[b] - value) * grad_log[b]
-                     for b in range(3))
+    correction = sum(
+        max(pi[b] / MU[b] - c, 0.0) * MU[b] * (Q_TRUE[b] - value) * grad_log[b] for b in range(3)
+    )
     for a in range(3):
         printed = min(c, pi[a] / MU[a]) * (Q_TRUE[a] - value) * grad_log[a] + correction
         np.testing.assert_allclose(est[a], printed, rtol=1e-10, atol=1e-14)
@@ -470,7 +573,9 @@ def test_reactor_t9_tislr_is_unbiased_with_an_exact_critic(c):
 def test_tislr_with_an_inexact_critic_is_biased():
     # Discriminates the unbiasedness check above: with c = 1 the correction term uses the critic.
     mu = np.tile(MU, (3, 1))
-    est = _estimates(lambda p, a, r, q: policies.tislr_policy_gradient_loss(p, a, r, q, mu, 1.0), Q_CRITIC)
+    est = _estimates(
+        lambda p, a, r, q: policies.tislr_policy_gradient_loss(p, a, r, q, mu, 1.0), Q_CRITIC
+    )
     assert np.max(np.abs(MU @ est - _jacobian_pi(THETA).T @ Q_TRUE)) > 1e-2
 
 
@@ -483,14 +588,17 @@ def test_reactor_losses_differentiate_only_the_policy():
     with tf.GradientTape(persistent=True) as tape:
         pi = tf.nn.softmax(theta)
         mu_a = tf.reduce_sum(behaviour * tf.one_hot(actions, 3, dtype=tf.float64), -1)
-        losses = [policies.beta_loo_policy_gradient_loss(pi, actions, returns, critic, mu_a, 2.0),
-                  policies.tislr_policy_gradient_loss(pi, actions, returns, critic, behaviour, 1.0)]
+        losses = [
+            policies.beta_loo_policy_gradient_loss(pi, actions, returns, critic, mu_a, 2.0),
+            policies.tislr_policy_gradient_loss(pi, actions, returns, critic, behaviour, 1.0),
+        ]
     for loss in losses:
         assert [tape.gradient(loss, v) for v in (critic, returns, behaviour)] == [None, None, None]
         assert np.any(_np(tape.gradient(loss, theta)) != 0)
 
 
 # ----------------------------------------------------------------------------- XLA and sampling
+
 
 def test_jit_compiled_equals_eager():
     logits, etas, weights, actions, advantages = _mixture_inputs()
@@ -500,18 +608,34 @@ def test_jit_compiled_equals_eager():
         with tf.GradientTape() as tape:
             tape.watch(x)
             pi = policies.mix_with_uniform(tf.nn.softmax(x[:, 0]), 0.01)
-            losses = tf.stack([
-                policies.mixture_tau_free_policy_gradient_loss(x, etas, weights, actions, advantages),
-                policies.tau_free_policy_gradient_loss(x[:, 1], etas[:, 1], actions, advantages[:, 1]),
-                policies.policy_gradient_loss(policies.mixture_log_policy(x, etas, weights), actions,
-                                              advantages[:, 0]),
-                policies.beta_loo_policy_gradient_loss(pi, actions, advantages[:, 0], x[:, 1], mu[:, 0], 2.0),
-                policies.tislr_policy_gradient_loss(pi, actions, advantages[:, 0], x[:, 1], mu, 1.0)])
+            losses = tf.stack(
+                [
+                    policies.mixture_tau_free_policy_gradient_loss(
+                        x, etas, weights, actions, advantages
+                    ),
+                    policies.tau_free_policy_gradient_loss(
+                        x[:, 1], etas[:, 1], actions, advantages[:, 1]
+                    ),
+                    policies.policy_gradient_loss(
+                        policies.mixture_log_policy(x, etas, weights), actions, advantages[:, 0]
+                    ),
+                    policies.beta_loo_policy_gradient_loss(
+                        pi, actions, advantages[:, 0], x[:, 1], mu[:, 0], 2.0
+                    ),
+                    policies.tislr_policy_gradient_loss(
+                        pi, actions, advantages[:, 0], x[:, 1], mu, 1.0
+                    ),
+                ]
+            )
             loss = tf.reduce_sum(losses)
-        return (losses, tape.gradient(loss, x), policies.mixture_policy(x, etas, weights),
-                policies.mixture_responsibilities(x, etas, weights, actions),
-                policies.epsilon_greedy(x[:, 0], 0.1),
-                policies.entropy(logits=x[:, 0]))
+        return (
+            losses,
+            tape.gradient(loss, x),
+            policies.mixture_policy(x, etas, weights),
+            policies.mixture_responsibilities(x, etas, weights, actions),
+            policies.epsilon_greedy(x[:, 0], 0.1),
+            policies.entropy(logits=x[:, 0]),
+        )
 
     x = tf.constant(logits, tf.float32)
     eager = everything(x)
@@ -529,14 +653,19 @@ def test_sample_actions_seeded_frequencies_and_jit():
     counts = np.bincount(first, minlength=4) / 20000
     assert counts[3] == 0.0
     np.testing.assert_allclose(counts[:3], [0.1, 0.2, 0.7], atol=4 * np.sqrt(0.7 * 0.3 / 20000))
-    assert not np.array_equal(first, _np(policies.sample_actions(probs=probs, seed=tf.constant([7, 12]))))
+    assert not np.array_equal(
+        first, _np(policies.sample_actions(probs=probs, seed=tf.constant([7, 12])))
+    )
     # eta = 0 on huge logits samples uniformly.
     logits = tf.constant(np.tile([1e30, -1e30, 0.0], (30000, 1)), tf.float32)
     compiled = tf.function(lambda l, s: policies.sample_actions(logits=l, seed=s), jit_compile=True)
     uniform_logits = policies.inverse_temperature_log_softmax(logits, 0.0)
     uniform = _np(compiled(uniform_logits, seed))
-    np.testing.assert_allclose(np.bincount(uniform, minlength=3) / 30000, np.full(3, 1 / 3),
-                               atol=4 * np.sqrt(2 / 9 / 30000))
+    np.testing.assert_allclose(
+        np.bincount(uniform, minlength=3) / 30000,
+        np.full(3, 1 / 3),
+        atol=4 * np.sqrt(2 / 9 / 30000),
+    )
     np.testing.assert_array_equal(uniform, _np(compiled(uniform_logits, seed)))
 
 
@@ -548,6 +677,7 @@ def test_kl_through_tfp_categorical():
 
 
 # ----------------------------------------------------------------------------- bad input
+
 
 def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="eta must lie in"):
@@ -567,6 +697,8 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="behaviour_action_probs must lie in"):
         policies.beta_loo_coefficient([0.0], 1.0)
     with pytest.raises(ValueError, match="tislr_c must be > 0"):
-        policies.tislr_policy_gradient_loss([[0.5, 0.5]], [0], [1.0], [[1.0, 1.0]], [[0.5, 0.5]], 0.0)
+        policies.tislr_policy_gradient_loss(
+            [[0.5, 0.5]], [0], [1.0], [[1.0, 1.0]], [[0.5, 0.5]], 0.0
+        )
     with pytest.raises(ValueError, match="exactly one of logits= or probs="):
         policies.sample_actions(logits=[0.0, 1.0], probs=[0.5, 0.5], seed=tf.constant([1, 2]))

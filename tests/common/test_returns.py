@@ -176,12 +176,25 @@ def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
     d = random_unroll(_seed(shape, rho_bar, pg_rho_bar, c_bar, lam), shape)
     _assert_ratios_cross(d["log_rhos"], rho_bar, pg_rho_bar, c_bar)
     expected_vs, expected_adv = vtrace_sum(
-        d["log_rhos"], d["discounts"], d["rewards"], d["values"], d["bootstrap"],
-        rho_bar, pg_rho_bar, c_bar, lam,
+        d["log_rhos"],
+        d["discounts"],
+        d["rewards"],
+        d["values"],
+        d["bootstrap"],
+        rho_bar,
+        pg_rho_bar,
+        c_bar,
+        lam,
     )
     vs, adv = returns.vtrace(
-        d["log_rhos"], d["discounts"], d["rewards"], d["values"], d["bootstrap"],
-        clip_rho_threshold=rho_bar, clip_pg_rho_threshold=pg_rho_bar, clip_c_threshold=c_bar,
+        d["log_rhos"],
+        d["discounts"],
+        d["rewards"],
+        d["values"],
+        d["bootstrap"],
+        clip_rho_threshold=rho_bar,
+        clip_pg_rho_threshold=pg_rho_bar,
+        clip_c_threshold=c_bar,
         lambda_=lam,
     )
     assert vs.shape == shape and vs.dtype == tf.float32
@@ -193,8 +206,11 @@ def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
 def test_vtrace_impala_t1_on_policy(rho_bar, c_bar):
     # impala.md §9 T1: Eq. (2), also with clip levels above 1.
     vs, adv = returns.vtrace(
-        [0.0, 0.0, 0.0], **IMPALA_FIXTURE,
-        clip_rho_threshold=rho_bar, clip_pg_rho_threshold=rho_bar, clip_c_threshold=c_bar,
+        [0.0, 0.0, 0.0],
+        **IMPALA_FIXTURE,
+        clip_rho_threshold=rho_bar,
+        clip_pg_rho_threshold=rho_bar,
+        clip_c_threshold=c_bar,
     )
     np.testing.assert_allclose(vs, [6.688, 6.32, 4.8], **TOL)
     np.testing.assert_allclose(adv, [6.188, 5.32, 3.3], **TOL)
@@ -210,8 +226,11 @@ def test_vtrace_impala_t2_off_policy():
 def test_vtrace_impala_t3_rho_bar_differs_from_c_bar():
     # impala.md §9 T3: rho_bar = 2, c_bar = 1; swapping the roles changes these numbers.
     vs, adv = returns.vtrace(
-        IMPALA_OFF_POLICY, **IMPALA_FIXTURE,
-        clip_rho_threshold=2.0, clip_pg_rho_threshold=2.0, clip_c_threshold=1.0,
+        IMPALA_OFF_POLICY,
+        **IMPALA_FIXTURE,
+        clip_rho_threshold=2.0,
+        clip_pg_rho_threshold=2.0,
+        clip_c_threshold=1.0,
     )
     np.testing.assert_allclose(vs, [6.36225, 4.4025, 6.45], **TOL)
     np.testing.assert_allclose(adv, [8.9245, 3.4025, 4.95], **TOL)
@@ -244,19 +263,33 @@ def test_vtrace_impala_t6_limits():
 VTRACE_SPEC_CASES = {
     # dice.md §9 test 9: gamma = 0.997, ratios [0.8, 1.2, 1.0], rho_bar = c_bar = 1.05.
     "dice_9": dict(
-        ratios=[0.8, 1.2, 1.0], discount=0.997, rewards=[1, 0, 2], values=[0.5, 0.4, 0.3],
-        bootstrap_value=0.2, vs=[2.720476, 2.282442, 2.199400], adv=[2.220476, 1.882442, 1.899400],
+        ratios=[0.8, 1.2, 1.0],
+        discount=0.997,
+        rewards=[1, 0, 2],
+        values=[0.5, 0.4, 0.3],
+        bootstrap_value=0.2,
+        vs=[2.720476, 2.282442, 2.199400],
+        adv=[2.220476, 1.882442, 1.899400],
     ),
     # gdi.md §9 T4.
     "gdi_T4": dict(
-        ratios=[1.2, 0.5, 1.0], discount=0.9, rewards=[1, 0, 2], values=[0.5, 0.4, 0.3],
-        bootstrap_value=0.2, vs=[2.141045, 1.181, 2.18], adv=[1.641045, 0.781, 1.88],
+        ratios=[1.2, 0.5, 1.0],
+        discount=0.9,
+        rewards=[1, 0, 2],
+        values=[0.5, 0.4, 0.3],
+        bootstrap_value=0.2,
+        vs=[2.141045, 1.181, 2.18],
+        adv=[1.641045, 0.781, 1.88],
     ),
     # lbc.md §9 T5: ratios pi/mu = [0.5/0.4, 0.9/0.3, 0.2/0.5, 0.6/0.6].
     "lbc_T5": dict(
-        ratios=[0.5 / 0.4, 0.9 / 0.3, 0.2 / 0.5, 0.6 / 0.6], discount=0.99, rewards=[1, 0, -1, 2],
-        values=[0.5, 0.4, 0.3, 0.2], bootstrap_value=0.1,
-        vs=[1.664653, 0.615347, 0.611204, 2.099000], adv=[1.164653, 0.215347, 0.311204, 1.899000],
+        ratios=[0.5 / 0.4, 0.9 / 0.3, 0.2 / 0.5, 0.6 / 0.6],
+        discount=0.99,
+        rewards=[1, 0, -1, 2],
+        values=[0.5, 0.4, 0.3, 0.2],
+        bootstrap_value=0.1,
+        vs=[1.664653, 0.615347, 0.611204, 2.099000],
+        adv=[1.164653, 0.215347, 0.311204, 1.899000],
     ),
 }
 
@@ -265,9 +298,14 @@ VTRACE_SPEC_CASES = {
 def test_vtrace_spec_numbers_with_clip_1_05(case):
     c = VTRACE_SPEC_CASES[case]
     vs, adv = returns.vtrace(
-        np.log(c["ratios"]), [c["discount"]] * len(c["rewards"]), c["rewards"], c["values"],
+        np.log(c["ratios"]),
+        [c["discount"]] * len(c["rewards"]),
+        c["rewards"],
+        c["values"],
         c["bootstrap_value"],
-        clip_rho_threshold=1.05, clip_pg_rho_threshold=1.05, clip_c_threshold=1.05,
+        clip_rho_threshold=1.05,
+        clip_pg_rho_threshold=1.05,
+        clip_c_threshold=1.05,
     )
     np.testing.assert_allclose(vs, c["vs"], **TOL)
     np.testing.assert_allclose(adv, c["adv"], **TOL)
@@ -295,8 +333,14 @@ def test_on_policy_vtrace_is_the_n_step_return(shape):
     # IMPALA Eq. (2): pi = mu and c_bar >= 1 give the n-step Bellman target of the remaining tail.
     d = random_unroll(1, shape)
     vs, adv = returns.vtrace(
-        np.zeros(shape), d["discounts"], d["rewards"], d["values"], d["bootstrap"],
-        clip_rho_threshold=2.0, clip_pg_rho_threshold=2.0, clip_c_threshold=1.0,
+        np.zeros(shape),
+        d["discounts"],
+        d["rewards"],
+        d["values"],
+        d["bootstrap"],
+        clip_rho_threshold=2.0,
+        clip_pg_rho_threshold=2.0,
+        clip_c_threshold=1.0,
     )
     values_tp1 = _next(d["values"], d["bootstrap"])
     expected = n_step_sum(d["rewards"], d["discounts"], values_tp1, shape[0])
@@ -418,15 +462,22 @@ RETRACE_SPEC_CASES = {
     # gdi.md §9 T5: Q(s_t, a_t) = [0.6, 0.3, 0.5], Q(s_3, a_3) = 0.4,
     # E_pi Q(s_{t+1}, .) = [0.4, 0.3, 0.2]; the on-policy line is the 3-step SARSA return by hand.
     "gdi_T5": dict(
-        ratios=[1.2, 0.5, 1.0], discount=0.9, rewards=[1, 0, 2], q_taken=[0.6, 0.3, 0.5, 0.4],
+        ratios=[1.2, 0.5, 1.0],
+        discount=0.9,
+        rewards=[1, 0, 2],
+        q_taken=[0.6, 0.3, 0.5, 0.4],
         next_expected=[0.4, 0.3, 0.2],
-        sampled=[2.0908, 2.124, 2.36], expected=[2.0269, 1.782, 2.18],
+        sampled=[2.0908, 2.124, 2.36],
+        expected=[2.0269, 1.782, 2.18],
         on_policy_sampled=[1 + 0.9 * 0 + 0.81 * 2 + 0.729 * 0.4, 0 + 0.9 * 2 + 0.81 * 0.4, 2.36],
     ),
     # lbc.md §9 T7.
     "lbc_T7": dict(
-        ratios=[0.5 / 0.4, 0.9 / 0.3, 0.2 / 0.5, 0.6 / 0.6], discount=0.99, rewards=[1, 0, -1, 2],
-        q_taken=[0.6, 0.2, 0.1, 0.5, 0.3], next_expected=[0.4, 0.3, 0.2, 0.1],
+        ratios=[0.5 / 0.4, 0.9 / 0.3, 0.2 / 0.5, 0.6 / 0.6],
+        discount=0.99,
+        rewards=[1, 0, -1, 2],
+        q_taken=[0.6, 0.2, 0.1, 0.5, 0.3],
+        next_expected=[0.4, 0.3, 0.2, 0.1],
         sampled=[1.576291, 0.563916, 1.274030, 2.297000],
         expected=[1.777164, 0.566680, 0.781010, 2.099000],
         on_policy_sampled=[2.248677, 1.261290, 1.274030, 2.297000],

@@ -16,11 +16,14 @@ def _np(x):
 
 # ----------------------------------------------------------------------------- discounts
 
+
 def test_discounts_from_resets():
     # Moved from tests/impala/test_learning.py.
     resets = tf.constant([[True, False], [False, False], [True, False], [False, True]])
-    np.testing.assert_allclose(sequences.discounts_from_resets(resets, 0.99).numpy(),
-                               [[0.99, 0.99], [0.0, 0.99], [0.99, 0.0]])
+    np.testing.assert_allclose(
+        sequences.discounts_from_resets(resets, 0.99).numpy(),
+        [[0.99, 0.99], [0.0, 0.99], [0.99, 0.0]],
+    )
 
 
 def np_discounts(resets, gamma, mask=None):
@@ -42,12 +45,15 @@ RESETS = RNG.random((7, 4)) < 0.3
 MASK = (RNG.random((7, 4)) < 0.8).astype(np.float32)
 
 
-@pytest.mark.parametrize("gamma", [
-    0.997,  # scalar
-    np.array([0.9, 0.99, 0.997, 0.5]),  # per env [B]
-    RNG.uniform(0.5, 1.0, (6, 4)),  # per step [T, B]
-    RNG.uniform(0.5, 1.0, (6, 1)),  # per step, shared by the envs
-])
+@pytest.mark.parametrize(
+    "gamma",
+    [
+        0.997,  # scalar
+        np.array([0.9, 0.99, 0.997, 0.5]),  # per env [B]
+        RNG.uniform(0.5, 1.0, (6, 4)),  # per step [T, B]
+        RNG.uniform(0.5, 1.0, (6, 1)),  # per step, shared by the envs
+    ],
+)
 @pytest.mark.parametrize("with_mask", [False, True])
 def test_discounts_match_numpy(gamma, with_mask):
     mask = MASK if with_mask else None
@@ -88,11 +94,14 @@ def test_discounts_dtype_and_compiled():
     assert sequences.discounts_from_resets(RESETS, gamma64).dtype == tf.float64
     fn = tf.function(lambda r, g, m: sequences.discounts_from_resets(r, g, m), jit_compile=True)
     gamma = tf.constant(RNG.uniform(0.5, 1.0, (6, 4)), tf.float32)
-    np.testing.assert_allclose(_np(fn(tf.constant(RESETS), gamma, tf.constant(MASK))),
-                               _np(sequences.discounts_from_resets(RESETS, gamma, MASK)))
+    np.testing.assert_allclose(
+        _np(fn(tf.constant(RESETS), gamma, tf.constant(MASK))),
+        _np(sequences.discounts_from_resets(RESETS, gamma, MASK)),
+    )
 
 
 # ----------------------------------------------------------------------------- truncation
+
 
 def test_bootstrapped_rewards_one_head():
     rewards = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
@@ -112,8 +121,11 @@ SHAPINGS = (transforms.asymmetric_log_shaping, None, lambda r: 0.3 * r)
 
 
 def np_heads(rewards, values, gammas):
-    shaped = [np.log(np.abs(rewards) + 1.0) * np.where(rewards >= 0, 2.0, -1.0), rewards,
-              0.3 * rewards]
+    shaped = [
+        np.log(np.abs(rewards) + 1.0) * np.where(rewards >= 0, 2.0, -1.0),
+        rewards,
+        0.3 * rewards,
+    ]
     return np.stack([shaped[k] + gammas[k] * values[..., k] for k in range(3)], -1)
 
 
@@ -126,18 +138,23 @@ def test_bootstrapped_rewards_per_head_forms_agree_with_numpy():
     want = np_heads(rewards, values, gammas)
     stacked = sequences.bootstrapped_rewards(rewards, values, gammas, SHAPINGS)
     np.testing.assert_allclose(_np(stacked), want, rtol=1e-6)
-    as_tuple = sequences.bootstrapped_rewards(rewards, tuple(values[..., k] for k in range(3)),
-                                              tuple(gammas), SHAPINGS)
+    as_tuple = sequences.bootstrapped_rewards(
+        rewards, tuple(values[..., k] for k in range(3)), tuple(gammas), SHAPINGS
+    )
     as_dict = sequences.bootstrapped_rewards(
-        rewards, {str(k): values[..., k] for k in range(3)},
-        {str(k): gammas[k] for k in range(3)}, {str(k): SHAPINGS[k] for k in range(3)})
+        rewards,
+        {str(k): values[..., k] for k in range(3)},
+        {str(k): gammas[k] for k in range(3)},
+        {str(k): SHAPINGS[k] for k in range(3)},
+    )
     for k in range(3):
         np.testing.assert_allclose(_np(as_tuple[k]), want[..., k], rtol=1e-6)
         np.testing.assert_allclose(_np(as_dict[str(k)]), want[..., k], rtol=1e-6)
     # One shaping and one gamma shared by all heads; steps that were not truncated keep f(r).
     shared = _np(sequences.bootstrapped_rewards(rewards, values, 0.9, SHAPINGS[0]))
-    np.testing.assert_allclose(shared, want[..., :1] - gammas[0] * values[..., :1]
-                               + 0.9 * values, rtol=1e-6)
+    np.testing.assert_allclose(
+        shared, want[..., :1] - gammas[0] * values[..., :1] + 0.9 * values, rtol=1e-6
+    )
     np.testing.assert_allclose(shared[~truncated][:, 2], want[..., 0][~truncated], rtol=1e-6)
 
 
@@ -146,12 +163,15 @@ def test_bootstrapped_rewards_compiled_equals_eager():
     rewards = tf.constant(rng.normal(size=(5, 3)) * 4, tf.float32)
     values = tf.constant(rng.normal(size=(5, 3, 3)), tf.float32)
     gammas = tf.constant([0.997, 0.999, 0.99])
-    fn = tf.function(lambda r, v, g: sequences.bootstrapped_rewards(r, v, g, SHAPINGS),
-                     jit_compile=True)
-    np.testing.assert_allclose(_np(fn(rewards, values, gammas)),
-                               _np(sequences.bootstrapped_rewards(rewards, values, gammas,
-                                                                  SHAPINGS)),
-                               rtol=1e-6, atol=1e-6)
+    fn = tf.function(
+        lambda r, v, g: sequences.bootstrapped_rewards(r, v, g, SHAPINGS), jit_compile=True
+    )
+    np.testing.assert_allclose(
+        _np(fn(rewards, values, gammas)),
+        _np(sequences.bootstrapped_rewards(rewards, values, gammas, SHAPINGS)),
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 def test_bootstrapped_rewards_bad_forms():
@@ -164,6 +184,7 @@ def test_bootstrapped_rewards_bad_forms():
 
 
 # ----------------------------------------------------------------------------- masked reductions
+
 
 def np_masked_mean(x, mask, axis):
     mask = np.broadcast_to(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)), x.shape)
@@ -183,15 +204,19 @@ def test_masked_mean_and_sum_match_numpy(axis):
     np.testing.assert_allclose(_np(sequences.masked_sum(x, mask, axis)), want_sum, rtol=1e-12)
     # A weighted mask is a weighted mean.
     weights = rng.random((6, 4))
-    np.testing.assert_allclose(_np(sequences.masked_mean(x, weights, axis)),
-                               np_masked_mean(x, weights, axis)[0], rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(sequences.masked_mean(x, weights, axis)),
+        np_masked_mean(x, weights, axis)[0],
+        rtol=1e-12,
+    )
 
 
 def test_all_ones_mask_is_the_plain_mean():
     x = np.random.default_rng(3).normal(size=(5, 2))
     assert _np(sequences.masked_mean(x, np.ones((5, 2)))) == pytest.approx(x.mean(), rel=1e-12)
-    np.testing.assert_allclose(_np(sequences.masked_mean(x, np.ones((5, 2), bool), axis=0)),
-                               x.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(sequences.masked_mean(x, np.ones((5, 2), bool), axis=0)), x.mean(0), rtol=1e-12
+    )
 
 
 def test_all_zero_mask_gives_zero_and_zero_gradient():
@@ -216,10 +241,17 @@ def test_masked_mean_compiled_equals_eager():
     rng = np.random.default_rng(5)
     x = tf.constant(rng.normal(size=(6, 4)), tf.float32)
     mask = tf.constant(rng.random((6, 4)) < 0.5, tf.float32)
-    fn = tf.function(lambda a, m: (sequences.masked_mean(a, m), sequences.masked_mean(a, 0 * m),
-                                   sequences.masked_sum(a, m, axis=0)), jit_compile=True)
-    for got, want in zip(fn(x, mask), (sequences.masked_mean(x, mask), 0.0,
-                                       sequences.masked_sum(x, mask, axis=0))):
+    fn = tf.function(
+        lambda a, m: (
+            sequences.masked_mean(a, m),
+            sequences.masked_mean(a, 0 * m),
+            sequences.masked_sum(a, m, axis=0),
+        ),
+        jit_compile=True,
+    )
+    for got, want in zip(
+        fn(x, mask), (sequences.masked_mean(x, mask), 0.0, sequences.masked_sum(x, mask, axis=0))
+    ):
         np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6)
 
 
@@ -230,8 +262,9 @@ T, B, OBS, A, UNITS = 7, 4, 3, 3, 5
 
 def make_net(use_lstm=True):
     tf.keras.utils.set_random_seed(7)
-    net = networks.ActorCriticNet(A, torso="mlp", use_lstm=use_lstm, lstm_units=UNITS,
-                             prev_reward_clip=None)
+    net = networks.ActorCriticNet(
+        A, torso="mlp", use_lstm=use_lstm, lstm_units=UNITS, prev_reward_clip=None
+    )
     net.create_variables((OBS,), tf.float32)
     return net
 
@@ -267,8 +300,12 @@ def assert_close(got, want, **kw):
 def test_zero_burn_in_is_a_plain_unroll():
     net = make_net()
     inputs, state = make_inputs()
-    assert_close(sequences.burn_in_unroll(net.unroll, inputs, state, 0),
-                 net.unroll(*inputs, state), rtol=0, atol=0)
+    assert_close(
+        sequences.burn_in_unroll(net.unroll, inputs, state, 0),
+        net.unroll(*inputs, state),
+        rtol=0,
+        atol=0,
+    )
 
 
 @pytest.mark.parametrize("burn_in", [1, 3, 6])
@@ -307,8 +344,9 @@ def test_no_gradient_flows_through_the_burn_in():
         outputs, _ = sequences.burn_in_unroll(net.unroll, [obs] + inputs[1:], stored, burn_in)
         loss = loss_on(outputs)
         # The same network without the stop: gradients do flow through the burn-in.
-        full_loss = loss_on(tf.nest.map_structure(lambda x: x[burn_in:],
-                                                  net.unroll(obs, *inputs[1:], stored)[0]))
+        full_loss = loss_on(
+            tf.nest.map_structure(lambda x: x[burn_in:], net.unroll(obs, *inputs[1:], stored)[0])
+        )
     assert _np(loss) == pytest.approx(_np(full_loss), rel=1e-5)  # same forward pass
 
     # Burn-in inputs and the stored state get no gradient; the trained steps' inputs do.
@@ -322,15 +360,19 @@ def test_no_gradient_flows_through_the_burn_in():
     # The weights' gradient is that of the trained part from a constant state.
     _, burnt_in = net.unroll(*[x[:burn_in] for x in inputs], state)
     with tf.GradientTape() as constant_tape:
-        constant_loss = loss_on(net.unroll(*[x[burn_in:] for x in inputs],
-                                           tuple(tf.constant(_np(s)) for s in burnt_in))[0])
+        constant_loss = loss_on(
+            net.unroll(
+                *[x[burn_in:] for x in inputs], tuple(tf.constant(_np(s)) for s in burnt_in)
+            )[0]
+        )
     want = constant_tape.gradient(constant_loss, variables)
     got = tape.gradient(loss, variables)
     through = tape.gradient(full_loss, variables)
     assert_close(got, want)
     # ... and the LSTM kernel's gradient differs from the one through the burn-in.
-    lstm_kernels = [i for i, v in enumerate(variables)
-                    if v is net.core.kernel or v is net.core.recurrent_kernel]
+    lstm_kernels = [
+        i for i, v in enumerate(variables) if v is net.core.kernel or v is net.core.recurrent_kernel
+    ]
     assert len(lstm_kernels) == 2
     for i in lstm_kernels:
         assert np.abs(_np(got[i]) - _np(through[i])).max() > 1e-4
@@ -344,11 +386,13 @@ def padded_batch(seed, padding):
     for b, n in enumerate(padding):
         mask[:n, b] = 0.0
     keep = tf.constant(mask)
-    padded = [tf.cast(tf.cast(x, tf.float32) * (keep if x.shape.rank == 2 else keep[..., None]),
-                      x.dtype) for x in inputs]
+    padded = [
+        tf.cast(tf.cast(x, tf.float32) * (keep if x.shape.rank == 2 else keep[..., None]), x.dtype)
+        for x in inputs
+    ]
     reset = _np(inputs[3]).copy()
     for b, n in enumerate(padding):
-        reset[:n + 1, b] = False
+        reset[: n + 1, b] = False
     padded[3] = tf.constant(reset)
     return padded, state, mask
 
@@ -357,17 +401,20 @@ def reference_after_padding(net, inputs, state, padding, burn_in):
     """Per env: step the network over its real burn-in steps only, then over the trained part."""
     want_outputs = []
     for b, n in enumerate(padding):
-        env_inputs = [x[:, b:b + 1] for x in inputs]
-        env_state = tuple(s[b:b + 1] for s in state)
+        env_inputs = [x[:, b : b + 1] for x in inputs]
+        env_state = tuple(s[b : b + 1] for s in state)
         _, env_state = step_by_step(net, env_inputs, env_state, min(n, burn_in), burn_in)
         want_outputs.append(step_by_step(net, env_inputs, env_state, burn_in, T)[0])
     return tuple(np.concatenate([o[i] for o in want_outputs], axis=1) for i in range(2))
 
 
-@pytest.mark.parametrize("padding", [
-    (3, 0, 3, 0),  # every burn-in all padding or all real: one unroll of the burn-in
-    (3, 1, 0, 2),  # partial padding: the burn-in is unrolled one step at a time
-])
+@pytest.mark.parametrize(
+    "padding",
+    [
+        (3, 0, 3, 0),  # every burn-in all padding or all real: one unroll of the burn-in
+        (3, 1, 0, 2),  # partial padding: the burn-in is unrolled one step at a time
+    ],
+)
 def test_padding_holds_the_stored_state(padding):
     net = make_net()
     burn_in = 3
@@ -376,9 +423,10 @@ def test_padding_holds_the_stored_state(padding):
     assert_close(outputs, reference_after_padding(net, inputs, state, padding, burn_in))
     # An all-padding burn-in: the trained part starts exactly from the stored state.
     b = padding.index(3)
-    from_stored = net.unroll(*[x[burn_in:, b:b + 1] for x in inputs],
-                             tuple(s[b:b + 1] for s in state))[0]
-    assert_close(tuple(o[:, b:b + 1] for o in outputs), from_stored)
+    from_stored = net.unroll(
+        *[x[burn_in:, b : b + 1] for x in inputs], tuple(s[b : b + 1] for s in state)
+    )[0]
+    assert_close(tuple(o[:, b : b + 1] for o in outputs), from_stored)
     # Without the mask the padding would have moved the state.
     unmasked, _ = sequences.burn_in_unroll(net.unroll, inputs, state, burn_in)
     assert np.abs(_np(unmasked[1])[:, b] - _np(outputs[1])[:, b]).max() > 1e-4
@@ -411,8 +459,9 @@ def test_burn_in_compiled_equals_eager_with_gradients():
             with tf.GradientTape() as tape:
                 outputs, final = sequences.burn_in_unroll(net.unroll, inputs, state, burn_in, mask)
                 logits, values = outputs
-                loss = sequences.masked_mean(values ** 2 + tf.reduce_sum(tf.sin(logits), -1),
-                                             mask[burn_in:])
+                loss = sequences.masked_mean(
+                    values**2 + tf.reduce_sum(tf.sin(logits), -1), mask[burn_in:]
+                )
             return loss, final, tape.gradient(loss, net.trainable_variables)
 
         eager = loss_and_grads(inputs, state, tf.constant(mask))

@@ -13,22 +13,29 @@ def _np(x):
 
 # ----------------------------------------------------------------------------- IMPALA
 
+
 def test_impala_t13_reward_transforms():
     # impala.md §9 T13.
     r = np.array([-10, -1, -0.5, 0, 0.5, 1, 2, 10], np.float64)
     np.testing.assert_allclose(
         _np(transforms.optimistic_asymmetric_clipping(r)),
-        [-0.3, -0.228478, -0.138635, 0, 2.310586, 3.807971, 4.820138, 5.0], atol=1e-6)
+        [-0.3, -0.228478, -0.138635, 0, 2.310586, 3.807971, 4.820138, 5.0],
+        atol=1e-6,
+    )
     np.testing.assert_array_equal(_np(transforms.clip_rewards(r)), [-1, -1, -0.5, 0, 0.5, 1, 1, 1])
     np.testing.assert_allclose(
         _np(transforms.soft_asymmetric_clipping(r)),
-        [-1.446041, -0.296063, -0.149502, 0, 0.498340, 0.986877, 1.899745, 4.820138], atol=1e-6)
+        [-1.446041, -0.296063, -0.149502, 0, 0.498340, 0.986877, 1.899745, 4.820138],
+        atol=1e-6,
+    )
 
 
 def test_optimistic_asymmetric_clipping_matches_figure_d1_formula():
     r = np.linspace(-20, 20, 401)
     expected = 0.3 * np.minimum(np.tanh(r), 0) + 5.0 * np.maximum(np.tanh(r), 0)  # IMPALA Fig. D.1
-    np.testing.assert_allclose(_np(transforms.optimistic_asymmetric_clipping(r)), expected, atol=1e-12)
+    np.testing.assert_allclose(
+        _np(transforms.optimistic_asymmetric_clipping(r)), expected, atol=1e-12
+    )
 
 
 def test_clip_rewards_custom_range_and_bad_range():
@@ -40,12 +47,14 @@ def test_clip_rewards_custom_range_and_bad_range():
 
 # ----------------------------------------------------------------------------- DiCE / GDI / LBC shapings
 
+
 def test_dice_test1_asymmetric_log_shaping():
     # dice.md §9 test 1.
     r = np.array([-10, -1, -0.5, 0, 0.5, 1, 10, 100], np.float64)
     f = _np(transforms.asymmetric_log_shaping(r))
     np.testing.assert_allclose(
-        f, [-2.397895, -0.693147, -0.405465, 0, 0.810930, 1.386294, 4.795791, 9.230241], atol=1e-6)
+        f, [-2.397895, -0.693147, -0.405465, 0, 0.810930, 1.386294, 4.795791, 9.230241], atol=1e-6
+    )
     # Not odd: f(1) = -2 f(-1).
     assert f[5] == pytest.approx(-2 * f[1], rel=1e-12)
 
@@ -55,15 +64,24 @@ def test_gdi_t3_both_shapings():
     r = np.array([-10, -1, 0, 1, 10, 100], np.float64)
     rs1 = _np(transforms.asymmetric_log_shaping(r))
     rs2 = _np(transforms.fourth_root_shaping(r))
-    np.testing.assert_allclose(rs1, [-2.397895, -0.693147, 0, 1.386294, 4.795791, 9.230241], atol=1e-6)
-    np.testing.assert_allclose(rs2, [-0.831160, -0.190207, 0, 0.190207, 0.831160, 2.270154], atol=1e-6)
+    np.testing.assert_allclose(
+        rs1, [-2.397895, -0.693147, 0, 1.386294, 4.795791, 9.230241], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        rs2, [-0.831160, -0.190207, 0, 0.190207, 0.831160, 2.270154], atol=1e-6
+    )
     dense = np.linspace(-50, 50, 1001)
     for f in (transforms.asymmetric_log_shaping, transforms.fourth_root_shaping):
         assert np.all(np.diff(_np(f(dense))) > 0)
         assert _np(f(0.0)) == 0.0
-    np.testing.assert_allclose(_np(transforms.fourth_root_shaping(-dense)),
-                               -_np(transforms.fourth_root_shaping(dense)), atol=1e-12)  # RS2 odd
-    assert _np(transforms.asymmetric_log_shaping(2.0)) != -_np(transforms.asymmetric_log_shaping(-2.0))
+    np.testing.assert_allclose(
+        _np(transforms.fourth_root_shaping(-dense)),
+        -_np(transforms.fourth_root_shaping(dense)),
+        atol=1e-12,
+    )  # RS2 odd
+    assert _np(transforms.asymmetric_log_shaping(2.0)) != -_np(
+        transforms.asymmetric_log_shaping(-2.0)
+    )
 
 
 def test_lbc_t4_three_shapings_and_gdi_fourth_root():
@@ -74,17 +92,26 @@ def test_lbc_t4_three_shapings_and_gdi_fourth_root():
     rs3 = _np(transforms.optimistic_asymmetric_clipping(x))
     fourth = _np(transforms.fourth_root_shaping(x))
     np.testing.assert_allclose(
-        rs1, [-9.149876, -2.326625, -0.415214, 0, 0.225245, 0.415214, 2.326625, 9.149876, 31.638584],
-        atol=1e-6)
+        rs1,
+        [-9.149876, -2.326625, -0.415214, 0, 0.225245, 0.415214, 2.326625, 9.149876, 31.638584],
+        atol=1e-6,
+    )
     np.testing.assert_allclose(
-        rs2, [-4.615121, -2.397895, -0.693147, 0, 0.810930, 1.386294, 4.795791, 9.230241, 13.817510],
-        atol=1e-6)
+        rs2,
+        [-4.615121, -2.397895, -0.693147, 0, 0.810930, 1.386294, 4.795791, 9.230241, 13.817510],
+        atol=1e-6,
+    )
     np.testing.assert_allclose(
-        rs3, [-0.3, -0.2999999988, -0.228478, 0, 2.310586, 3.807971, 4.9999999794, 5.0, 5.0], atol=1e-6)
+        rs3,
+        [-0.3, -0.2999999988, -0.228478, 0, 2.310586, 3.807971, 4.9999999794, 5.0, 5.0],
+        atol=1e-6,
+    )
     assert rs3[0] == -0.3 and rs3[-2] == 5.0  # tanh(+-100) = +-1 exactly in float64
     np.testing.assert_allclose(
-        fourth, [-2.270154, -0.831160, -0.190207, 0, 0.107182, 0.190207, 0.831160, 2.270154, 5.624819],
-        atol=1e-6)
+        fourth,
+        [-2.270154, -0.831160, -0.190207, 0, 0.107182, 0.190207, 0.831160, 2.270154, 5.624819],
+        atol=1e-6,
+    )
     positive = x > 0
     mirrored = _np(transforms.asymmetric_log_shaping(-x[positive]))
     np.testing.assert_allclose(rs2[positive], 2 * np.abs(mirrored), rtol=1e-12)
@@ -98,10 +125,16 @@ def test_shapings_match_printed_formulas_in_numpy():
     r = np.concatenate([-np.logspace(-6, 4, 50), [0.0], np.logspace(-6, 4, 50)])
     np.testing.assert_allclose(
         _np(transforms.asymmetric_log_shaping(r)),
-        np.log(np.abs(r) + 1.0) * (2.0 * (r >= 0) - 1.0 * (r < 0)), rtol=1e-9, atol=0)
+        np.log(np.abs(r) + 1.0) * (2.0 * (r >= 0) - 1.0 * (r < 0)),
+        rtol=1e-9,
+        atol=0,
+    )
     np.testing.assert_allclose(
         _np(transforms.fourth_root_shaping(r)),
-        np.sign(r) * ((np.abs(r) + 1.0) ** 0.25 - 1.0) + 0.001 * r, rtol=1e-9, atol=1e-15)
+        np.sign(r) * ((np.abs(r) + 1.0) ** 0.25 - 1.0) + 0.001 * r,
+        rtol=1e-9,
+        atol=1e-15,
+    )
 
 
 def test_integer_rewards_become_float32():
@@ -111,6 +144,7 @@ def test_integer_rewards_become_float32():
 
 
 # ----------------------------------------------------------------------------- value rescaling
+
 
 def _h_printed(x, eps):
     return np.sign(x) * (np.sqrt(np.abs(x) + 1) - 1) + eps * x
@@ -124,10 +158,16 @@ def _h_inverse_printed(x, eps):
 @pytest.mark.parametrize("eps", [1e-3, 1e-2, 0.5])
 def test_value_rescaling_matches_printed_formula(eps):
     x = np.concatenate([-np.logspace(-3, 4, 40), [0.0], np.logspace(-3, 4, 40)])
-    np.testing.assert_allclose(_np(transforms.value_rescaling(x, eps)), _h_printed(x, eps), rtol=1e-12)
+    np.testing.assert_allclose(
+        _np(transforms.value_rescaling(x, eps)), _h_printed(x, eps), rtol=1e-12
+    )
     y = _h_printed(x, eps)
-    np.testing.assert_allclose(_np(transforms.inverse_value_rescaling(y, eps)), _h_inverse_printed(y, eps),
-                               rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(
+        _np(transforms.inverse_value_rescaling(y, eps)),
+        _h_inverse_printed(y, eps),
+        rtol=1e-8,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("eps", [1e-3, 0.0, 0.1])
@@ -151,8 +191,11 @@ def test_inverse_value_rescaling_float32_keeps_relative_precision():
 def test_value_rescaling_default_epsilon_and_eps_zero_inverse():
     assert transforms.VALUE_RESCALING_EPSILON == 1e-3  # LBC Table 3 RS1
     y = np.array([-3.0, 0.0, 2.0])
-    np.testing.assert_allclose(_np(transforms.inverse_value_rescaling(y, 0.0)),
-                               np.sign(y) * ((np.abs(y) + 1) ** 2 - 1), rtol=1e-14)
+    np.testing.assert_allclose(
+        _np(transforms.inverse_value_rescaling(y, 0.0)),
+        np.sign(y) * ((np.abs(y) + 1) ** 2 - 1),
+        rtol=1e-14,
+    )
 
 
 def test_value_rescaling_gradients_at_zero():
@@ -166,7 +209,9 @@ def test_value_rescaling_gradients_at_zero():
     dh_inv = _np(tape.gradient(h_inv, x))
     np.testing.assert_allclose(dh, [0.501, 0.5 / np.sqrt(4.0) + 1e-3], rtol=1e-12)
     y = _h_inverse_printed(3.0, 1e-3)
-    np.testing.assert_allclose(dh_inv, [1 / 0.501, 1 / (0.5 / np.sqrt(abs(y) + 1) + 1e-3)], rtol=1e-9)
+    np.testing.assert_allclose(
+        dh_inv, [1 / 0.501, 1 / (0.5 / np.sqrt(abs(y) + 1) + 1e-3)], rtol=1e-9
+    )
 
 
 def test_negative_epsilon_rejected():
@@ -178,10 +223,13 @@ def test_negative_epsilon_rejected():
 
 # ----------------------------------------------------------------------------- registry and compilation
 
+
 def test_registry_names_and_unknown_name():
     assert transforms.reward_transform("asymmetric_log") is transforms.asymmetric_log_shaping
     assert transforms.reward_transform("fourth_root") is transforms.fourth_root_shaping
-    np.testing.assert_array_equal(_np(transforms.reward_transform("none")([-7.0, 2.0])), [-7.0, 2.0])
+    np.testing.assert_array_equal(
+        _np(transforms.reward_transform("none")([-7.0, 2.0])), [-7.0, 2.0]
+    )
     with pytest.raises(ValueError, match="unknown reward transform 'log'.*allowed"):
         transforms.reward_transform("log")
 
@@ -190,10 +238,16 @@ def test_jit_compiled_equals_eager():
     r = tf.constant(np.linspace(-30, 30, 121), tf.float32)
 
     def all_transforms(x):
-        return tf.stack([transforms.clip_rewards(x), transforms.optimistic_asymmetric_clipping(x),
-                         transforms.soft_asymmetric_clipping(x), transforms.asymmetric_log_shaping(x),
-                         transforms.fourth_root_shaping(x),
-                         transforms.inverse_value_rescaling(transforms.value_rescaling(x))])
+        return tf.stack(
+            [
+                transforms.clip_rewards(x),
+                transforms.optimistic_asymmetric_clipping(x),
+                transforms.soft_asymmetric_clipping(x),
+                transforms.asymmetric_log_shaping(x),
+                transforms.fourth_root_shaping(x),
+                transforms.inverse_value_rescaling(transforms.value_rescaling(x)),
+            ]
+        )
 
     compiled = tf.function(all_transforms, jit_compile=True)
     np.testing.assert_allclose(_np(compiled(r)), _np(all_transforms(r)), rtol=1e-6, atol=1e-6)

@@ -62,8 +62,12 @@ def test_optimizer_choice_from_config():
     c = config_lib.ImpalaConfig(rmsprop_epsilon=0.1, rmsprop_decay=0.9)
     opt = learning.make_optimizer(c)
     assert (opt.initial_mean_square, opt.epsilon, opt.decay, opt.momentum) == (1.0, 0.1, 0.9, 0.0)
-    assert learning.make_optimizer(
-        config_lib.ImpalaConfig(optimizer="rmsprop_keras")).initial_mean_square == 0.0
+    assert (
+        learning.make_optimizer(
+            config_lib.ImpalaConfig(optimizer="rmsprop_keras")
+        ).initial_mean_square
+        == 0.0
+    )
 
 
 def synthetic_batch(T=5, B=3, A=2, seed=0):
@@ -73,22 +77,27 @@ def synthetic_batch(T=5, B=3, A=2, seed=0):
     truncated = np.zeros((T + 1, B), bool)
     truncated[:-1] = reset[1:] & (rng.random((T, B)) < 0.5)
     assert truncated.any() and (reset[1:] & ~truncated[:-1]).any()
-    return dict(observation=tf.constant(rng.normal(size=(T + 1, B, 4)), tf.float32),
-                prev_action=tf.constant(rng.integers(0, A, (T + 1, B)), tf.int32),
-                prev_reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32),
-                reset=tf.constant(reset),
-                action=tf.constant(rng.integers(0, A, (T + 1, B)), tf.int32),
-                behaviour_logits=tf.constant(rng.normal(size=(T + 1, B, A)), tf.float32),
-                reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32),
-                truncation_value=tf.constant(np.where(truncated, rng.normal(size=(T + 1, B)), 0),
-                                             tf.float32))
+    return dict(
+        observation=tf.constant(rng.normal(size=(T + 1, B, 4)), tf.float32),
+        prev_action=tf.constant(rng.integers(0, A, (T + 1, B)), tf.int32),
+        prev_reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32),
+        reset=tf.constant(reset),
+        action=tf.constant(rng.integers(0, A, (T + 1, B)), tf.int32),
+        behaviour_logits=tf.constant(rng.normal(size=(T + 1, B, A)), tf.float32),
+        reward=tf.constant(rng.normal(size=(T + 1, B)), tf.float32),
+        truncation_value=tf.constant(
+            np.where(truncated, rng.normal(size=(T + 1, B)), 0), tf.float32
+        ),
+    )
 
 
 def make_step(jit_compile, **overrides):
     from common import networks
+
     tf.keras.utils.set_random_seed(1)
-    config = config_lib.default_config("CartPole", jit_compile=jit_compile, max_grad_norm=0.5,
-                                       total_frames=1000, **overrides)
+    config = config_lib.default_config(
+        "CartPole", jit_compile=jit_compile, max_grad_norm=0.5, total_frames=1000, **overrides
+    )
     net = networks.ActorCriticNet(2, torso="mlp", use_lstm=False)
     net.create_variables((4,), tf.float32)
     optimizer = learning.make_optimizer(config)
@@ -97,25 +106,34 @@ def make_step(jit_compile, **overrides):
 
 def test_train_step_is_one_clipped_rmsprop_step_on_the_loss():
     from impala import losses
+
     net, _, step, config = make_step(jit_compile=False)
     batch = synthetic_batch()
     before = [v.numpy() for v in net.trainable_variables]
     # The expected update, computed by hand: gradient of the §2.9 loss, clipped to norm 0.5, one
     # TF1 RMSProp step (ms0 = 1) with lr annealed at 250 of 1000 frames.
     with tf.GradientTape() as tape:
-        (logits, values), _ = net.unroll(batch["observation"], batch["prev_action"],
-                                         batch["prev_reward"], batch["reset"], ())
+        (logits, values), _ = net.unroll(
+            batch["observation"], batch["prev_action"], batch["prev_reward"], batch["reset"], ()
+        )
         loss, _ = losses.impala_loss(
-            losses.LossHyperparameters.from_config(config), logits[:-1], values[:-1],
-            values[-1], batch["behaviour_logits"][:-1], batch["action"][:-1],
+            losses.LossHyperparameters.from_config(config),
+            logits[:-1],
+            values[:-1],
+            values[-1],
+            batch["behaviour_logits"][:-1],
+            batch["action"][:-1],
             batch["reward"][:-1] + 0.99 * batch["truncation_value"][:-1],  # DESIGN §3
-            sequences.discounts_from_resets(batch["reset"], 0.99))
+            sequences.discounts_from_resets(batch["reset"], 0.99),
+        )
     grads = tape.gradient(loss, net.trainable_variables)
     norm = np.sqrt(sum(np.sum(g.numpy() ** 2) for g in grads))
     assert norm > 0.5  # the clip is active
     lr = config.learning_rate * 0.75
-    want = [np_rmsprop_tf1(w, [g.numpy() * 0.5 / norm], lr, 0.99, 0.0, config.rmsprop_epsilon,
-                           1.0) for w, g in zip(before, grads)]
+    want = [
+        np_rmsprop_tf1(w, [g.numpy() * 0.5 / norm], lr, 0.99, 0.0, config.rmsprop_epsilon, 1.0)
+        for w, g in zip(before, grads)
+    ]
     stats = step(batch, tf.constant(250, tf.int64))
     for var, expected in zip(net.trainable_variables, want):
         np.testing.assert_allclose(var.numpy(), expected, rtol=1e-4, atol=1e-6)

@@ -22,9 +22,13 @@ def hparams(**overrides) -> losses.LossHyperparameters:
 
 def targets(correction: str, **overrides):
     vs, adv = losses.off_policy_targets(
-        hparams(correction=correction, **overrides), tf.constant(T2_LOG_RHOS, tf.float32),
-        tf.constant(DISCOUNTS, tf.float32), tf.constant(REWARDS, tf.float32),
-        tf.constant(VALUES, tf.float32), tf.constant(BOOTSTRAP, tf.float32))
+        hparams(correction=correction, **overrides),
+        tf.constant(T2_LOG_RHOS, tf.float32),
+        tf.constant(DISCOUNTS, tf.float32),
+        tf.constant(REWARDS, tf.float32),
+        tf.constant(VALUES, tf.float32),
+        tf.constant(BOOTSTRAP, tf.float32),
+    )
     return vs.numpy()[:, 0], adv.numpy()[:, 0]
 
 
@@ -78,8 +82,11 @@ def test_ablations_name_the_four_corrections():
 def t11_loss(logits, value):
     advantage = tf.constant([[2.0]])  # already rho-weighted
     vs = tf.constant([[3.0]])
-    return (losses.policy_gradient_loss(logits, tf.constant([[1]]), advantage)
-            + 0.5 * losses.baseline_loss(vs, value) + 0.01 * losses.entropy_loss(logits))
+    return (
+        losses.policy_gradient_loss(logits, tf.constant([[1]]), advantage)
+        + 0.5 * losses.baseline_loss(vs, value)
+        + 0.01 * losses.entropy_loss(logits)
+    )
 
 
 def test_loss_terms_match_spec_T11():
@@ -89,8 +96,9 @@ def test_loss_terms_match_spec_T11():
         loss = t11_loss(logits, value)
     grad_logits, grad_value = tape.gradient(loss, [logits, value])
     np.testing.assert_allclose(loss.numpy(), 3.806888, atol=1e-5)
-    np.testing.assert_allclose(grad_logits.numpy()[0, 0], [1.333308, -1.511951, 0.178643],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        grad_logits.numpy()[0, 0], [1.333308, -1.511951, 0.178643], atol=1e-5
+    )
     np.testing.assert_allclose(grad_value.numpy(), [[-1.0]], atol=1e-6)
     np.testing.assert_allclose(-losses.entropy_loss(logits).numpy(), 0.832396, atol=1e-6)
 
@@ -103,8 +111,9 @@ def test_eps_correction_uses_log_pi_plus_epsilon():
     for eps in (1e-6, 1e-2):
         got = losses.policy_gradient_loss(logits, actions, advantage, epsilon=eps).numpy()
         np.testing.assert_allclose(got, -np.log(pi[2] + eps), rtol=1e-5)
-    np.testing.assert_allclose(losses.policy_gradient_loss(logits, actions, advantage).numpy(),
-                               -np.log(pi[2]), rtol=1e-5)
+    np.testing.assert_allclose(
+        losses.policy_gradient_loss(logits, actions, advantage).numpy(), -np.log(pi[2]), rtol=1e-5
+    )
 
 
 # --- Full loss against a numpy ground truth written from the sums ------------------------------
@@ -129,30 +138,46 @@ def np_vtrace_direct(log_rhos, discounts, rewards, values, bootstrap, rho_bar, c
     return vs
 
 
-def np_impala_loss(correction, logits, behaviour_logits, actions, rewards, discounts, values,
-                   bootstrap, baseline_cost, entropy_cost, eps=1e-6):
+def np_impala_loss(
+    correction,
+    logits,
+    behaviour_logits,
+    actions,
+    rewards,
+    discounts,
+    values,
+    bootstrap,
+    baseline_cost,
+    entropy_cost,
+    eps=1e-6,
+):
     """impala.md §2.9 and §2.11, summed over batch and time, with the gradients of the loss."""
     log_pi = np_log_softmax(logits)
     log_mu = np_log_softmax(behaviour_logits)
     take = lambda x: np.take_along_axis(x, actions[..., None], -1)[..., 0]
     log_rhos = take(log_pi) - take(log_mu)
     corrected = correction == "vtrace"
-    vs = np_vtrace_direct(log_rhos if corrected else 0 * log_rhos, discounts, rewards, values,
-                          bootstrap, 1.0, 1.0)
+    vs = np_vtrace_direct(
+        log_rhos if corrected else 0 * log_rhos, discounts, rewards, values, bootstrap, 1.0, 1.0
+    )
     vs_tp1 = np.concatenate([vs[1:], bootstrap[None]])
     weight = np.minimum(1.0, np.exp(log_rhos)) if correction in ("vtrace", "one_step_is") else 1.0
     adv = weight * (rewards + discounts * vs_tp1 - values)
     pi = np.exp(log_pi)
     log_pi_a = np.log(take(pi) + eps) if correction == "eps_correction" else take(log_pi)
     neg_entropy = (pi * log_pi).sum(-1)
-    loss = (-(adv * log_pi_a).sum() + baseline_cost * 0.5 * ((vs - values) ** 2).sum()
-            + entropy_cost * neg_entropy.sum())
+    loss = (
+        -(adv * log_pi_a).sum()
+        + baseline_cost * 0.5 * ((vs - values) ** 2).sum()
+        + entropy_cost * neg_entropy.sum()
+    )
     onehot = np.eye(logits.shape[-1])[actions]
     dlogpia_dz = onehot - pi
     if correction == "eps_correction":
         dlogpia_dz = take(pi)[..., None] * (onehot - pi) / (take(pi) + eps)[..., None]
-    grad_logits = (-adv[..., None] * dlogpia_dz
-                   + entropy_cost * pi * (log_pi - neg_entropy[..., None]))
+    grad_logits = -adv[..., None] * dlogpia_dz + entropy_cost * pi * (
+        log_pi - neg_entropy[..., None]
+    )
     grad_values = -baseline_cost * (vs - values)
     return loss, grad_logits, grad_values
 
@@ -169,19 +194,35 @@ def test_loss_and_gradients_match_numpy(correction):
     values = rng.normal(size=(T, B))
     bootstrap = rng.normal(size=B)
     want_loss, want_grad_logits, want_grad_values = np_impala_loss(
-        correction, logits, behaviour_logits, actions, rewards, discounts, values, bootstrap,
-        baseline_cost=0.5, entropy_cost=0.01)
+        correction,
+        logits,
+        behaviour_logits,
+        actions,
+        rewards,
+        discounts,
+        values,
+        bootstrap,
+        baseline_cost=0.5,
+        entropy_cost=0.01,
+    )
 
     tf_logits = tf.Variable(logits, dtype=tf.float32)
     tf_values = tf.Variable(values, dtype=tf.float32)
     tf_bootstrap = tf.Variable(bootstrap, dtype=tf.float32)
     with tf.GradientTape() as tape:
         loss, stats = losses.impala_loss(
-            hparams(correction=correction), tf_logits, tf_values, tf_bootstrap,
-            tf.constant(behaviour_logits, tf.float32), tf.constant(actions, tf.int32),
-            tf.constant(rewards, tf.float32), tf.constant(discounts, tf.float32))
+            hparams(correction=correction),
+            tf_logits,
+            tf_values,
+            tf_bootstrap,
+            tf.constant(behaviour_logits, tf.float32),
+            tf.constant(actions, tf.int32),
+            tf.constant(rewards, tf.float32),
+            tf.constant(discounts, tf.float32),
+        )
     grad_logits, grad_values, grad_bootstrap = tape.gradient(
-        loss, [tf_logits, tf_values, tf_bootstrap])
+        loss, [tf_logits, tf_values, tf_bootstrap]
+    )
     np.testing.assert_allclose(loss.numpy(), want_loss, rtol=1e-4)
     # Targets, advantages and ratios are constants: gradients reach only log pi, H and V(x_s).
     np.testing.assert_allclose(grad_logits.numpy(), want_grad_logits, atol=1e-4)
@@ -195,10 +236,15 @@ def test_loss_is_summed_spec_T12():
     # impala.md §9 T12: duplicating the batch doubles the loss and its gradients (no means).
     rng = np.random.default_rng(3)
     T, B, A = 4, 3, 4
-    inputs = dict(logits=rng.normal(size=(T, B, A)), behaviour=rng.normal(size=(T, B, A)),
-                  actions=rng.integers(0, A, (T, B)), rewards=rng.normal(size=(T, B)),
-                  discounts=np.full((T, B), 0.99), values=rng.normal(size=(T, B)),
-                  bootstrap=rng.normal(size=B))
+    inputs = dict(
+        logits=rng.normal(size=(T, B, A)),
+        behaviour=rng.normal(size=(T, B, A)),
+        actions=rng.integers(0, A, (T, B)),
+        rewards=rng.normal(size=(T, B)),
+        discounts=np.full((T, B), 0.99),
+        values=rng.normal(size=(T, B)),
+        bootstrap=rng.normal(size=B),
+    )
 
     def loss_and_grads(repeat):
         tile = lambda x: np.concatenate([x] * repeat, axis=1 if x.ndim > 1 else 0)
@@ -207,9 +253,15 @@ def test_loss_is_summed_spec_T12():
         values = tf.Variable(x["values"], dtype=tf.float32)
         with tf.GradientTape() as tape:
             loss, _ = losses.impala_loss(
-                hparams(), logits, values, tf.constant(x["bootstrap"], tf.float32),
-                tf.constant(x["behaviour"], tf.float32), tf.constant(x["actions"], tf.int32),
-                tf.constant(x["rewards"], tf.float32), tf.constant(x["discounts"], tf.float32))
+                hparams(),
+                logits,
+                values,
+                tf.constant(x["bootstrap"], tf.float32),
+                tf.constant(x["behaviour"], tf.float32),
+                tf.constant(x["actions"], tf.int32),
+                tf.constant(x["rewards"], tf.float32),
+                tf.constant(x["discounts"], tf.float32),
+            )
         g_logits, g_values = tape.gradient(loss, [logits, values])
         return loss.numpy(), g_logits.numpy()[:, :B].sum(), g_values.numpy()[:, :B].sum()
 
@@ -222,13 +274,15 @@ def test_loss_is_summed_spec_T12():
 def test_compiled_loss_equals_eager():
     rng = np.random.default_rng(11)
     T, B, A = 5, 3, 4
-    args = (tf.constant(rng.normal(size=(T, B, A)), tf.float32),
-            tf.constant(rng.normal(size=(T, B)), tf.float32),
-            tf.constant(rng.normal(size=B), tf.float32),
-            tf.constant(rng.normal(size=(T, B, A)), tf.float32),
-            tf.constant(rng.integers(0, A, (T, B)), tf.int32),
-            tf.constant(rng.normal(size=(T, B)), tf.float32),
-            tf.constant(np.full((T, B), 0.99), tf.float32))
+    args = (
+        tf.constant(rng.normal(size=(T, B, A)), tf.float32),
+        tf.constant(rng.normal(size=(T, B)), tf.float32),
+        tf.constant(rng.normal(size=B), tf.float32),
+        tf.constant(rng.normal(size=(T, B, A)), tf.float32),
+        tf.constant(rng.integers(0, A, (T, B)), tf.int32),
+        tf.constant(rng.normal(size=(T, B)), tf.float32),
+        tf.constant(np.full((T, B), 0.99), tf.float32),
+    )
     for correction in ("vtrace", "one_step_is"):
         h = hparams(correction=correction)
         eager, _ = losses.impala_loss(h, *args)

@@ -16,9 +16,19 @@ from tests.impala.test_system import checkpoint_step
 
 pytestmark = pytest.mark.slow
 
-FLAGS = ["--env=CartPole-v1", "--use_lstm", "--lstm_units=16", "--num_actors=1",
-         "--envs_per_actor=8", "--batch_size=8", "--queue_capacity=8", "--unroll_length=10",
-         "--replay_capacity=500", "--eval_interval_s=0", "--log_interval_s=1"]
+FLAGS = [
+    "--env=CartPole-v1",
+    "--use_lstm",
+    "--lstm_units=16",
+    "--num_actors=1",
+    "--envs_per_actor=8",
+    "--batch_size=8",
+    "--queue_capacity=8",
+    "--unroll_length=10",
+    "--replay_capacity=500",
+    "--eval_interval_s=0",
+    "--log_interval_s=1",
+]
 
 
 def run_main(logdir, *extra, timeout_s=240) -> str:
@@ -26,8 +36,11 @@ def run_main(logdir, *extra, timeout_s=240) -> str:
     pipe: tests/impala/test_system.py explains why)."""
     output_path = os.path.join(logdir, f"output_{len(os.listdir(logdir))}.txt")
     with open(output_path, "w") as output:
-        process = subprocess.Popen([sys.executable, "-m", "impala.main", f"--logdir={logdir}",
-                                    *FLAGS, *extra], stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "impala.main", f"--logdir={logdir}", *FLAGS, *extra],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
         try:
             process.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -43,16 +56,18 @@ def episode_rows(logdir) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("replay, extra, frames_per_step", [
-    ("queue", [], 8 * 10),
-    ("queue_with_replay", [], 4 * 10),  # half of each batch is replayed
-    ("prioritized", [], 8 * 10),
-    ("sample_k", ["--burn_in=4"], 8 * 10 // 2),  # each item is trained on twice
-])
+@pytest.mark.parametrize(
+    "replay, extra, frames_per_step",
+    [
+        ("queue", [], 8 * 10),
+        ("queue_with_replay", [], 4 * 10),  # half of each batch is replayed
+        ("prioritized", [], 8 * 10),
+        ("sample_k", ["--burn_in=4"], 8 * 10 // 2),  # each item is trained on twice
+    ],
+)
 def test_each_pattern_trains_through_the_launcher(replay, extra, frames_per_step, tmp_path):
     logdir = str(tmp_path)
-    output = run_main(logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}",
-                      *extra)
+    output = run_main(logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}", *extra)
     assert f"[replay] {replay}:" in output  # capacity and memory estimate at start
     assert checkpoint_step(logdir) == 6
     rows = episode_rows(logdir)

@@ -30,8 +30,15 @@ from tests.common.test_launch import alive
 pytestmark = pytest.mark.slow
 
 # Small batches so that a single actor of 8 envs fills one batch per unroll.
-FLAGS = ["--env=CartPole", "--num_actors=1", "--envs_per_actor=8", "--batch_size=8",
-         "--queue_capacity=8", "--eval_interval_s=0", "--log_interval_s=1"]
+FLAGS = [
+    "--env=CartPole",
+    "--num_actors=1",
+    "--envs_per_actor=8",
+    "--batch_size=8",
+    "--queue_capacity=8",
+    "--eval_interval_s=0",
+    "--log_interval_s=1",
+]
 FRAMES_PER_BATCH = 8 * 20  # batch 8 x unroll 20, CartPole has no action repeat
 
 
@@ -71,8 +78,11 @@ def run_main(logdir, *extra) -> tuple[subprocess.Popen, str]:
     inherited it, and a hung grandchild would then hang the test instead of failing it."""
     output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
     with open(output_path, "w") as output:
-        process = subprocess.Popen([sys.executable, "-m", "impala.main", f"--logdir={logdir}",
-                                    *FLAGS, *extra], stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "impala.main", f"--logdir={logdir}", *FLAGS, *extra],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     return process, output_path
 
 
@@ -90,11 +100,13 @@ def finish(process: subprocess.Popen, output_path: str, timeout_s: float) -> str
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
     logdir = str(tmp_path_factory.mktemp("impala_cartpole"))
-    process, output_path = run_main(logdir, "--total_frames=100000000",
-                                    "--checkpoint_interval_s=1")
+    process, output_path = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
     try:
-        wait_for(lambda: checkpoint_step(logdir) >= 3 or process.poll() is not None, 120,
-                 "a checkpoint at step >= 3")
+        wait_for(
+            lambda: checkpoint_step(logdir) >= 3 or process.poll() is not None,
+            120,
+            "a checkpoint at step >= 3",
+        )
         assert process.poll() is None, open(output_path).read()
         children = children_of(process.pid)
         assert children, "the launcher should have spawned an actor"
@@ -116,9 +128,16 @@ def test_killed_launcher_left_a_checkpoint_and_progress(killed_run):
 
 def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
     logdir, checkpointed_step, _ = killed_run
-    config = config_lib.default_config("CartPole", num_actors=1, envs_per_actor=8, batch_size=8,
-                                       queue_capacity=8, total_frames=100_000_000,
-                                       eval_interval_s=0, log_interval_s=1.0).validate()
+    config = config_lib.default_config(
+        "CartPole",
+        num_actors=1,
+        envs_per_actor=8,
+        batch_size=8,
+        queue_capacity=8,
+        total_frames=100_000_000,
+        eval_interval_s=0,
+        log_interval_s=1.0,
+    ).validate()
     experiment = impala_main.build_experiment(config, logdir)
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
@@ -166,8 +185,11 @@ def test_main_resumes_the_same_logdir_and_finishes(killed_run):
     output = finish(process, output_path, timeout_s=180)
     assert process.returncode == 0, output
     assert checkpoint_step(logdir) == start + 3, output
-    steps = [int(line.split("step ")[1].split()[0]) for line in output.splitlines()
-             if line.startswith("[impala CartPole] step")]
+    steps = [
+        int(line.split("step ")[1].split()[0])
+        for line in output.splitlines()
+        if line.startswith("[impala CartPole] step")
+    ]
     assert steps and min(steps) > start, output  # the counter continued, it did not restart at 1
     with open(os.path.join(logdir, "episodes.csv")) as f:
         rows = list(csv.reader(f))
@@ -177,11 +199,13 @@ def test_main_resumes_the_same_logdir_and_finishes(killed_run):
 
 def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
     logdir = str(tmp_path)
-    process, output_path = run_main(logdir, "--total_frames=100000000",
-                                    "--checkpoint_interval_s=1")
+    process, output_path = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
     try:
-        wait_for(lambda: checkpoint_step(logdir) >= 1 or process.poll() is not None, 120,
-                 "a first checkpoint")
+        wait_for(
+            lambda: checkpoint_step(logdir) >= 1 or process.poll() is not None,
+            120,
+            "a first checkpoint",
+        )
         children = children_of(process.pid)
         process.send_signal(signal.SIGINT)
     finally:
