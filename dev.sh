@@ -3,6 +3,8 @@
 #   ./dev.sh train [flags]   create or reuse .venv with the pinned versions, then train IMPALA on Pong
 #   ./dev.sh test  [args]    create or reuse .venv with the pinned versions, then run the test suite
 #   ./dev.sh setup           only create or update .venv
+#   ./dev.sh setup-gpu       .venv plus TensorFlow's CUDA libraries (tensorflow[and-cuda]==2.15.1),
+#                            for a Linux machine with an NVIDIA GPU and driver
 # Extra arguments go to `python -m impala.main` or to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -51,7 +53,13 @@ cmd="${1:-}"
 [ $# -gt 0 ] && shift
 case "$cmd" in
   setup) setup_venv ;;
+  setup-gpu)
+    setup_venv
+    # The same TensorFlow, with the CUDA and cuDNN wheels it was built against; the learner then
+    # places its network and train step on the GPU, actors stay on the CPU (common/acting.py).
+    .venv/bin/python -m pip install --quiet -c constraints.txt "tensorflow[and-cuda]==2.15.1"
+    .venv/bin/python -c "import tensorflow as tf; print('GPUs:', tf.config.list_physical_devices('GPU'))" ;;
   train) setup_venv; exec .venv/bin/python -m impala.main --env=Pong "$@" ;;
   test)  setup_venv; exec .venv/bin/python -m pytest "$@" ;;
-  *) echo "usage: ./dev.sh train|test|setup [args]" >&2; exit 2 ;;
+  *) echo "usage: ./dev.sh train|test|setup|setup-gpu [args]" >&2; exit 2 ;;
 esac

@@ -5,24 +5,36 @@
 Every `impala.main` flag applies (e.g. --num_actors, --envs_per_actor, --network); the defaults are
 those of `python -m impala.main`.
 
+Printed first: the CPU (model, cores, AVX2 / AVX-512 / AVX512-BF16 / AMX), whether TensorFlow
+runs its oneDNN kernels (`TF_ENABLE_ONEDNN_OPTS`, common/__init__.py), the thread pools and any
+GPU, so a table says where it was measured.
+
 Rows (environment frames per second, action repeats included):
 1. raw batched ALE stepping: the actor processes' vector envs with random actions, nothing else;
-2. the actor fleet alone: the same processes acting with the network (one batched policy call
+2. the learner alone, L: compiled train steps on a batch already in memory;
+3. the actor fleet alone, F: the actor processes acting with the network (one batched policy call
    per step) and writing unrolls to Reverb, no learner (a table that drops old items);
-3. full IMPALA training: actors + learner (+ Reverb) on the same machine; the learner's frames.
-Rows 2 and 3 run with and without --jit_compile (XLA for the policy call and the train step),
-and with the actors' network in float32 and in bfloat16 (--actor_precision).
+4. full IMPALA training: actors + learner (+ Reverb) on the same machine; the learner's frames;
+   next to it the shared-core bound 1/(1/L + 1/F), the most any schedule reaches when the same
+   cores run both, and each process's peak resident memory.
+Rows 2-4 run with and without --jit_compile (XLA for the policy call and the train step),
+rows 3-4 with the actors' network in float32 and in bfloat16 (--actor_precision).
+
 Targets (DESIGN.md §10): fleet >= 50% of raw; training >= 1.5K frames/s on 2 cores (deep net,
 unroll 20, batch 32). It prints figures; it asserts nothing.
 """
 
+import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
+
 import dataclasses
 import multiprocessing
+import os
 import tempfile
 import time
 
 import numpy as np
 import reverb
+import tensorflow as tf
 from absl import app
 from absl import flags
 
@@ -40,7 +52,11 @@ from impala import main as impala_main
 _SECONDS = flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
 _WARMUP = flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
 _JIT = flags.DEFINE_list("jit", ["off", "on"], "Rows 2-3 with jit_compile off and/or on.")
-_ROWS = flags.DEFINE_list("rows", ["raw", "fleet", "train"], "Which measurements.")
+_ROWS = flags.DEFINE_list(
+    "rows",
+    ["raw", "learner", "fleet", "train"],
+    "Which measurements (train needs learner and fleet).",
+)
 _PRECISIONS = flags.DEFINE_list(
     "actor_precisions", ["float32", "bfloat16"], "Rows 2-3 with these --actor_precision values."
 )
@@ -137,7 +153,20 @@ def measure_fleet(config: config_lib.ImpalaConfig) -> float:
         server.stop()
 
 
-def measure_training(config: config_lib.ImpalaConfig) -> float:
+def peak_resident_gib(pid: int | str = "self") -> float:
+    """The peak resident set size of a process (Linux VmHWM), in GiB; NaN where unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def measure_training(config: config_lib.ImpalaConfig) -> tuple[float, list[float]]:
+    """Full training's learner frames/s, and the actors' peak resident GiB."""
     experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
     spec = agent_lib.probe_env(config.env, experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
@@ -154,10 +183,92 @@ def measure_training(config: config_lib.ImpalaConfig) -> float:
         learner.run(should_stop=lambda: time.monotonic() - start > _SECONDS.value)
         fps = (int(learner.frames.numpy()) - frames) / (time.monotonic() - start)
         learner.close()
-        return fps
+        actors = [
+            peak_resident_gib(supervisor.process(f"actor_{i}").pid)
+            for i in range(config.num_actors)
+        ]
+        return fps, actors
     finally:
         supervisor.stop()
         server.stop()
+
+
+def synthetic_batch(config: config_lib.ImpalaConfig, spec: agent_lib.EnvSpec) -> dict:
+    """A learner batch of the queue's item signature, in memory: random frames and actions (the
+    train step's cost does not depend on the values)."""
+    experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
+    signature = experiment.agent.signature(spec)
+    rng = np.random.default_rng(0)
+    batch = {}
+    for key, item_spec in signature[replay.STEPS].items():
+        shape = (item_spec.shape[0], config.batch_size, *item_spec.shape[1:])
+        dtype = item_spec.dtype.as_numpy_dtype
+        if key == "action":
+            value = rng.integers(0, spec.num_actions, shape)
+        elif np.issubdtype(dtype, np.integer):
+            value = rng.integers(0, 255, shape)
+        else:
+            value = rng.normal(size=shape)
+        batch[key] = tf.constant(value.astype(dtype))
+    batch["reset"] = tf.zeros_like(batch["reset"])
+    return batch
+
+
+def measure_learner(config: config_lib.ImpalaConfig) -> float:
+    """Train steps on a batch already in memory: the learner's frames/s with no actors and no
+    Reverb (rate L of the shared-core bound)."""
+    spec = agent_lib.probe_env(config.env, impala_main.build_experiment(config, "").actor.protocol)
+    parts = impala_main.make_learner(config, spec)
+    batch = synthetic_batch(config, spec)
+    frames = tf.constant(0, tf.int64)
+    parts.train_step(batch, frames)  # tracing and compilation
+    warmup_end = time.monotonic() + _WARMUP.value
+    while time.monotonic() < warmup_end:
+        parts.train_step(batch, frames)
+    start, steps = time.monotonic(), 0
+    while time.monotonic() - start < _SECONDS.value or steps < 2:
+        parts.train_step(batch, frames)["loss/total"].numpy()
+        steps += 1
+    return steps * config.frames_per_batch / (time.monotonic() - start)
+
+
+def cpu_line() -> str:
+    """The CPU model, its vector extensions and the core count."""
+    model, flags_seen = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == "unknown CPU":
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags_seen = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    extensions = [
+        name
+        for name, flag in (
+            ("AVX2", "avx2"),
+            ("AVX-512", "avx512f"),
+            ("AVX512-BF16", "avx512_bf16"),
+            ("AMX", "amx_tile"),
+        )
+        if flag in flags_seen
+    ]
+    return f"{model}, {os.cpu_count()} cores, {', '.join(extensions) or 'no AVX2'}"
+
+
+def tensorflow_line(experiment: launch.Experiment) -> str:
+    """oneDNN on or off (as TensorFlow decided it), thread pools, accelerators."""
+    from tensorflow.python.util import _pywrap_util_port
+
+    onednn = "on" if _pywrap_util_port.IsMklEnabled() else "off"
+    gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
+    return (
+        f"TensorFlow {tf.__version__}: oneDNN {onednn} (TF_ENABLE_ONEDNN_OPTS="
+        f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset')}); intra-op threads: learner "
+        f"{experiment.learner_threads}, each actor {experiment.actor_threads}; inter-op 1; "
+        f"GPUs: {', '.join(gpus) or 'none'}"
+    )
 
 
 def main(argv):
@@ -169,33 +280,51 @@ def main(argv):
         log_interval_s=1e9,
         checkpoint_interval_s=1e9,
     )
-    print(
-        f"{base.env}: {base.num_actors} actor processes x {base.envs_per_actor} envs, "
-        f"{base.network} net, unroll {base.unroll_length}, batch {base.batch_size}; "
-        f"{_SECONDS.value:.0f} s per row after {_WARMUP.value:.0f} s warm-up",
-        flush=True,
-    )
-    rows = []
+    header = [
+        cpu_line(),
+        tensorflow_line(impala_main.build_experiment(base, "")),
+        f"{base.env}: {base.num_actors} actor processes x {base.envs_per_actor} envs (nice "
+        f"{base.actor_niceness}), {base.network} net, unroll {base.unroll_length}, batch "
+        f"{base.batch_size}; {_SECONDS.value:.0f} s per row after {_WARMUP.value:.0f} s warm-up",
+    ]
+    print("\n".join(header), flush=True)
+    rows, notes = [], []
     raw = measure_raw(base) if "raw" in _ROWS.value else float("nan")
     rows.append(("raw batched ALE, random actions", "-", "-", raw))
     print(f"raw: {raw:.0f} frames/s", flush=True)
     for jit in _JIT.value:
+        learner = float("nan")
+        if "learner" in _ROWS.value:
+            learner = measure_learner(dataclasses.replace(base, jit_compile=jit == "on"))
+            rows.append(("learner alone (batches in memory), L", jit, "-", learner))
+            print(f"learner jit={jit}: {learner:.0f} frames/s", flush=True)
         for precision in _PRECISIONS.value:
             config = dataclasses.replace(
                 base, jit_compile=jit == "on", actor_precision=precision
             ).validate()
+            fleet = float("nan")
             if "fleet" in _ROWS.value:
-                fps = measure_fleet(config)
-                rows.append(("actor fleet (acting + Reverb, no learner)", jit, precision, fps))
-                print(f"fleet jit={jit} {precision}: {fps:.0f} frames/s", flush=True)
+                fleet = measure_fleet(config)
+                rows.append(("actor fleet alone (acting + Reverb), F", jit, precision, fleet))
+                print(f"fleet jit={jit} {precision}: {fleet:.0f} frames/s", flush=True)
             if "train" in _ROWS.value:
-                fps = measure_training(config)
+                fps, actor_gib = measure_training(config)
                 rows.append(("full IMPALA training (actors + learner)", jit, precision, fps))
-                print(f"train jit={jit} {precision}: {fps:.0f} frames/s", flush=True)
+                bound = 1.0 / (1.0 / learner + 1.0 / fleet)
+                rows.append(("shared-core bound 1/(1/L + 1/F)", jit, precision, bound))
+                notes.append(
+                    f"jit={jit} {precision}: training at {fps / bound:.0%} of the shared-core "
+                    f"bound; peak resident: learner + Reverb + benchmark "
+                    f"{peak_resident_gib():.2f} GiB, actors "
+                    f"{', '.join(f'{g:.2f}' for g in actor_gib)} GiB"
+                )
+                print(f"train jit={jit} {precision}: {fps:.0f} frames/s; {notes[-1]}", flush=True)
+    print("\n" + "\n".join(header))
     print(f"\n| {'measurement':<42} | jit | actors   | frames/s | ratio to raw ALE |")
     print(f"|{'-' * 44}|-----|----------|----------|------------------|")
     for name, jit, precision, fps in rows:
         print(f"| {name:<42} | {jit:<3} | {precision:<8} | {fps:>8.0f} | {fps / raw:>16.2f} |")
+    print("\n" + "\n".join(notes))
 
 
 if __name__ == "__main__":

@@ -246,6 +246,18 @@ def configure_threads(intra_op: int, inter_op: int = 1) -> None:
         pass
 
 
+def keep_on_cpu() -> None:
+    """Hides accelerators from this process's TensorFlow (before its first op): actors and the
+    evaluator act on the CPU in batches while the learner has the GPU to itself. choice: several
+    actor processes would each claim the whole GPU's memory, and one batched call per step on a
+    CPU is how the papers' actors run. No-op where TensorFlow has already started (an actor run
+    inside a test process)."""
+    try:
+        tf.config.set_visible_devices([], "GPU")
+    except RuntimeError:
+        pass
+
+
 def _wait_for_params(subscriber: replay.ParamsSubscriber, should_stop, timeout_s: float):
     deadline = time.monotonic() + timeout_s
     while not should_stop() and time.monotonic() < deadline:
@@ -282,6 +294,7 @@ def run_actor(
     """The actor loop (module docstring). Returns counters: steps, params_updates, params_step
     and the raw returns of the games it finished (in order)."""
     configure_threads(intra_op_threads)
+    keep_on_cpu()
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
     env = envs_lib.make_env(
@@ -487,6 +500,7 @@ def run_evaluator(
     With a `behaviour` selector, each round plays the controllers' best choice (evaluation mode
     of `common.behaviour`, state of actor 0 loaded anew each round)."""
     configure_threads(intra_op_threads)
+    keep_on_cpu()
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
     start_time = time.time() if start_time is None else start_time
