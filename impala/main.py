@@ -38,8 +38,15 @@ def make_replay(config: config_lib.ImpalaConfig):
             replay_capacity=capacity,
             replay_fraction=config.replay_fraction,
         ),
+        # choice: one sample per `length` inserts: each step (an item per step, each covering
+        # `length` steps) is trained on about once, so a learner step is a batch of new frames
+        # (frames_per_batch) and the learner cannot outrun the actors on stale data.
         "prioritized": lambda: patterns.Prioritized(
-            length=length, capacity=capacity, min_size=config.batch_size
+            length=length,
+            capacity=capacity,
+            min_size=config.batch_size,
+            samples_per_insert=1.0 / length,
+            error_buffer=4.0 * config.batch_size,
         ),
         "sample_k": lambda: patterns.SampleK(
             length=length,
