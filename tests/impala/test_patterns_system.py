@@ -7,12 +7,10 @@ learning curves live in benchmarks/ and the README."""
 
 import csv
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.impala.test_system import checkpoint_step
+from tests.impala import test_system
 
 pytestmark = pytest.mark.slow
 
@@ -31,24 +29,12 @@ FLAGS = [
 ]
 
 
-def run_main(logdir, *extra, timeout_s=240) -> str:
-    """Runs `python -m impala.main` to its frame budget; returns its output (a file, not a
-    pipe: tests/impala/test_system.py explains why)."""
-    output_path = os.path.join(logdir, f"output_{len(os.listdir(logdir))}.txt")
-    with open(output_path, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "impala.main", f"--logdir={logdir}", *FLAGS, *extra],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    text = open(output_path).read()
-    assert process.returncode == 0, text
-    return text
+def run_to_budget(logdir, *extra, timeout_s=240) -> str:
+    """Runs `python -m impala.main` with this module's flags to its frame budget; its output."""
+    process, output_path = test_system.run_main(logdir, *extra, flags=FLAGS)
+    output = test_system.finish(process, output_path, timeout_s)
+    assert process.returncode == 0, output
+    return output
 
 
 def episode_rows(logdir) -> list[dict]:
@@ -67,9 +53,11 @@ def episode_rows(logdir) -> list[dict]:
 )
 def test_each_pattern_trains_through_the_launcher(replay, extra, frames_per_step, tmp_path):
     logdir = str(tmp_path)
-    output = run_main(logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}", *extra)
+    output = run_to_budget(
+        logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}", *extra
+    )
     assert f"[replay] {replay}:" in output  # capacity and memory estimate at start
-    assert checkpoint_step(logdir) == 6
+    assert test_system.checkpoint_step(logdir) == 6
     rows = episode_rows(logdir)
     assert rows and all(float(r["episode_return"]) == int(r["episode_length"]) for r in rows)
     frames = [int(r["frames"]) for r in rows]
@@ -80,13 +68,15 @@ def test_each_pattern_trains_through_the_launcher(replay, extra, frames_per_step
 def test_resume_restores_the_replay_and_the_counters(tmp_path):
     logdir = str(tmp_path)
     budget = 6 * 40
-    run_main(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={budget}")
+    run_to_budget(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={budget}")
     games = len(episode_rows(logdir))
     last_frames = int(episode_rows(logdir)[-1]["frames"])
-    output = run_main(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={2 * budget}")
+    output = run_to_budget(
+        logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={2 * budget}"
+    )
     assert "Successfully loaded 3 tables" in output  # experience, params and reports restored
     assert f"resumed {logdir}/checkpoints/ckpt-6 (step 6, {budget} frames)" in output
-    assert checkpoint_step(logdir) == 12
+    assert test_system.checkpoint_step(logdir) == 12
     rows = episode_rows(logdir)
     assert len(rows) > games
     # The actors' frame count continued from the checkpoint instead of restarting at 0.

@@ -71,15 +71,16 @@ def checkpoint_step(logdir: str) -> int:
     return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
 
 
-def run_main(logdir, *extra) -> tuple[subprocess.Popen, str]:
-    """Starts `python -m impala.main`; returns the process and the file its output goes to.
+def run_main(logdir, *extra, flags=FLAGS) -> tuple[subprocess.Popen, str]:
+    """Starts `python -m impala.main` with `flags` and `extra`; returns the process and the file
+    its output goes to.
 
     Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
     inherited it, and a hung grandchild would then hang the test instead of failing it."""
     output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
     with open(output_path, "w") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "impala.main", f"--logdir={logdir}", *FLAGS, *extra],
+            [sys.executable, "-m", "impala.main", f"--logdir={logdir}", *flags, *extra],
             stdout=output,
             stderr=subprocess.STDOUT,
         )
