@@ -608,6 +608,40 @@ class Controller(Protocol):
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None: ...
 
 
+class FixedController:
+    """Always the same parameters, never learning: DiCE's `baseline` (§4.3: "Sample tau ~ Omega"
+    replaced by tau = 1 and "Update Omega by (tau, G)" deleted) and GDI's "Fix Selection".
+
+    Its state is the parameters themselves, so a saved file restores (and checks) them.
+    """
+
+    def __init__(self, params: Mapping[str, Any], *, seed=None):
+        del seed  # nothing random; accepted so that every controller builds the same way
+        self.params = {name: np.asarray(value, np.float64) for name, value in params.items()}
+
+    def propose(self) -> Params:
+        return {
+            name: value.copy() if value.ndim else float(value)
+            for name, value in self.params.items()
+        }
+
+    def update(self, params: Mapping[str, Any], episode_return: float) -> None:
+        if not np.isfinite(episode_return):
+            raise ValueError(f"episode_return must be finite, got {episode_return!r}")
+
+    def state_dict(self) -> StateDict:
+        return {f"params/{name}": value.copy() for name, value in self.params.items()}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        for key, value in state.items():
+            name = key.removeprefix("params/")
+            if name not in self.params or not np.array_equal(self.params[name], value):
+                raise ValueError(
+                    f"saved fixed behaviour {key}={np.asarray(value).tolist()} differs from this "
+                    f"run's {self.params.get(name)}"
+                )
+
+
 def _copy_into(destination: np.ndarray, source, key: str) -> None:
     source = np.asarray(source)
     if source.shape != destination.shape:

@@ -43,6 +43,9 @@ class BehaviourSpec:
     make_controller: Callable[..., bandits.Controller]
     param_shapes: Mapping[str, tuple]
     scope: str = "per_env"
+    # Evaluation plays the controllers' best choice (`propose_best`, e.g. DiCE's best region,
+    # dice.md A9); False evaluates the training distribution (`propose`), still without updates.
+    evaluate_best: bool = True
 
     def __post_init__(self):
         if self.scope not in SCOPES:
@@ -88,7 +91,7 @@ class Behaviour:
 
     def _choose(self, env: int) -> None:
         controller = self.controller_of(env)
-        if self.evaluation and hasattr(controller, "propose_best"):
+        if self.evaluation and self.spec.evaluate_best and hasattr(controller, "propose_best"):
             chosen = controller.propose_best()
         else:
             chosen = controller.propose()

@@ -27,6 +27,8 @@ REWARD_TRANSFORMS = (
 # common.returns.retrace: "expected" bootstraps on E_pi Q(x', .) (Munos et al., Reactor),
 # "sampled" on Q(x', a') (as printed in DiCE, GDI, LBC); DESIGN.md §3.
 RETRACE_FORMS = ("expected", "sampled")
+# common.critics.dueling_q: Q from V and A (dice.md A4).
+Q_CENTERINGS = ("policy_mean", "none", "uniform_mean")
 # Keys of common.networks.TORSOS; the Atari papers' convolutional ones first.
 TORSOS = ("deep", "shallow", "nature", "mlp")
 ATARI_TORSOS = ("deep", "shallow", "nature")
@@ -73,3 +75,32 @@ def atari_protocol_overrides(config) -> dict[str, Any]:
         max_episode_frames=config.max_episode_frames,
         repeat_action_probability=config.sticky_action_probability,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessSettings:
+    """Run fields every agent's config shares (a base class: its fields come first). They say
+    how the processes run on this machine, not what the paper trains."""
+
+    actor_niceness: int = field(19, "nice increment of actor and evaluator processes.")
+    # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
+    # learner leaves. benchmarks/throughput.py, IMPALA deep net, oneDNN, AMD EPYC 2-core AVX2,
+    # 60 s each: nice 0 / 10 / 19 -> 687 / 784 / 839 frames/s of full training.
+    jit_compile: bool = field(False, "XLA-compile the train step and the actor policy.")
+    # choice: benchmarks/throughput.py measures both; XLA's CPU convolutions are slower here.
+    checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.")  # choice
+    log_interval_s: float = field(10.0, "Seconds between console lines / summaries.")  # choice
+    eval_interval_s: float = field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
+    # choice: the evaluator shares 2 cores with training, so it runs rarely.
+    eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
+    # choice: a periodic round of a paper's full evaluation would starve training on 2 cores.
+
+    def check_process_settings(self) -> None:
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            ("checkpoint_interval_s", "log_interval_s", "eval_round_episodes"),
+        )
+        check_all(self, ">= 0", lambda v: v >= 0, ("eval_interval_s",))
+        check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))

@@ -233,6 +233,11 @@ class Learner:
         batch[INFO] = sample.info._asdict()
         batch[LEARNER_STEP] = self.step.read_value()
         stats = dict(self.train_step(batch, self.frames.read_value()))
+        # How often the items of this batch have been sampled, this sample included (sample-k:
+        # between 1 and k; a queue: 1).
+        stats["replay/times_sampled"] = tf.reduce_mean(
+            tf.cast(sample.info.times_sampled, tf.float32)
+        )
         priorities = stats.pop(PRIORITIES, None)
         if priorities is not None:
             if self.pattern.priority_table is None:
@@ -248,9 +253,13 @@ class Learner:
             )
         self.step.assign_add(1)
         self.frames.assign_add(self.settings.frames_per_batch)
-        self.params_steps_seen.append(
-            float(tf.reduce_mean(tf.cast(steps["params_step"], tf.float64)))
-        )
+        params_steps = tf.cast(steps["params_step"], tf.float64)
+        if replay.MASK in steps:  # padding carries params_step 0: only real steps count
+            real = tf.cast(steps[replay.MASK], tf.float64)
+            mean_params_step = tf.reduce_sum(params_steps * real) / tf.reduce_sum(real)
+        else:
+            mean_params_step = tf.reduce_mean(params_steps)
+        self.params_steps_seen.append(float(mean_params_step))
         if self.settings.publish_lag:
             self._snapshot()
         if int(self.step.numpy()) % self.settings.publish_interval == 0:

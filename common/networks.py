@@ -18,6 +18,7 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 import tensorflow as tf
 
+from common import transforms
 from common.config import PRECISIONS
 
 LSTMState = tuple[tf.Tensor, ...]  # (h, c) of the core, or () without one
@@ -244,8 +245,9 @@ class ActorCriticNet(tf.keras.Model):
       torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16) or "mlp" (vector inputs).
       use_lstm: the LSTM core (DMLab, §3; DiCE/GDI/LBC); False for IMPALA's Atari nets (A17).
       lstm_units: §3.1: 256.
-      prev_reward_clip: A21: 1.0; None feeds the previous reward unclipped (DiCE/GDI/LBC feed
-        their shaped reward, dice.md A13).
+      prev_reward_clip: A21: 1.0; None feeds the previous reward unclipped.
+      prev_reward_transform: a `common.transforms` reward transform name applied to the previous
+        reward before any clip: DiCE, GDI and LBC feed their shaped reward (dice.md A13).
       instruction_vocab: if set, adds the §3.3 language channel (hash buckets; A22: 1,000), and
         `step` / `unroll` take `instruction` tokens (see `instruction_tokens`).
       head_hidden: if set, each head is Dense(head_hidden)-ReLU-Dense (lbc.md §3) instead of
@@ -259,6 +261,7 @@ class ActorCriticNet(tf.keras.Model):
         use_lstm: bool = True,
         lstm_units: int = 256,
         prev_reward_clip: float | None = 1.0,
+        prev_reward_transform: str = "none",
         instruction_vocab: int | None = None,
         head_hidden: int | None = None,
         **kwargs,
@@ -272,6 +275,7 @@ class ActorCriticNet(tf.keras.Model):
         self.use_lstm = use_lstm
         self.lstm_units = lstm_units
         self.prev_reward_clip = prev_reward_clip
+        self.prev_reward_transform = transforms.reward_transform(prev_reward_transform)
         self.torso = TORSOS[torso]()
         self.instruction_encoder = (
             InstructionEncoder(instruction_vocab) if instruction_vocab is not None else None
@@ -299,7 +303,7 @@ class ActorCriticNet(tf.keras.Model):
     def _core_inputs(self, features, prev_action, prev_reward, reset, instruction):
         """concat[features, clipped prev reward, one-hot prev action, instruction] ([..., D])."""
         keep = 1.0 - tf.cast(reset, tf.float32)[..., None]  # zero the previous step at a reset
-        prev_reward = tf.cast(prev_reward, tf.float32)[..., None]
+        prev_reward = self.prev_reward_transform(tf.cast(prev_reward, tf.float32))[..., None]
         if self.prev_reward_clip is not None:
             prev_reward = tf.clip_by_value(
                 prev_reward, -self.prev_reward_clip, self.prev_reward_clip

@@ -92,6 +92,8 @@ class RunLogger:
         self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), EPISODES_HEADER)
         self._recent_returns: collections.deque = collections.deque(maxlen=return_window)
         self._episode_count = 0
+        # Behaviour parameters of the games since the last `scalars` call, for the histograms.
+        self._behaviour_values: dict[str, list[float]] = collections.defaultdict(list)
 
     def episode(
         self,
@@ -117,16 +119,24 @@ class RunLogger:
                 value = np.asarray(value)
                 if value.ndim == 0:
                     tf.summary.scalar(f"behaviour/{name}", float(value))
+                    self._behaviour_values[name].append(float(value))
                 else:
                     for i, component in enumerate(value.reshape(-1)):
                         tf.summary.scalar(f"behaviour/{name}_{i}", float(component))
+                        self._behaviour_values[f"{name}_{i}"].append(float(component))
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
+        """Writes `values`, and one histogram per behaviour parameter of the games recorded
+        since the previous call (`behaviour_histogram/<name>`: e.g. DiCE's eta per episode)."""
         import tensorflow as tf
 
         with self._summary.as_default(step=int(frames)):
             for key, value in values.items():
                 tf.summary.scalar(key, float(value))
+            for name, chosen in self._behaviour_values.items():
+                if chosen:
+                    tf.summary.histogram(f"behaviour_histogram/{name}", np.asarray(chosen))
+        self._behaviour_values.clear()
         self._summary.flush()
 
     @property

@@ -14,9 +14,11 @@ import dataclasses
 from typing import Any
 
 from common.config import (
-    ATARI_TORSOS,
+    TORSOS,
+    Q_CENTERINGS,
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
+    ProcessSettings,
     atari_protocol_overrides,
     check_all,
     check_choice,
@@ -30,7 +32,6 @@ from common.config import (
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
-Q_CENTERINGS = ("policy_mean", "none")
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")
 EVAL_POLICIES = ("best_region", "bandits")
@@ -40,7 +41,7 @@ BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class DiceConfig:
+class DiceConfig(ProcessSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment (Table 5; the rest of the protocol is `PROTOCOL`) -----------------------
@@ -58,7 +59,7 @@ class DiceConfig:
     # Table 5 "Reward Shape log(abs(r)+1)(2*1{r>=0} - 1{r<0})", "Reward Clip No".
 
     # --- Network (Table 5, §3) -----------------------------------------------------------------
-    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow or nature.")
+    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature or mlp.")
     # Table 5 "Backbone IMPALA,deep".
     lstm_units: int = field(256, "LSTM core size.")  # Table 5 "LSTM Units 256"
     head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
@@ -76,7 +77,9 @@ class DiceConfig:
     clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 5
     retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # Eq. (2) prints Q(s_{t+1}, a_{t+1}) (DESIGN.md §3); dice.md A3 proposes "expected".
-    q_centering: str = field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
+    q_centering: str = field(
+        "policy_mean", "Q = V + A - E_pi[A] (policy_mean), V + A (none) or V + A - mean A."
+    )
     # choice (dice.md A4): makes E_pi Q = V, as GDI's Eq. (9) for the same agent.
 
     # --- Optimiser (Table 5) ---------------------------------------------------------------------
@@ -146,9 +149,10 @@ class DiceConfig:
 
     def validate(self) -> "DiceConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
+        self.check_process_settings()
         for name, allowed in (
             ("reward_shaping", REWARD_TRANSFORMS),
-            ("network", ATARI_TORSOS),
+            ("network", TORSOS),
             ("retrace_form", RETRACE_FORMS),
             ("q_centering", Q_CENTERINGS),
             ("reuse_mode", REUSE_MODES),
@@ -225,10 +229,17 @@ class DiceConfig:
                 f"--replay_capacity={self.replay_capacity} must be >= "
                 f"--batch_size={self.batch_size}, or the learner never samples"
             )
-        if self.eval_policy == "best_region" and self.bandit_selection != "bandits":
+        if self.warmup_steps >= self.gradient_updates:
             raise ValueError(
-                "--eval_policy=best_region needs --bandit_selection=bandits "
-                f"(got {self.bandit_selection!r}): uniform bandits learn no region"
+                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
+                f"optimiser updates of --total_frames={self.total_frames} (dice.md A18)"
+            )
+        if self.eval_policy == "best_region" and (
+            self.bandit_selection != "bandits" or self.fixed_behaviour
+        ):
+            raise ValueError(
+                "--eval_policy=best_region needs bandits that learn (--bandit_selection=bandits, "
+                "no --fixed_behaviour); use --eval_policy=bandits"
             )
         return self
 
@@ -251,13 +262,44 @@ class DiceConfig:
         return self.burn_in + self.sequence_length + 1
 
     @property
-    def frames_per_learner_step(self) -> int:
-        """New environment frames per learner step: a batch trains batch x length steps, each
-        step `times_sampled` times (dice.md §4.3)."""
-        return self.batch_size * self.sequence_length * ACTION_REPEAT // self.times_sampled
+    def frames_per_step(self) -> int:
+        """Environment frames per agent step: the action repeats (1 on CartPole)."""
+        return 1 if self.env == "CartPole" else ACTION_REPEAT
 
     @property
-    def learner_steps(self) -> int:
-        """Learner steps in --total_frames: the horizon of the lr / weight-decay schedules
-        (dice.md A18)."""
-        return self.total_frames // self.frames_per_learner_step
+    def frames_per_learner_step(self) -> int:
+        """New environment frames per learner step (dice.md §4.3). A batch trains batch x length
+        steps; with reuse_mode=replay each step is in two batches, with repeat a batch is new
+        data trained `times_sampled` times in one learner step."""
+        frames = self.batch_size * self.sequence_length * self.frames_per_step
+        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
+
+    @property
+    def gradient_updates(self) -> int:
+        """Optimiser updates in --total_frames: the horizon of the lr / weight-decay schedules
+        (dice.md A18; ~19,531 for the Table 5 defaults)."""
+        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
+        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
+
+
+# choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
+# LSTM and batch, shorter sequences, and a horizon that suits 500-step episodes.
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(
+    network="mlp",
+    lstm_units=64,
+    discount=0.99,
+    total_frames=400_000,
+    learning_rate=1e-3,
+    warmup_steps=100,
+    batch_size=32,
+    burn_in=10,
+    sequence_length=20,
+    replay_capacity=1024,
+    num_actors=1,
+    envs_per_actor=16,
+    params_pull_interval=16,
+    publish_interval=5,
+    noop_max=0,
+    max_episode_frames=500,
+    eval_episodes=16,
+)

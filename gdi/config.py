@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from common.config import (
+    Q_CENTERINGS,
     ATARI_TORSOS,
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
@@ -37,7 +38,6 @@ PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
 VARIANTS = ("i3", "h3")
-Q_CENTERINGS = ("policy_mean", "none")
 PG_MODES = ("tau_free", "log_mixture")
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")

@@ -11,7 +11,7 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
-from common.config import PRECISIONS, TORSOS, check_all, check_choice, field
+from common.config import PRECISIONS, TORSOS, ProcessSettings, check_all, check_choice, field
 
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
@@ -21,7 +21,7 @@ EVAL_POLICIES = ("sample", "greedy")
 
 
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig:
+class ImpalaConfig(ProcessSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment and network -----------------------------------------------------------
@@ -110,21 +110,13 @@ class ImpalaConfig:
     # choice: not IMPALA's (dice.md §5 uses 40); 0 trains every stored step.
     times_sampled: int = field(2, "sample_k: times each item is trained on.")
     # choice: not IMPALA's; dice.md §4.1 "We train each sample twice".
-    actor_niceness: int = field(19, "nice increment of actor and evaluator processes.")
-    # choice: actors outpace the learner on a shared 2-core machine; niced, they use the CPU the
-    # learner leaves. benchmarks/throughput.py, deep net, oneDNN, AMD EPYC 2-core AVX2, 60 s
-    # each: nice 0 / 10 / 19 -> 687 / 784 / 839 frames/s of full training.
     actor_precision: str = field(
         "float32", "Arithmetic of the actors' and evaluator's network: float32 or bfloat16."
     )
     # choice: float32 as in the paper. bfloat16 (float32 weights, bfloat16 arithmetic) makes
     # acting ~1.6x cheaper on CPUs with AVX512-BF16 (benchmarks/throughput.py); V-trace corrects
     # for it exactly, because actors record the logits they actually sampled from as mu.
-    jit_compile: bool = field(False, "XLA-compile the train step and the actor policy.")
-    # choice: benchmarks/throughput.py measures both; XLA's CPU convolutions are slower here.
     seed: int = field(0, "Seed of environments and networks.")
-    checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.")  # choice
-    log_interval_s: float = field(10.0, "Seconds between console lines / summaries.")  # choice
 
     # --- Evaluation protocol (§5.3.2, App. G, impala.md A18) -----------------------------------
     eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).")
@@ -137,13 +129,10 @@ class ImpalaConfig:
     # impala.md A18: the 2018 protocol predates sticky actions.
     eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy.")
     # choice (impala.md A18): the paper does not mention greedy evaluation.
-    eval_interval_s: float = field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
-    # choice: the evaluator shares 2 cores with training, so it runs rarely.
-    eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
-    # choice: a periodic round of 200 Atari episodes would starve training on 2 cores.
 
     def validate(self) -> "ImpalaConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
+        self.check_process_settings()
         for name, allowed in (
             ("correction", CORRECTIONS),
             ("pg_q_estimate", PG_Q_ESTIMATES),
@@ -169,12 +158,9 @@ class ImpalaConfig:
                 "params_pull_interval",
                 "publish_interval",
                 "lstm_units",
-                "checkpoint_interval_s",
-                "log_interval_s",
                 "clip_rho_threshold",
                 "clip_pg_rho_threshold",
                 "eval_episodes",
-                "eval_round_episodes",
                 "eval_max_episode_frames",
                 "rmsprop_epsilon",
                 "replay_capacity",
@@ -193,13 +179,11 @@ class ImpalaConfig:
                 "rmsprop_momentum",
                 "correction_epsilon",
                 "eval_noop_max",
-                "eval_interval_s",
                 "publish_lag",
                 "burn_in",
             ),
         )
         check_all(self, "in (0, 1)", lambda v: 0 < v < 1, ("replay_fraction",))
-        check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
         check_all(
             self, "in [0, 1]", lambda v: 0 <= v <= 1, ("discount", "rmsprop_decay", "vtrace_lambda")
         )

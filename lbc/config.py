@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 from common.config import (
+    Q_CENTERINGS,
     ATARI_TORSOS,
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
@@ -37,7 +38,6 @@ from common.config import (
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 3: "Num. Action Repeats 4"
 
-Q_CENTERINGS = ("policy_mean", "none")
 PG_ADVANTAGES = ("vtrace", "retrace")
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")

@@ -92,7 +92,7 @@ def test_configs_import_without_tensorflow_or_gymnasium():
         (
             dice_config.DiceConfig,
             dict(bandit_selection="uniform"),
-            "--eval_policy=best_region needs --bandit_selection=bandits",
+            "--eval_policy=best_region needs bandits that learn",
         ),
         (dice_config.DiceConfig, dict(replay_capacity=32), "--replay_capacity=32 must be >="),
         (gdi_config.GdiConfig, dict(variant="h4"), "--variant='h4' is not one of i3, h3"),
@@ -269,8 +269,8 @@ def test_dice_derived_quantities():
     c = dice_config.DiceConfig()
     agent_steps = c.total_frames // dice_config.ACTION_REPEAT
     assert agent_steps // c.num_envs == 312_500  # dice.md §4.3: 160 envs
-    assert c.learner_steps == 19_531  # dice.md §4.3: 50M * 2 / 5120
-    assert c.warmup_steps / c.learner_steps == pytest.approx(0.20, abs=0.01)  # "about 20%"
+    assert c.gradient_updates == 19_531  # dice.md §4.3: 50M * 2 / 5120
+    assert c.warmup_steps / c.gradient_updates == pytest.approx(0.20, abs=0.01)  # "about 20%"
     # Policy lag (dice.md §4.3): 25 updates consume 64,000 new agent steps, 400 per env.
     steps_per_publish = c.publish_interval * c.frames_per_learner_step // dice_config.ACTION_REPEAT
     assert steps_per_publish == 64_000 and steps_per_publish // c.num_envs == 400

@@ -67,3 +67,47 @@ def test_state_survives_a_restart_and_evaluation_plays_the_best_region(tmp_path)
 def test_bad_scope_is_refused():
     with pytest.raises(ValueError, match="behaviour scope 'shared' is not one of per_env, global"):
         behaviour_lib.BehaviourSpec(SPEC.make_controller, SPEC.param_shapes, scope="shared")
+
+
+def test_evaluation_can_play_the_training_distribution(tmp_path):
+    path = behaviour_lib.state_path(str(tmp_path), actor_id=0)
+    trained = behaviour_lib.Behaviour(SPEC, 1, seed=0, state_path=path)
+    for _ in range(30):
+        trained.end_games(trained.params["eta"].copy())  # return = eta: the top region pays
+    trained.save()
+    draws = {}
+    for best in (True, False):
+        spec = behaviour_lib.BehaviourSpec(
+            SPEC.make_controller, SPEC.param_shapes, evaluate_best=best
+        )
+        evaluation = behaviour_lib.Behaviour(spec, 1, seed=1, state_path=path, evaluation=True)
+        draws[best] = []
+        for _ in range(40):
+            evaluation.end_games(np.array([0.0]))
+            draws[best].append(float(evaluation.params["eta"][0]))
+        assert evaluation.games_updated == 0
+    # The best region is one tile (of 10 on x = log(1 + eta)); propose() still explores.
+    x_best, x_all = np.log1p(draws[True]), np.log1p(draws[False])
+    assert np.ptp(x_best) <= np.log(51) / 10 < np.ptp(x_all)
+
+
+def test_fixed_controller_never_moves_and_guards_its_saved_value(tmp_path):
+    spec = behaviour_lib.BehaviourSpec(
+        functools.partial(bandits.FixedController, {"eta": 1.0}), {"eta": ()}
+    )
+    path = behaviour_lib.state_path(str(tmp_path), actor_id=0)
+    selector = behaviour_lib.Behaviour(spec, 2, seed=0, state_path=path)
+    selector.end_games(np.array([100.0, -3.0]))
+    assert selector.params["eta"].tolist() == [1.0, 1.0]
+    selector.save()
+    assert behaviour_lib.Behaviour(spec, 2, seed=1, state_path=path).params["eta"].tolist() == [
+        1.0,
+        1.0,
+    ]
+    other = behaviour_lib.BehaviourSpec(
+        functools.partial(bandits.FixedController, {"eta": 2.0}), {"eta": ()}
+    )
+    with pytest.raises(ValueError, match=r"saved fixed behaviour params/eta=1.0 differs"):
+        behaviour_lib.Behaviour(other, 2, seed=1, state_path=path)
+    with pytest.raises(ValueError, match="episode_return must be finite"):
+        selector.controllers[0].update({"eta": 1.0}, float("inf"))

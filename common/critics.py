@@ -1,0 +1,103 @@
+"""The dueling V/A critic of DiCE, GDI and LBC: Q from V and A, V-trace for V, Retrace for Q.
+
+One network's heads give V(x_t) and A(x_t, .). With a target policy pi (DiCE: softmax(eta A)),
+the learner (dice.md §2.5 steps 4-8; gdi.md §2.5 and lbc.md §2.6 per network) computes
+
+    Q(x_t, .)  = V(x_t) + A(x_t, .) − centre_t              (Q_CENTERINGS, dice.md A4)
+    rho_t, c_t = min(pi(a_t|x_t) / mu(a_t|x_t), rho_bar / c_bar)
+    v_s        = V-trace targets of V (Eq. (4)), Â_t = rho_t (r_t + gamma_t v_{t+1} − V(x_t))
+    G_t        = Retrace targets of Q(x_t, a_t) (Eq. (2), `form` sampled or expected)
+    L_V = ½ (v_t − V(x_t))²,  L_Q = ½ (G_t − Q(x_t, a_t))²    (targets under stop-gradient)
+
+Each loss is returned per step [T, B]; the paper's module masks and weights them.
+"""
+
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from common import returns
+from common.config import Q_CENTERINGS
+
+# Q_CENTERINGS: "policy_mean": Q = V + A − sum_k sg(pi(k)) A(k), so that E_pi Q = V (GDI Eq. (9),
+# dice.md A4); "none": Q = V + A (DiCE's text, literally); "uniform_mean": Q = V + A − mean_k A(k)
+# (the dueling network's choice).
+
+
+def dueling_q(values, advantages, target_probs, centering: str = "policy_mean") -> tf.Tensor:
+    """Q(x, .) [..., A] from V [...] and A [..., A] (module docstring); `target_probs` pi(.|x)
+    [..., A] is used by "policy_mean" only, under stop-gradient."""
+    if centering not in Q_CENTERINGS:
+        raise ValueError(f"centering must be one of {Q_CENTERINGS}, got {centering!r}")
+    advantages = tf.convert_to_tensor(advantages)
+    if centering == "policy_mean":
+        centre = tf.reduce_sum(tf.stop_gradient(target_probs) * advantages, -1, keepdims=True)
+    elif centering == "uniform_mean":
+        centre = tf.reduce_mean(advantages, -1, keepdims=True)
+    else:
+        centre = 0.0
+    return values[..., None] + advantages - centre
+
+
+class CriticOutputs(NamedTuple):
+    v_loss: tf.Tensor  # [T, B] ½ (v_t − V(x_t))²
+    q_loss: tf.Tensor  # [T, B] ½ (G_t − Q(x_t, a_t))²
+    pg_advantages: tf.Tensor  # [T, B] Â_t, without gradient
+    vs: tf.Tensor  # [T, B] V-trace targets, without gradient
+    q_targets: tf.Tensor  # [T, B] Retrace targets, without gradient
+    q_taken: tf.Tensor  # [T, B] Q(x_t, a_t)
+
+
+def vtrace_retrace(
+    values,
+    q_values,
+    target_probs,
+    actions,
+    log_rhos,
+    rewards,
+    discounts,
+    clip_rho_threshold: float,
+    clip_c_threshold: float,
+    retrace_form: str,
+) -> CriticOutputs:
+    """V-trace for V and Retrace for Q over one unroll (module docstring).
+
+    Args:
+      values: [T+1, B] V(x_t); row T is the bootstrap state.
+      q_values: [T+1, B, A] Q(x_t, .) (`dueling_q`).
+      target_probs: [T+1, B, A] pi(.|x_t) (the "expected" Retrace form reads rows 1..T).
+      actions: [T+1, B] a_t (the "sampled" form reads a_T).
+      log_rhos: [T, B] log pi(a_t|x_t) − log mu(a_t|x_t).
+      rewards: [T, B] (shaped, truncations bootstrapped); discounts: [T, B] gamma_t.
+      clip_rho_threshold, clip_c_threshold: rho_bar (also of Â) and c_bar.
+      retrace_form: "sampled" (DiCE Eq. (2) as printed) or "expected" (Munos et al.).
+    """
+    vtrace = returns.vtrace(
+        log_rhos,
+        discounts,
+        rewards,
+        tf.stop_gradient(values[:-1]),
+        tf.stop_gradient(values[-1]),
+        clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_rho_threshold,
+        clip_c_threshold=clip_c_threshold,
+    )
+    q_targets = returns.retrace(
+        tf.stop_gradient(q_values),
+        tf.stop_gradient(target_probs),
+        actions,
+        log_rhos,
+        rewards,
+        discounts,
+        form=retrace_form,
+        clip_c_threshold=clip_c_threshold,
+    )
+    q_taken = tf.gather(q_values[:-1], actions[:-1], batch_dims=2)
+    return CriticOutputs(
+        v_loss=0.5 * tf.square(vtrace.vs - values[:-1]),
+        q_loss=0.5 * tf.square(q_targets - q_taken),
+        pg_advantages=vtrace.pg_advantages,
+        vs=vtrace.vs,
+        q_targets=q_targets,
+        q_taken=q_taken,
+    )

@@ -1,0 +1,70 @@
+"""DiCE's behaviour policy (Algorithm 1): each environment's game plays softmax(eta · A) with the
+eta its bandits-vote controller drew at the game's start (`common.behaviour`), and stores eta
+and log mu(a_t|x_t) with every step (dice.md §2.7, A19)."""
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from common import advantage_policy
+from common import bandits
+from common import behaviour
+from common import envs
+from common import networks as common_networks
+from dice import config as config_lib
+from dice import networks
+
+
+def one_temperature(params) -> tuple[np.ndarray, np.ndarray]:
+    """The game's eta [B] as a one-component mixture: etas [B, 1], weights [B, 1] = 1."""
+    eta = np.asarray(params["eta"], np.float32)[:, None]
+    return eta, np.ones_like(eta)
+
+
+def make_policy(
+    config: config_lib.DiceConfig,
+    num_actions: int,
+    observation_shape: tuple,
+    observation_dtype,
+    seed: int,
+    greedy: bool,
+) -> advantage_policy.AdvantageMixturePolicy:
+    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
+    network = common_networks.build_in_precision(
+        "float32", lambda: networks.make_network(config, num_actions)
+    )
+    return advantage_policy.AdvantageMixturePolicy(
+        [network],
+        one_temperature,
+        [0],
+        observation_shape,
+        observation_dtype,
+        seed,
+        greedy=greedy,
+        jit_compile=config.jit_compile,
+    )
+
+
+def policy_extras(spec) -> dict:
+    return advantage_policy.AdvantageMixturePolicy.extras_spec()
+
+
+def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
+    """The bandits vote (§3.3) per env, or eta fixed (`baseline`, §4.3)."""
+    if config.fixed_behaviour:
+        make = functools.partial(bandits.FixedController, {"eta": config.fixed_eta})
+    else:
+        make = functools.partial(bandits.DiceController, **config.bandit_kwargs())
+    return behaviour.BehaviourSpec(
+        make_controller=make,
+        param_shapes={"eta": ()},
+        scope=config.controller_scope,
+        evaluate_best=config.eval_policy == "best_region",
+    )
+
+
+def protocol(config: config_lib.DiceConfig) -> envs.AtariProtocol:
+    """Table 5's preprocessing (common.envs "dice_gdi_lbc"), for training and evaluation
+    (dice.md A2: the same 30 no-ops and 108,000-frame cap)."""
+    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

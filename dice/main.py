@@ -1,0 +1,149 @@
+"""Train DiCE: `python -m dice.main --env=Breakout`.
+
+Every `dice.config.DiceConfig` field is a flag (defaults: Table 5; CartPole has its own
+documented choices), and so is every run setting every paper shares (`common.cli.RunSettings`:
+--logdir to resume, --role to split replay / learner / actors over machines, --ablation and
+--ablations / --seeds for the named variants of dice/ablations.py, run side by side:
+`python -m dice.main --env=Breakout --ablations=dice,baseline,entropy,random`).
+
+Each environment's game draws eta = 1/tau from its actor's bandits vote (§3.3, Algorithm 1) and
+plays softmax(eta · A); the learner trains V with V-trace, Q with Retrace and A with the tau-free
+policy gradient (§2.5) on burn-in sequences each sampled twice (Table 5).
+"""
+
+import functools
+
+from common import cli
+from dice import ablations
+from dice import config as config_lib
+
+
+def make_replay(config: config_lib.DiceConfig):
+    """dice.md §5: uniform replay, each item sampled `times_sampled` times (A11), or once per
+    learner step that trains on it `times_sampled` times (reuse_mode=repeat)."""
+    from common import patterns
+
+    pattern = patterns.SampleK(
+        length=config.sequence_length,
+        capacity=config.replay_capacity,
+        burn_in=config.burn_in,
+        times_sampled=config.times_sampled if config.reuse_mode == "replay" else 1,
+        min_size=config.batch_size,
+    )
+    pattern.validate()
+    return pattern
+
+
+def build_agent(config: config_lib.DiceConfig):
+    """DiCE's pieces on the shared stack (common.agent)."""
+    from common import agent
+    from dice import acting
+    from dice import networks
+
+    return agent.Agent(
+        replay=make_replay(config),
+        make_policy=functools.partial(acting.make_policy, config),
+        policy_extras=acting.policy_extras,
+        make_learner=functools.partial(make_learner, config),
+        core_state_spec=networks.core_state_spec(config),
+        behaviour=acting.behaviour_spec(config),
+    )
+
+
+def make_learner(config: config_lib.DiceConfig, spec):
+    """Network, compiled train step and AdamW of the learner process."""
+    import tensorflow as tf
+
+    from common import learning as common_learning
+    from dice import learning
+    from dice import networks
+
+    tf.random.set_seed(config.seed)
+    network = networks.make_network(config, spec.num_actions)
+    network.create_variables(spec.observation_shape, spec.observation_dtype)
+    optimizer = learning.make_optimizer(config)
+    return common_learning.LearnerParts(
+        train_step=learning.make_train_step(network, optimizer, config),
+        checkpointables={"network": network, "optimizer": optimizer},
+        acting_variables=network.variables,
+    )
+
+
+def build_experiment(config: config_lib.DiceConfig, logdir: str, replay_port: int | None = None):
+    """The launcher's description of a DiCE run (imports TensorFlow)."""
+    from common import acting as common_acting
+    from common import launch
+    from common import learning
+    from dice import acting
+
+    protocol = acting.protocol(config)
+    evaluator = None
+    if config.eval_interval_s > 0:
+        evaluator = common_acting.EvaluatorSettings(
+            env=config.env,
+            protocol=protocol,
+            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
+            round_episodes=config.eval_round_episodes,
+            final_episodes=config.eval_episodes,
+            interval_s=config.eval_interval_s,
+            frames_per_learner_step=config.frames_per_learner_step,
+            greedy=False,  # §3.3: evaluated with a tau from the bandits, never argmax
+            seed=config.seed + 10_000,
+            niceness=config.actor_niceness,
+            state_dir=logdir,
+        )
+    return launch.Experiment(
+        agent=build_agent(config),
+        actor=common_acting.ActorSettings(
+            env=config.env,
+            num_envs=config.envs_per_actor,
+            seed=config.seed,
+            params_pull_interval=config.params_pull_interval,
+            protocol=protocol,
+            state_dir=logdir,
+            niceness=config.actor_niceness,
+        ),
+        num_actors=config.num_actors,
+        learner=learning.LearnerSettings(
+            logdir=logdir,
+            total_frames=config.total_frames,
+            frames_per_batch=config.frames_per_learner_step,
+            batch_size=config.batch_size,
+            publish_interval=config.publish_interval,
+            checkpoint_interval_s=config.checkpoint_interval_s,
+            log_interval_s=config.log_interval_s,
+            name=f"dice {config.env}",
+        ),
+        evaluator=evaluator,
+        replay_port=replay_port,
+    )
+
+
+def describe(config: config_lib.DiceConfig) -> str:
+    behaviour = (
+        f"eta fixed at {config.fixed_eta}"
+        if config.fixed_behaviour
+        else f"eta from {config.bandit_selection} ({config.controller_scope})"
+    )
+    return (
+        f"{config.num_actors} actors x {config.envs_per_actor} envs, {config.network} net, "
+        f"{behaviour}, batch {config.batch_size}x({config.burn_in}+{config.sequence_length}) "
+        f"x{config.times_sampled}, {config.total_frames:,} frames"
+    )
+
+
+PAPER = cli.Paper(
+    name="dice",
+    config_class=config_lib.DiceConfig,
+    build_experiment=build_experiment,
+    ablations=ablations.ABLATIONS,
+    default_ablation="dice",
+    env_defaults={"CartPole": config_lib.CARTPOLE_OVERRIDES},
+    cartpole=True,
+    describe=describe,
+)
+cli.define_flags(PAPER)
+
+
+if __name__ == "__main__":
+    cli.main(PAPER)

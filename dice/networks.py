@@ -1,0 +1,30 @@
+"""DiCE's network (dice.md §3): IMPALA-deep torso, LSTM(256) fed the one-hot previous action
+and the previous *shaped* reward (A13), linear A (|A| actions) and V heads.
+
+It is `common.networks.ActorCriticNet` with its logits head read as the advantage head A: DiCE
+has no policy head, pi_tau = softmax(eta · A) (§2.2). The network never sees tau (§2.3).
+"""
+
+import tensorflow as tf
+
+from common import networks
+from dice import config as config_lib
+
+
+def make_network(config: config_lib.DiceConfig, num_actions: int) -> networks.ActorCriticNet:
+    return networks.ActorCriticNet(
+        num_actions,
+        torso=config.network,
+        use_lstm=True,  # Table 5 "LSTM Units 256"
+        lstm_units=config.lstm_units,
+        prev_reward_clip=None,  # Table 5 "Reward Clip No"
+        prev_reward_transform=config.reward_shaping,  # dice.md A13: the shaped reward
+        head_hidden=config.head_hidden or None,
+    )
+
+
+def core_state_spec(config: config_lib.DiceConfig):
+    """Per-env state stored at each item's first step (Table 5 "Burn-in Stored Recurrent State"):
+    one (h, c) per network of `common.advantage_policy` (DiCE has one)."""
+    lstm = tf.TensorSpec([config.lstm_units], tf.float32)
+    return ((lstm, lstm),)

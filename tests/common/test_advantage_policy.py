@@ -1,0 +1,116 @@
+"""common/advantage_policy.py: actors act with and store mu = sum_n w_n softmax(eta_n A_i(n))
+(DiCE one component, GDI / LBC mixtures), one batched call for all networks."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import advantage_policy
+from common import networks
+
+NUM_ACTIONS = 4
+
+
+def net(seed):
+    tf.keras.utils.set_random_seed(seed)
+    return networks.ActorCriticNet(NUM_ACTIONS, torso="mlp", lstm_units=8)
+
+
+def one_eta(params):
+    eta = params["eta"][:, None]
+    return eta, np.ones_like(eta)
+
+
+def two_networks(params):
+    return np.stack([params["eta1"], params["eta2"]], 1), np.stack(
+        [params["epsilon"], 1 - params["epsilon"]], 1
+    )
+
+
+def inputs(B, seed=0):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.normal(size=(B, 4)).astype(np.float32),
+        np.zeros(B, np.int32),
+        np.zeros(B, np.float32),
+        np.ones(B, bool),
+    )
+
+
+def advantages(network, obs, prev_a, prev_r, reset, state):
+    (adv, _), _ = network.step(obs, prev_a, prev_r, reset, state)
+    return adv.numpy()
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_one_component_stores_log_softmax_of_eta_times_a():
+    policy = advantage_policy.AdvantageMixturePolicy([net(0)], one_eta, [0], (4,), np.float32, 0)
+    B = 6
+    obs, prev_a, prev_r, reset = inputs(B)
+    state = policy.initial_state(B)
+    eta = np.array([0.0, 0.5, 1.0, 2.0, 5.0, 50.0], np.float32)
+    actions, extras, new_state = policy.step(obs, prev_a, prev_r, reset, state, {"eta": eta})
+    adv = advantages(policy.networks[0], obs, prev_a, prev_r, reset, state[0])
+    pi = softmax(eta[:, None] * adv)
+    np.testing.assert_allclose(
+        extras["behaviour_log_prob"], np.log(pi[np.arange(B), actions]), rtol=1e-5, atol=1e-6
+    )
+    assert extras["behaviour_log_prob"][0] == pytest.approx(np.log(0.25))  # eta = 0: uniform
+    assert len(new_state) == 1 and new_state[0][0].shape == (B, 8)
+
+
+def test_mixture_of_two_networks_and_greedy():
+    networks_ = [net(1), net(2)]
+    B = 5
+    obs, prev_a, prev_r, reset = inputs(B, seed=3)
+    params = {
+        "eta1": np.array([0.0, 1.0, 3.0, 0.0, 2.0], np.float32),
+        "eta2": np.array([2.0, 0.0, 1.0, 9.0, 2.0], np.float32),
+        "epsilon": np.array([0.0, 1.0, 0.3, 0.5, 0.9], np.float32),
+    }
+    policy = advantage_policy.AdvantageMixturePolicy(
+        networks_, two_networks, [0, 1], (4,), np.float32, seed=0
+    )
+    state = policy.initial_state(B)
+    actions, extras, _ = policy.step(obs, prev_a, prev_r, reset, state, params)
+    a1 = advantages(networks_[0], obs, prev_a, prev_r, reset, state[0])
+    a2 = advantages(networks_[1], obs, prev_a, prev_r, reset, state[1])
+    eps = params["epsilon"][:, None]
+    mu = eps * softmax(params["eta1"][:, None] * a1) + (1 - eps) * softmax(
+        params["eta2"][:, None] * a2
+    )
+    np.testing.assert_allclose(
+        np.exp(extras["behaviour_log_prob"]), mu[np.arange(B), actions], rtol=1e-5
+    )
+    greedy = advantage_policy.AdvantageMixturePolicy(
+        networks_, two_networks, [0, 1], (4,), np.float32, seed=0, greedy=True
+    )
+    greedy.set_weights([v.numpy() for v in policy.variables])
+    actions, _, _ = greedy.step(obs, prev_a, prev_r, reset, state, params)
+    np.testing.assert_array_equal(actions, mu.argmax(-1))
+
+
+def test_samples_follow_mu():
+    policy = advantage_policy.AdvantageMixturePolicy([net(4)], one_eta, [0], (4,), np.float32, 7)
+    B = 4000
+    obs = np.repeat(inputs(1, seed=5)[0], B, 0)
+    _, prev_a, prev_r, reset = inputs(B)
+    state = policy.initial_state(B)
+    eta = np.full(B, 3.0, np.float32)
+    actions, extras, _ = policy.step(obs, prev_a, prev_r, reset, state, {"eta": eta})
+    mu = np.exp(extras["behaviour_log_prob"])
+    freq = np.bincount(actions, minlength=NUM_ACTIONS) / B
+    for a in np.unique(actions):
+        assert freq[a] == pytest.approx(mu[actions == a][0], abs=0.03)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="must index the 1 networks"):
+        advantage_policy.AdvantageMixturePolicy([net(0)], one_eta, [1], (4,), np.float32, 0)
+    policy = advantage_policy.AdvantageMixturePolicy([net(0)], one_eta, [0], (4,), np.float32, 0)
+    with pytest.raises(ValueError, match="acts with the game's behaviour parameters"):
+        policy.step(*inputs(2), policy.initial_state(2))

@@ -1,0 +1,153 @@
+"""DiCE's train step (dice/learning.py): burn-in equals an unbroken unroll, compiled equals
+eager, the AdamW schedule of Table 5 / A18, both readings of "sample reuse 2" (A11), and the
+network of dice.md §3."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import networks as common_networks
+from common import replay
+from common import schedules
+from common import sequences
+from common import transforms
+from dice import config as config_lib
+from dice import learning
+from dice import losses
+from dice import networks
+
+NUM_ACTIONS = 3
+BURN_IN, LENGTH, BATCH = 4, 6, 3
+
+CONFIG = config_lib.DiceConfig(
+    env="CartPole",
+    network="mlp",
+    lstm_units=8,
+    burn_in=BURN_IN,
+    sequence_length=LENGTH,
+    batch_size=BATCH,
+    total_frames=10_000,
+    warmup_steps=2,
+    learning_rate=1e-3,
+    discount=0.99,
+).validate()
+
+
+def make_network(config=CONFIG, seed=0):
+    tf.keras.utils.set_random_seed(seed)
+    net = networks.make_network(config, NUM_ACTIONS)
+    net.create_variables((4,), np.float32)
+    return net
+
+
+def make_batch(seed=0):
+    """A batch of sample-k items as the learner receives them ([L, B, ...], L = 4 + 6 + 1):
+    item 0 starts a game at step 6 and item 1 has its burn-in as padding."""
+    rng = np.random.default_rng(seed)
+    L = BURN_IN + LENGTH + 1
+    reset = np.zeros((L, BATCH), bool)
+    reset[6, 0] = True
+    mask = np.ones((L, BATCH), np.float32)
+    mask[:BURN_IN, 1] = 0.0
+    reset[BURN_IN, 1] = True
+    return {
+        "observation": tf.constant(rng.normal(size=(L, BATCH, 4)), tf.float32),
+        "prev_action": tf.constant(rng.integers(0, NUM_ACTIONS, (L, BATCH)), tf.int32),
+        "prev_reward": tf.constant(rng.normal(size=(L, BATCH)), tf.float32),
+        "reset": tf.constant(reset),
+        "action": tf.constant(rng.integers(0, NUM_ACTIONS, (L, BATCH)), tf.int32),
+        "reward": tf.constant(rng.normal(size=(L, BATCH)), tf.float32),
+        "truncation_value": tf.zeros((L, BATCH)),
+        "behaviour_log_prob": tf.constant(np.log(rng.uniform(0.2, 0.6, (L, BATCH))), tf.float32),
+        "behaviour": {"eta": tf.constant(rng.uniform(0, 5, (L, BATCH)), tf.float32)},
+        replay.MASK: tf.constant(mask),
+        "core_state": (
+            tuple(tf.constant(rng.normal(size=(BATCH, 8)), tf.float32) for _ in range(2)),
+        ),
+    }
+
+
+def test_burn_in_reaches_the_state_of_an_unbroken_unroll():
+    """The loss after burn-in from the stored state equals the loss on the trained part of one
+    unroll over the whole item (padding holds the stored state, as the writer stores it)."""
+    net = make_network()
+    batch = make_batch()
+    loss, _ = learning.make_loss_fn(net, CONFIG)(batch)
+    # Unbroken reference: sequences 0 and 2 unrolled from step 0; sequence 1 (burn-in all
+    # padding) starts at its first real step from the stored state.
+    (state,) = batch["core_state"]
+    inputs = [batch[k] for k in learning.UNROLL_INPUTS]
+    (adv_all, v_all), _ = net.unroll(*inputs, state)
+    (adv_1, v_1), _ = net.unroll(*[x[BURN_IN:] for x in inputs], state)
+    adv = tf.concat([adv_all[BURN_IN:, :1], adv_1[:, 1:2], adv_all[BURN_IN:, 2:]], 1)
+    v = tf.concat([v_all[BURN_IN:, :1], v_1[:, 1:2], v_all[BURN_IN:, 2:]], 1)
+    t = {k: batch[k][BURN_IN:] for k in ("reset", "action", "reward", replay.MASK)}
+    shaping = transforms.reward_transform(CONFIG.reward_shaping)
+    expected, _ = losses.dice_loss(
+        losses.LossHyperparameters.from_config(CONFIG),
+        adv,
+        v,
+        batch["behaviour"]["eta"][BURN_IN:],
+        t["action"],
+        batch["behaviour_log_prob"][BURN_IN:],
+        shaping(t["reward"][:-1]),
+        sequences.discounts_from_resets(t["reset"], CONFIG.discount, t[replay.MASK]),
+        t[replay.MASK][:-1],
+    )
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_compiled_step_equals_eager_and_follows_the_schedule():
+    weights = {}
+    for compiled in (False, True):
+        net = make_network()
+        optimizer = learning.make_optimizer(CONFIG)
+        step = learning.make_train_step(net, optimizer, CONFIG)
+        run = step if compiled else step.python_function
+        stats = [run(make_batch(seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        weights[compiled] = [v.numpy() for v in net.trainable_variables]
+        # Table 5 / A18: linear warm-up over 2 updates, then linear decay to 0 at the last one.
+        total = CONFIG.gradient_updates
+        for k, s in enumerate(stats):
+            lr = float(schedules.warmup_linear_decay(k, 1e-3, 2, total))
+            assert float(s["optimizer/learning_rate"]) == pytest.approx(lr, rel=1e-5)
+            assert float(s["optimizer/weight_decay"]) == pytest.approx(0.01 * (1 - k / total))
+        assert int(optimizer.iterations.numpy()) == 3
+    for eager, compiled in zip(weights[False], weights[True]):
+        np.testing.assert_allclose(eager, compiled, rtol=1e-4, atol=1e-6)
+    initial = [v.numpy() for v in make_network().trainable_variables]
+    assert any(not np.allclose(a, b) for a, b in zip(initial, weights[True]))
+
+
+def test_repeat_mode_takes_k_updates_per_batch():
+    config = dataclasses.replace(CONFIG, reuse_mode="repeat")
+    net = make_network(config)
+    optimizer = learning.make_optimizer(config)
+    learning.make_train_step(net, optimizer, config)(make_batch(), tf.constant(0, tf.int64))
+    assert int(optimizer.iterations.numpy()) == 2
+    # A learner step then trains one batch of new frames (not half of one).
+    assert config.frames_per_learner_step == 2 * CONFIG.frames_per_learner_step
+
+
+def test_network_is_dices():
+    config = config_lib.DiceConfig()
+    net = networks.make_network(config, 18)
+    net.create_variables((84, 84, 4), np.uint8)
+    # dice.md §3: 1,638,883 with the previous action and reward as LSTM inputs.
+    assert sum(int(np.prod(v.shape)) for v in net.trainable_variables) == 1_638_883
+    # A13: the previous reward enters shaped, f(1) = 2 log 2, and unclipped.
+    plain = common_networks.ActorCriticNet(
+        18, torso="deep", prev_reward_clip=None, prev_reward_transform="none"
+    )
+    plain.create_variables((84, 84, 4), np.uint8)
+    for source, target in zip(net.variables, plain.variables):
+        target.assign(source)
+    obs = tf.constant(np.random.default_rng(0).integers(0, 255, (2, 84, 84, 4)), tf.uint8)
+    prev_action, no_reset = tf.constant([1, 2]), tf.constant([False, False])
+    state = net.initial_state(2)
+    (a_shaped, _), _ = net.step(obs, prev_action, tf.constant([1.0, -3.0]), no_reset, state)
+    shaped = tf.constant([2 * np.log(2.0), -np.log(4.0)], tf.float32)
+    (a_plain, _), _ = plain.step(obs, prev_action, shaped, no_reset, state)
+    np.testing.assert_allclose(a_shaped, a_plain, rtol=1e-5, atol=1e-6)

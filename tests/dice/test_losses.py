@@ -1,0 +1,234 @@
+"""DiCE's loss (dice/losses.py, common/critics.py) against numpy sums written from the paper:
+V-trace Eq. (4), Retrace Eq. (2) in both forms, the tau-free policy gradient Eq. (8), the
+xi/alpha/beta assembly of Table 5 with masks (dice.md §9 tests 3, 9, 10), and the limits."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import critics
+from dice import losses
+
+GAMMA = 0.997
+HP = losses.LossHyperparameters(
+    v_loss_scale=1.0,
+    q_loss_scale=10.0,
+    pi_loss_scale=10.0,
+    entropy_cost=0.0,
+    clip_rho_threshold=1.05,
+    clip_c_threshold=1.05,
+    retrace_form="sampled",
+    q_centering="policy_mean",
+)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def numpy_dice(hp, adv, v, eta, a, log_mu, r, d, mask):
+    """dice.md §2.5 from the sums (4) and (2), one sequence at a time. Shapes [T+1, B, ...]."""
+    T1, B, _ = adv.shape
+    T = T1 - 1
+    pi = softmax(eta[..., None] * adv)
+    centre = (pi * adv).sum(-1, keepdims=True) if hp.q_centering == "policy_mean" else 0.0
+    q = v[..., None] + adv - centre
+    ratio = np.take_along_axis(pi, a[..., None], -1)[..., 0] / np.exp(log_mu)
+    rho = np.minimum(ratio, hp.clip_rho_threshold)
+    c = np.minimum(ratio, hp.clip_c_threshold)
+    vs = np.zeros((T, B))
+    G = np.zeros((T, B))
+    q_a = np.take_along_axis(q, a[..., None], -1)[..., 0]
+    for b in range(B):
+        for s in range(T):
+            # Eq. (4): v_s = V_s + sum_t (prod_{i<t} d_i c_i) rho_t delta_t
+            total, trace = v[s, b], 1.0
+            for t in range(s, T):
+                delta = rho[t, b] * (r[t, b] + d[t, b] * v[t + 1, b] - v[t, b])
+                total += trace * delta
+                trace *= d[t, b] * c[t, b]
+            vs[s, b] = total
+            # Eq. (2): Q_ret = Q_s(a_s) + sum_k (prod d c_{s+1..}) delta^Q
+            total, trace = q_a[s, b], 1.0
+            for t in range(s, T):
+                if hp.retrace_form == "sampled":
+                    nxt = q_a[t + 1, b]
+                else:
+                    nxt = (pi[t + 1, b] * q[t + 1, b]).sum()
+                total += trace * (r[t, b] + d[t, b] * nxt - q_a[t, b])
+                if t + 1 < T:
+                    trace *= d[t, b] * c[t + 1, b]
+            G[s, b] = total
+    vs_next = np.concatenate([vs[1:], v[-1:]], 0)
+    adv_pg = rho[:-1] * (r + d * vs_next - v[:-1])
+    onehot = np.eye(adv.shape[-1])[a[:-1]]
+    l_pi = -adv_pg * ((onehot - pi[:-1]) * adv[:-1]).sum(-1)
+    l_v = 0.5 * (vs - v[:-1]) ** 2
+    l_q = 0.5 * (G - q_a[:-1]) ** 2
+    mean = lambda x: (x * mask).sum() / mask.sum()
+    return hp.v_loss_scale * mean(l_v) + hp.q_loss_scale * mean(l_q) + hp.pi_loss_scale * mean(l_pi)
+
+
+def random_inputs(seed, T=5, B=3, A=4):
+    """float32 inputs (common.returns computes in float32)."""
+    return [x.astype(np.float32) if x.dtype == np.float64 else x for x in _inputs(seed, T, B, A)]
+
+
+def _inputs(seed, T, B, A):
+    rng = np.random.default_rng(seed)
+    adv = rng.normal(size=(T + 1, B, A))
+    v = rng.normal(size=(T + 1, B))
+    eta = rng.choice([0.0, 0.5, 2.0, 7.0], size=(T + 1, B))
+    a = rng.integers(0, A, size=(T + 1, B))
+    # mu: a perturbation of pi, so the ratios straddle the 1.05 clip.
+    mu_all = softmax(eta[..., None] * adv + rng.normal(scale=0.5, size=adv.shape))
+    log_mu = np.log(np.take_along_axis(mu_all, a[..., None], -1)[..., 0])
+    r = rng.normal(size=(T, B))
+    d = GAMMA * (rng.random((T, B)) > 0.2)
+    mask = np.ones((T, B))
+    mask[-2:, 0] = 0.0  # a sequence padded at its end
+    return adv, v, eta, a, log_mu, r, d, mask
+
+
+def tf_loss(hp, adv, v, eta, a, log_mu, r, d, mask):
+    args = [tf.constant(x, tf.float32) for x in (adv, v, eta)]
+    total, stats = losses.dice_loss(
+        hp,
+        *args,
+        tf.constant(a, tf.int32),
+        tf.constant(log_mu, tf.float32),
+        tf.constant(r, tf.float32),
+        tf.constant(d, tf.float32),
+        tf.constant(mask, tf.float32),
+    )
+    return float(total), stats
+
+
+@pytest.mark.parametrize("retrace_form", ["sampled", "expected"])
+@pytest.mark.parametrize("q_centering", ["policy_mean", "none"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_total_loss_equals_the_papers_sums(retrace_form, q_centering, seed):
+    import dataclasses
+
+    hp = dataclasses.replace(HP, retrace_form=retrace_form, q_centering=q_centering)
+    inputs = random_inputs(seed)
+    total, stats = tf_loss(hp, *inputs)
+    assert total == pytest.approx(numpy_dice(hp, *inputs), rel=1e-5)
+    # Table 5 assembly: 1 L_V + 10 L_Q + 10 L_pi.
+    assert total == pytest.approx(
+        float(stats["loss/v"]) + 10 * float(stats["loss/q"]) + 10 * float(stats["loss/pi"]),
+        rel=1e-5,
+    )
+
+
+def test_masked_steps_change_nothing_and_get_no_gradient():
+    adv, v, eta, a, log_mu, r, d, mask = random_inputs(3)
+    before, _ = tf_loss(HP, adv, v, eta, a, log_mu, r, d, mask)
+    # Garbage in the masked steps (t = T-2, T-1 of sequence 0) and in their rewards: padding
+    # gets discount 0 from discounts_from_resets, so cut the bootstrap into it as the learner does.
+    d2 = d.copy()
+    d2[-3:, 0] = 0.0
+    base, _ = tf_loss(HP, adv, v, eta, a, log_mu, r, d2, mask)
+    adv2, v2, r2 = adv.copy(), v.copy(), r.copy()
+    adv2[-3:, 0] += 100.0
+    v2[-3:, 0] -= 50.0
+    r2[-2:, 0] = 1e3
+    after, _ = tf_loss(HP, adv2, v2, eta, a, log_mu, r2, d2, mask)
+    assert after == pytest.approx(base, rel=1e-6)
+    assert before != pytest.approx(base)  # the cut itself matters: the test can fail
+    adv_t, v_t = tf.Variable(adv), tf.Variable(v)
+    with tf.GradientTape() as tape:
+        total, _ = losses.dice_loss(
+            HP, adv_t, v_t, eta, tf.constant(a, tf.int32), log_mu, r, d2, mask
+        )
+    g_adv, g_v = tape.gradient(total, [adv_t, v_t])
+    assert np.all(g_adv.numpy()[-3:-1, 0] == 0) and np.all(g_v.numpy()[-3:-1, 0] == 0)
+    assert np.any(g_adv.numpy()[:-3, 0] != 0)
+
+
+def test_policy_gradient_is_the_tau_free_one():
+    # dice.md §9 test 3: d L_pi / d A = -Â (e_a - pi); finite at eta = 0.
+    adv, v, eta, a, log_mu, r, d, mask = random_inputs(5, T=1, B=2)
+    eta[0] = [0.0, 2.0]
+    mask = np.ones_like(mask)
+    hp = losses.LossHyperparameters(
+        v_loss_scale=0.0,
+        q_loss_scale=0.0,
+        pi_loss_scale=1.0,
+        entropy_cost=0.0,
+        clip_rho_threshold=1.05,
+        clip_c_threshold=1.05,
+        retrace_form="sampled",
+        q_centering="policy_mean",
+    )
+    adv_t = tf.Variable(adv)
+    with tf.GradientTape() as tape:
+        total, _ = losses.dice_loss(hp, adv_t, v, eta, tf.constant(a, tf.int32), log_mu, r, d, mask)
+    grad = tape.gradient(total, adv_t).numpy()[0]  # [B, A] at t = 0
+    pi = softmax(eta[0][:, None] * adv[0])
+    ratio = pi[np.arange(2), a[0]] / np.exp(log_mu[0])
+    rho = np.minimum(ratio, 1.05)
+    adv_pg = rho * (r[0] + d[0] * v[1] - v[0])  # T = 1: v_1 is the bootstrap V
+    expected = -adv_pg[:, None] * (np.eye(4)[a[0]] - pi) / 2  # mean over B = 2 steps
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(pi[0], 0.25, rtol=1e-6)  # eta = 0: uniform, and a finite gradient
+
+
+def test_entropy_ablation_subtracts_the_target_policy_entropy():
+    import dataclasses
+
+    inputs = random_inputs(7)
+    base, stats = tf_loss(HP, *inputs)
+    with_entropy, _ = tf_loss(dataclasses.replace(HP, entropy_cost=1.0), *inputs)
+    adv, _, eta, *_, mask = inputs
+    pi = softmax(eta[..., None] * adv)[:-1]
+    entropy = -(pi * np.log(pi)).sum(-1)
+    assert float(stats["policy/entropy"]) == pytest.approx((entropy * mask).sum() / mask.sum())
+    assert with_entropy == pytest.approx(base - float(stats["policy/entropy"]), rel=1e-5)
+
+
+def test_dueling_q_centerings():
+    v = tf.constant([1.0])
+    adv = tf.constant([[1.0, 2.0, 0.5, -1.0]])
+    pi = tf.nn.softmax(adv)
+    q = critics.dueling_q(v, adv, pi, "policy_mean")
+    assert float(tf.reduce_sum(pi * q)) == pytest.approx(1.0)  # E_pi Q = V (A4)
+    np.testing.assert_allclose(critics.dueling_q(v, adv, None, "none"), [[2.0, 3.0, 1.5, 0.0]])
+    np.testing.assert_allclose(
+        critics.dueling_q(v, adv, None, "uniform_mean"), [[1.375, 2.375, 0.875, -0.625]]
+    )
+    with pytest.raises(ValueError, match="centering must be one of"):
+        critics.dueling_q(v, adv, pi, "max")
+
+
+def test_spec_worked_vtrace_and_retrace_numbers():
+    # dice.md §9 tests 9 and 10 through common.critics: r = [1, 0, 2], gamma 0.997, c-bar 1.05.
+    q = np.array([[0.6, 0.1], [0.3, 0.5], [0.2, 0.4], [0.1, 0.3]])[:, None]
+    pi = np.array([[0.7, 0.3], [0.4, 0.6], [0.5, 0.5], [0.2, 0.8]])[:, None]
+    a = np.array([0, 1, 1, 0])[:, None]
+    ratios = np.array([0.8, 1.2, 1.0])[:, None]
+    r = np.array([1.0, 0.0, 2.0])[:, None]
+    d = np.full((3, 1), GAMMA)
+    for form, expected in (
+        ("sampled", [3.166552, 2.093401, 2.099700]),
+        ("expected", [3.148913, 2.152742, 2.259220]),
+    ):
+        # V-trace on V = [0.5, 0.4, 0.3, 0.2] (test 9) rides along.
+        out = critics.vtrace_retrace(
+            tf.constant([[0.5], [0.4], [0.3], [0.2]], tf.float32),
+            tf.constant(q, tf.float32),
+            tf.constant(pi, tf.float32),
+            tf.constant(a),
+            tf.constant(np.log(ratios), tf.float32),
+            tf.constant(r, tf.float32),
+            tf.constant(d, tf.float32),
+            1.05,
+            1.05,
+            form,
+        )
+        np.testing.assert_allclose(out.q_targets.numpy()[:, 0], expected, atol=1e-6)
+        np.testing.assert_allclose(out.vs.numpy()[:, 0], [2.720476, 2.282442, 2.199400], atol=1e-6)
+        np.testing.assert_allclose(
+            out.pg_advantages.numpy()[:, 0], [2.220476, 1.882442, 1.899400], atol=1e-6
+        )
