@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import burn_in_learning
 from common import networks as common_networks
 from common import replay
 from common import schedules
@@ -78,7 +79,7 @@ def test_burn_in_reaches_the_state_of_an_unbroken_unroll():
     # Unbroken reference: sequences 0 and 2 unrolled from step 0; sequence 1 (burn-in all
     # padding) starts at its first real step from the stored state.
     (state,) = batch["core_state"]
-    inputs = [batch[k] for k in learning.UNROLL_INPUTS]
+    inputs = [batch[k] for k in burn_in_learning.UNROLL_INPUTS]
     (adv_all, v_all), _ = net.unroll(*inputs, state)
     (adv_1, v_1), _ = net.unroll(*[x[BURN_IN:] for x in inputs], state)
     adv = tf.concat([adv_all[BURN_IN:, :1], adv_1[:, 1:2], adv_all[BURN_IN:, 2:]], 1)

@@ -1,0 +1,89 @@
+"""The R2D2-style learner DiCE, GDI and LBC share (dice.md §2.5 steps 1-2 and 9, gdi.md §2.5,
+lbc.md §2.6): sample-k items in, AdamW step out.
+
+A paper supplies its loss on the trained part of the items; this module supplies the rest:
+- `unroll_trained`: burn-in from the stored LSTM state without gradient, then the trained steps
+  with gradient (`common.sequences.burn_in_unroll`), for each network of the agent;
+- `trained_steps`: the per-step fields of the trained part (burn-in dropped);
+- `make_optimizer`: AdamW with linear warm-up then linear decay of the learning rate, weight
+  decay annealed linearly to 0, global-norm clip (dice.md Table 5, A17-A18; gdi.md Table 6;
+  lbc.md Table 3), both schedules ending at the run's last update;
+- `make_train_step`: one compiled step; `repeats` > 1 is dice.md A11's other reading of "sample
+  reuse" (several optimiser steps on each batch).
+
+The config is any paper config with the fields `learning_rate, warmup_steps, weight_decay,
+adam_beta1, adam_beta2, adam_epsilon, max_grad_norm, burn_in, times_sampled, reuse_mode,
+jit_compile` and the property `gradient_updates`.
+"""
+
+import functools
+from typing import Callable, Sequence
+
+import tensorflow as tf
+
+from common import acting
+from common import replay
+from common import schedules
+from common import sequences
+
+UNROLL_INPUTS = ("observation", "prev_action", "prev_reward", "reset")
+
+
+def make_optimizer(config) -> schedules.AdamW:
+    total = config.gradient_updates
+    return schedules.AdamW(
+        learning_rate=functools.partial(
+            schedules.warmup_linear_decay,
+            peak_value=config.learning_rate,
+            warmup_steps=config.warmup_steps,
+            total_steps=total,
+        ),
+        weight_decay=functools.partial(
+            schedules.linear_anneal, initial_value=config.weight_decay, total_steps=total
+        ),
+        beta_1=config.adam_beta1,
+        beta_2=config.adam_beta2,
+        epsilon=config.adam_epsilon,
+        clip_norm=config.max_grad_norm or None,
+    )
+
+
+def unroll_trained(networks: Sequence, batch: dict, burn_in: int) -> list:
+    """Each network's outputs on the trained steps, `[(advantages [T+1, B, A], values
+    [T+1, B]), ...]`, from the core state each stored at the item's first step (one entry per
+    network in `batch["core_state"]`, `common.advantage_policy`)."""
+    inputs = [batch[name] for name in UNROLL_INPUTS]
+    outputs = []
+    for network, core_state in zip(networks, batch[acting.CORE_STATE]):
+        output, _ = sequences.burn_in_unroll(
+            network.unroll, inputs, core_state, burn_in, batch[replay.MASK]
+        )
+        outputs.append(output)
+    return outputs
+
+
+def trained_steps(batch: dict, burn_in: int) -> dict:
+    """The item's per-step fields from the first trained step on ([T+1, B, ...]); nested
+    fields (the behaviour parameters) are sliced too."""
+    steps = {k: v for k, v in batch.items() if k not in (acting.CORE_STATE, "info", "learner_step")}
+    return tf.nest.map_structure(lambda x: x[burn_in:], steps)
+
+
+def make_train_step(
+    loss_fn: Callable[[dict], tuple], variables: Sequence[tf.Variable], optimizer, config
+) -> Callable[[dict, tf.Tensor], dict]:
+    """`step(batch, frames) -> stats` (one tf.function): `loss_fn(batch) -> (loss, stats)`,
+    gradients of `variables`, one AdamW update (`times_sampled` of them with
+    `reuse_mode="repeat"`). The schedules follow the optimiser's update count, not `frames`."""
+    optimizer.build(variables)
+    repeats = config.times_sampled if config.reuse_mode == "repeat" else 1
+
+    def step(batch: dict, frames: tf.Tensor) -> dict:
+        del frames
+        for _ in range(repeats):
+            with tf.GradientTape() as tape:
+                loss, stats = loss_fn(batch)
+            optimizer_stats = optimizer.apply(tape.gradient(loss, variables), variables)
+        return dict(stats, **{f"optimizer/{k}": v for k, v in optimizer_stats.items()})
+
+    return tf.function(step, jit_compile=config.jit_compile)
