@@ -160,8 +160,10 @@ def step_spec(
     observation_dtype,
     extras_spec: Mapping[str, Any],
     behaviour_shapes: Mapping[str, tuple] | None = None,
+    value_heads: int = 1,
 ) -> dict:
-    """Per-step `tf.TensorSpec`s of the actor's record (module docstring)."""
+    """Per-step `tf.TensorSpec`s of the actor's record (module docstring). `truncation_value`
+    is [value_heads] when a policy bootstraps several value heads (`truncation_values`)."""
     spec = {
         "observation": tf.TensorSpec(observation_shape, tf.as_dtype(observation_dtype)),
         "prev_action": tf.TensorSpec([], tf.int32),
@@ -170,7 +172,7 @@ def step_spec(
         "action": tf.TensorSpec([], tf.int32),
         "reward": tf.TensorSpec([], tf.float32),
         "params_step": tf.TensorSpec([], tf.int64),
-        "truncation_value": tf.TensorSpec([], tf.float32),
+        "truncation_value": tf.TensorSpec([] if value_heads == 1 else [value_heads], tf.float32),
         **extras_spec,
     }
     if behaviour_shapes:
@@ -382,16 +384,20 @@ def run_actor(
 def truncation_values(
     policy: Policy, result: envs_lib.StepResult, action: np.ndarray, state: Any
 ) -> np.ndarray:
-    """[B] float32: `policy.bootstrap_value` of the final observation where the step was
-    truncated and not terminated, else 0 (module docstring). One batched call, only on the rare
-    steps where some episode hit the time limit."""
+    """[B] float32 ([B, K] for a policy with `value_heads` K > 1, e.g. one value per network):
+    `policy.bootstrap_value` of the final observation where the step was truncated and not
+    terminated, else 0 (module docstring). One batched call, only on the rare steps where some
+    episode hit the time limit."""
     truncated = result.truncated & ~result.terminated
+    heads = getattr(policy, "value_heads", 1)
+    shape = truncated.shape if heads == 1 else (*truncated.shape, heads)
     if not truncated.any():
-        return np.zeros(truncated.shape, np.float32)
+        return np.zeros(shape, np.float32)
     values = policy.bootstrap_value(
         result.final_observation, action.astype(np.int32), result.reward.astype(np.float32), state
     )
-    return np.where(truncated, values, 0.0).astype(np.float32)
+    where = truncated if heads == 1 else truncated[:, None]
+    return np.where(where, values, 0.0).astype(np.float32)
 
 
 def _append_until_accepted(writer, record, core_state, episode_end, should_stop) -> None:

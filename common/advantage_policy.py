@@ -33,8 +33,8 @@ Mixture = Callable[[Mapping[str, np.ndarray]], tuple[np.ndarray, np.ndarray]]
 
 class AdvantageMixturePolicy:
     """a_t ~ mu(.|x_t) of the module docstring (or its argmax with `greedy`), one compiled call
-    per batched step for all networks. `bootstrap_value` is network 0's V(x) (choice: the one
-    value a truncated step stores; DiCE and GDI-I3 have one network)."""
+    per batched step for all networks. `bootstrap_value` is V(x) of each network ([B] for one
+    network, [B, N] for N: `value_heads`), each in its own reward shaping's units."""
 
     def __init__(
         self,
@@ -57,6 +57,7 @@ class AdvantageMixturePolicy:
         for network in networks:
             network.create_variables(observation_shape, observation_dtype)
         self.networks = list(networks)
+        self.value_heads = len(self.networks)
         self.mixture = mixture
         self.component_networks = list(component_networks)
         self.greedy = greedy
@@ -100,10 +101,11 @@ class AdvantageMixturePolicy:
 
     def _value_graph(self, observation, prev_action, prev_reward, state):
         reset = tf.zeros(tf.shape(prev_action), tf.bool)
-        (_, value), _ = self.networks[0].step(
-            observation, prev_action, prev_reward, reset, state[0]
-        )
-        return value
+        values = [
+            network.step(observation, prev_action, prev_reward, reset, network_state)[0][1]
+            for network, network_state in zip(self.networks, state)
+        ]
+        return values[0] if len(values) == 1 else tf.stack(values, -1)
 
     def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
         return self._value(observation, prev_action, prev_reward, state).numpy()

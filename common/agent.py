@@ -54,7 +54,9 @@ class Agent:
       `common.learning.LearnerParts` (train step, checkpointables, acting variables);
     - `core_state_spec`: per-env spec of the recurrent state stored at each item's first step
       (None: feed-forward);
-    - `behaviour`: the per-game behaviour selector (None: the policy has no parameters to pick).
+    - `behaviour`: the per-game behaviour selector (None: the policy has no parameters to pick);
+    - `value_heads`: values a truncated step stores (one per network of GDI-H3 / LBC, each in its
+      own reward shaping's units; the policy's `value_heads` and `bootstrap_value` agree).
     """
 
     replay: patterns.Pattern
@@ -63,11 +65,16 @@ class Agent:
     make_learner: Callable[[EnvSpec], learning.LearnerParts]
     core_state_spec: Any = None
     behaviour: behaviour_lib.BehaviourSpec | None = None
+    value_heads: int = 1
 
     def step_spec(self, spec: EnvSpec) -> dict:
         shapes = None if self.behaviour is None else self.behaviour.param_shapes
         return acting.step_spec(
-            spec.observation_shape, spec.observation_dtype, self.policy_extras(spec), shapes
+            spec.observation_shape,
+            spec.observation_dtype,
+            self.policy_extras(spec),
+            shapes,
+            self.value_heads,
         )
 
     def signature(self, spec: EnvSpec) -> dict:

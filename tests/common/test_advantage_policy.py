@@ -114,3 +114,35 @@ def test_bad_arguments():
     policy = advantage_policy.AdvantageMixturePolicy([net(0)], one_eta, [0], (4,), np.float32, 0)
     with pytest.raises(ValueError, match="acts with the game's behaviour parameters"):
         policy.step(*inputs(2), policy.initial_state(2))
+
+
+def test_each_network_bootstraps_its_own_truncated_value():
+    from types import SimpleNamespace
+
+    from common import acting
+
+    networks_ = [net(1), net(2)]
+    policy = advantage_policy.AdvantageMixturePolicy(
+        networks_, two_networks, [0, 1], (4,), np.float32, seed=0
+    )
+    B = 3
+    obs, prev_a, prev_r, _ = inputs(B, seed=4)
+    state = policy.initial_state(B)
+    values = policy.bootstrap_value(obs, prev_a, prev_r, state)
+    no_reset = np.zeros(B, bool)
+    for i, network in enumerate(networks_):
+        (_, v), _ = network.step(obs, prev_a, prev_r, no_reset, state[i])
+        np.testing.assert_allclose(values[:, i], v, rtol=1e-6)
+    result = SimpleNamespace(
+        truncated=np.array([True, False, True]),
+        terminated=np.array([False, False, True]),  # a terminal step never bootstraps
+        final_observation=obs,
+        reward=prev_r,
+    )
+    stored = acting.truncation_values(policy, result, prev_a, state)
+    np.testing.assert_array_equal(stored[1:], 0.0)
+    np.testing.assert_allclose(stored[0], values[0], rtol=1e-6)
+    result.truncated = np.zeros(B, bool)
+    assert acting.truncation_values(policy, result, prev_a, state).shape == (B, 2)
+    spec = acting.step_spec((4,), np.float32, {}, value_heads=2)
+    assert spec["truncation_value"].shape == (2,)
