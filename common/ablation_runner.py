@@ -549,6 +549,26 @@ def run_ablations(
     _check_run_arguments(module, variants, seeds, extra_argv, parallel)
     if game is not None:
         metrics.get_normaliser(normaliser).game(game)  # fail on a bad game before hours of training
+    run_all(
+        lambda variant, seed: run_command(module, variant, seed, logdir, extra_argv),
+        variants,
+        seeds,
+        logdir,
+        parallel,
+    )
+    template = shlex.join(run_command(module, "VARIANT", "SEED", logdir, extra_argv))
+    return write_reports(logdir, variants, seeds, game, normaliser, command=template)
+
+
+def run_all(
+    command: Callable[[str, int], list[str]],
+    variants: Sequence[str],
+    seeds: Sequence[int],
+    logdir: str,
+    parallel: int,
+) -> None:
+    """Runs `command(variant, seed)` for every variant and seed, `parallel` at a time, seed by
+    seed; AblationRunError as soon as one fails (the others are then stopped)."""
     pending = [(variant, seed) for seed in seeds for variant in variants]
     running: dict[subprocess.Popen, tuple[str, int, str]] = {}
     try:
@@ -556,9 +576,9 @@ def run_ablations(
             while pending and len(running) < parallel:
                 variant, seed = pending.pop(0)
                 directory = run_logdir(logdir, variant, seed)
-                command = run_command(module, variant, seed, logdir, extra_argv)
-                log.info("starting %s seed %d: %s", variant, seed, shlex.join(command))
-                running[_start(command, directory)] = (variant, seed, directory)
+                argv = command(variant, seed)
+                log.info("starting %s seed %d: %s", variant, seed, shlex.join(argv))
+                running[_start(argv, directory)] = (variant, seed, directory)
             finished = [p for p in running if p.poll() is not None]
             for process in finished:
                 variant, seed, directory = running.pop(process)
@@ -569,8 +589,6 @@ def run_ablations(
     finally:
         for process in running:
             _stop(process)
-    template = shlex.join(run_command(module, "VARIANT", "SEED", logdir, extra_argv))
-    return write_reports(logdir, variants, seeds, game, normaliser, command=template)
 
 
 @dataclasses.dataclass(frozen=True)
