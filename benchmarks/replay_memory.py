@@ -54,13 +54,14 @@ import concurrent.futures
 import ctypes
 import gc
 import multiprocessing
-import os
 import time
 
 import numpy as np
 import tensorflow as tf
 from absl import app
 from absl import flags
+
+from benchmarks.machine import cpu_line
 
 from common import acting
 from common import agent as agent_lib
@@ -325,27 +326,12 @@ def measure(
 # Report
 
 
-def cpu_line() -> str:
-    model, flags_present = "unknown", set()
-    with open("/proc/cpuinfo") as cpuinfo:
-        for line in cpuinfo:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags_present:
-                flags_present = set(value.split())
-    simd = ", ".join(
-        f"{flag} {'yes' if flag in flags_present else 'no'}" for flag in ("avx2", "avx512f")
-    )
-    return f"CPU: {model} ({os.cpu_count()} cores visible; {simd})"
-
-
 def main(argv):
     del argv
     num_envs, windows, window_steps = _NUM_ENVS.value, _WINDOWS.value, _WINDOW_STEPS.value
     if windows < 2:
         raise app.UsageError("--windows must be >= 2: the first one is the chunkers' cold start")
-    print(cpu_line())
+    print(f"CPU: {cpu_line()}")
     print(
         f"{ENV} ({PROTOCOL}, random actions): {num_envs} envs x {windows} windows x "
         f"{window_steps} steps per pattern, each pattern in a fresh spawned process",

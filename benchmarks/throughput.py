@@ -38,6 +38,7 @@ import tensorflow as tf
 from absl import app
 from absl import flags
 
+from benchmarks.machine import cpu_line
 from common import acting
 from common import agent as agent_lib
 from common import cli
@@ -230,31 +231,6 @@ def measure_learner(config: config_lib.ImpalaConfig) -> float:
         parts.train_step(batch, frames)["loss/total"].numpy()
         steps += 1
     return steps * config.frames_per_batch / (time.monotonic() - start)
-
-
-def cpu_line() -> str:
-    """The CPU model, its vector extensions and the core count."""
-    model, flags_seen = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model == "unknown CPU":
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags_seen = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    extensions = [
-        name
-        for name, flag in (
-            ("AVX2", "avx2"),
-            ("AVX-512", "avx512f"),
-            ("AVX512-BF16", "avx512_bf16"),
-            ("AMX", "amx_tile"),
-        )
-        if flag in flags_seen
-    ]
-    return f"{model}, {os.cpu_count()} cores, {', '.join(extensions) or 'no AVX2'}"
 
 
 def tensorflow_line(experiment: launch.Experiment) -> str:

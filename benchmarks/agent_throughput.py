@@ -1,0 +1,130 @@
+"""Each paper's full training, side by side on this machine: frames/s, updates/s, replay ratio.
+
+    python -m benchmarks.agent_throughput --agents=impala,dice --env=Pong --seconds=180
+
+Each agent runs as `python -m <paper>.main --env=<env>` with its paper's defaults (actors,
+learner and Reverb on this machine, no evaluator) for `--warmup_s` (start-up, compilation, the
+replay filling), then is measured over `--seconds` from the learner's TensorBoard scalars:
+
+- trained frames/s: the learner's frame count (the paper's new frames per learner step);
+- actor frames/s: the frames the actors produced (`progress/actor_frames`);
+- updates/s: learner steps per second;
+- replay ratio: agent steps trained on per agent step produced,
+  updates x batch x trained steps per item / produced agent steps (IMPALA's queue: 1; DiCE's
+  sample-k: 2; Reactor's prioritised replay: its acting : learning ratio).
+
+The CPU, oneDNN and threads are printed first (benchmarks.throughput), so the table says where it
+was measured. Agents run one after the other, never together. It prints figures; it asserts
+nothing.
+"""
+
+import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
+
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import tensorflow as tf
+from absl import app
+from absl import flags
+
+from benchmarks.machine import cpu_line
+
+_AGENTS = flags.DEFINE_list("agents", ["impala", "dice"], "Papers to measure, one at a time.")
+_ENV = flags.DEFINE_string("env", "Pong", "Game (or CartPole).")
+_SECONDS = flags.DEFINE_float("seconds", 180.0, "Measured seconds per agent.")
+_WARMUP = flags.DEFINE_float("warmup_s", 90.0, "Seconds before measuring.")
+
+PROGRESS = ("progress/learner_step", "progress/actor_frames")
+
+
+def latest_scalars(logdir: str) -> dict[str, tuple[int, float]]:
+    """The last value of each progress scalar, with its step (the learner's frame count)."""
+    latest: dict[str, tuple[int, float]] = {}
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag in PROGRESS:
+                    latest[value.tag] = (event.step, float(tf.make_ndarray(value.tensor)))
+    return latest
+
+
+def steps_per_update(paper: str, env: str) -> tuple[int, int]:
+    """(agent steps trained per learner update, environment frames per agent step) of the
+    paper's default config for `env` (in a subprocess: each paper's main defines its flags)."""
+    probe = (
+        "from common import cli; from {paper} import main; "
+        "c = cli.make_config(main.PAPER, {{'env': cli.normalise_env({env!r})}}); "
+        "length = getattr(c, 'sequence_length', None) or c.unroll_length; "
+        "print(c.batch_size, length, 1 if c.env == 'CartPole' else 4)"
+    ).format(paper=paper, env=env)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    batch, length, frames_per_step = map(int, out.stdout.split()[-3:])
+    if paper == "reactor":
+        length -= 1  # 33 frames hold 32 trained transitions
+    return batch * length, frames_per_step
+
+
+def measure(paper: str, env: str, warmup_s: float, seconds: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as logdir:
+        command = [
+            sys.executable,
+            "-m",
+            f"{paper}.main",
+            f"--env={env}",
+            f"--logdir={logdir}",
+            "--total_frames=10000000000",
+            "--eval_interval_s=0",
+            "--log_interval_s=5",
+        ]
+        with open(os.path.join(logdir, "output.txt"), "w") as output:
+            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(warmup_s)
+            start, t0 = latest_scalars(logdir), time.monotonic()
+            time.sleep(seconds)
+            end, t1 = latest_scalars(logdir), time.monotonic()
+        finally:
+            process.terminate()
+            process.wait(60)
+        if not all(tag in start for tag in PROGRESS):
+            raise RuntimeError(f"{paper} logged no progress in {warmup_s} s of warm-up")
+    # The scalars are written every few seconds; rates use their own frame stamps and the
+    # measured window.
+    elapsed = t1 - t0
+    updates = end["progress/learner_step"][1] - start["progress/learner_step"][1]
+    trained = end["progress/learner_step"][0] - start["progress/learner_step"][0]
+    produced = end["progress/actor_frames"][1] - start["progress/actor_frames"][1]
+    per_update, frames_per_step = steps_per_update(paper, env)
+    return {
+        "trained frames/s": trained / elapsed,
+        "actor frames/s": produced / elapsed,
+        "updates/s": updates / elapsed,
+        "replay ratio": updates * per_update * frames_per_step / max(produced, 1),
+    }
+
+
+def main(argv):
+    del argv
+    print(cpu_line())
+    print(f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS')}")
+    rows = {}
+    for paper in _AGENTS.value:
+        rows[paper] = measure(paper, _ENV.value, _WARMUP.value, _SECONDS.value)
+        print(paper, {k: round(v, 3) for k, v in rows[paper].items()}, flush=True)
+    columns = list(next(iter(rows.values())))
+    print(f"\n| {_ENV.value} | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for paper, row in rows.items():
+        cells = [
+            f"{row[c]:.2f}" if c in ("updates/s", "replay ratio") else f"{row[c]:.0f}"
+            for c in columns
+        ]
+        print(f"| {paper} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    app.run(main)
