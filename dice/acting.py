@@ -11,7 +11,6 @@ from common import advantage_policy
 from common import bandits
 from common import behaviour
 from common import envs
-from common import networks as common_networks
 from dice import config as config_lib
 from dice import networks
 
@@ -31,11 +30,8 @@ def make_policy(
     greedy: bool,
 ) -> advantage_policy.AdvantageMixturePolicy:
     """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
-    network = common_networks.build_in_precision(
-        "float32", lambda: networks.make_network(config, num_actions)
-    )
     return advantage_policy.AdvantageMixturePolicy(
-        [network],
+        [networks.make_network(config, num_actions)],
         one_temperature,
         [0],
         observation_shape,
