@@ -549,8 +549,10 @@ def run_evaluator(
                 selector = behaviour_lib.Behaviour(
                     behaviour, settings.num_envs, settings.seed, path, evaluation=True
                 )
-            scores = evaluate(env, policy, episodes, should_stop, selector)
             frames = learner_step * settings.frames_per_learner_step
+            if selector is not None:
+                log.scalars({f"bandits/{k}": v for k, v in selector.summary().items()}, frames)
+            scores = evaluate(env, policy, episodes, should_stop, selector)
             hns = [human_normalized_or_nan(settings.env, s) for s in scores]
             for score, h in zip(scores, hns):
                 log.episode(frames, score, h, time.time() - start_time)

@@ -823,6 +823,23 @@ class DiceController(_AxisController):
         block = top_k(ensemble.mean_values(), 1, self._rng)
         return self._params(ensemble.grid.sample_in(block, self._rng)[0])
 
+    def summary(self) -> dict[str, float]:
+        """What the bandits have learned, for TensorBoard: the best tile's centre eta and
+        ensemble-mean value, the mean value over tiles and the games learned from."""
+        (selector,) = self._selectors
+        if not isinstance(selector, BanditEnsemble):
+            return {}
+        values = selector.mean_values()
+        best = int(np.argmax(values))
+        (axis,) = self.axes
+        low, high = axis.block_bounds(best)
+        return {
+            "best_eta": float(axis.to_param((low + high) / 2)),
+            "best_value": float(values[best]),
+            "mean_value": float(np.mean(values)),
+            "games": float(selector.bandits[0].counts.sum()),
+        }
+
 
 class GdiController(_AxisController):
     """GDI's Bandits Controller (GDI §4.1, App. G, Algorithm 4) over lambda = (1/tau_1, 1/tau_2, eps).

@@ -114,6 +114,15 @@ class Behaviour:
         ):
             self.save()
 
+    def summary(self) -> dict[str, float]:
+        """The mean over controllers of what each reports about its learning (`summary()`,
+        e.g. DiCE's best region), for TensorBoard; empty for controllers without one."""
+        reports = [c.summary() for c in self.controllers if hasattr(c, "summary")]
+        reports = [r for r in reports if r]
+        if not reports:
+            return {}
+        return {key: float(np.mean([r[key] for r in reports])) for key in reports[0]}
+
     def state_dict(self) -> dict[str, np.ndarray]:
         return {
             f"{i}/{key}": value

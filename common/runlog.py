@@ -175,6 +175,13 @@ class EvalLogger:
     def episode(self, frames: int, episode_return: float, hns: float, wall_time: float) -> None:
         self._csv.append(int(frames), float(episode_return), float(hns), round(float(wall_time), 3))
 
+    def scalars(self, values: Mapping[str, float], frames: int) -> None:
+        import tensorflow as tf
+
+        with self._summary.as_default(step=int(frames)):
+            for key, value in values.items():
+                tf.summary.scalar(key, float(value))
+
     def round(self, frames: int, returns: Sequence[float], hns: Sequence[float]) -> str:
         """TensorBoard means of one evaluation round, and its console line."""
         import tensorflow as tf

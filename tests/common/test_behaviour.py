@@ -111,3 +111,17 @@ def test_fixed_controller_never_moves_and_guards_its_saved_value(tmp_path):
         behaviour_lib.Behaviour(other, 2, seed=1, state_path=path)
     with pytest.raises(ValueError, match="episode_return must be finite"):
         selector.controllers[0].update({"eta": 1.0}, float("inf"))
+
+
+def test_summary_reports_the_learned_region():
+    selector = behaviour_lib.Behaviour(SPEC, 2, seed=0, state_path=None)
+    assert selector.summary()["games"] == 0.0
+    for _ in range(40):  # return = eta: the top of [0, 50] pays
+        selector.end_games(selector.params["eta"].copy())
+    summary = selector.summary()
+    assert summary["games"] == 40.0  # 20 games per env, averaged over the two controllers
+    assert summary["best_eta"] > 25.0 and summary["best_value"] > summary["mean_value"]
+    fixed = behaviour_lib.BehaviourSpec(
+        functools.partial(bandits.FixedController, {"eta": 1.0}), {"eta": ()}
+    )
+    assert behaviour_lib.Behaviour(fixed, 2, seed=0, state_path=None).summary() == {}

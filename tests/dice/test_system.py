@@ -42,7 +42,7 @@ def run(logdir, steps, timeout_s=240) -> str:
 
 
 def scalars(logdir) -> dict[str, list[float]]:
-    """Every scalar the learner wrote to TensorBoard, by tag, in order."""
+    """Every scalar written to TensorBoard under `logdir` (not its subdirectories), by tag."""
     values: dict[str, list[float]] = {}
     for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -73,6 +73,9 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     assert (first > 0).all()  # every env's games fed its own bandits
     with open(os.path.join(logdir, "eval.csv")) as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation, best region of the bandits
+    # The evaluator logs what the bandits it loaded have learned.
+    best_eta = scalars(os.path.join(logdir, "eval"))["bandits/best_eta"]
+    assert best_eta and all(0.0 <= eta <= 50.0 for eta in best_eta)
 
     output = run(logdir, steps=40)
     assert f"resumed {logdir}/checkpoints/ckpt-20 (step 20" in output
