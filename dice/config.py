@@ -78,9 +78,11 @@ class DiceConfig(ProcessSettings):
     retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # Eq. (2) prints Q(s_{t+1}, a_{t+1}) (DESIGN.md §3); dice.md A3 proposes "expected".
     q_centering: str = field(
-        "policy_mean", "Q = V + A - E_pi[A] (policy_mean), V + A (none) or V + A - mean A."
+        "none", "Q = V + A (none), V + A - E_pi[A] (policy_mean) or V + A - mean A."
     )
-    # choice (dice.md A4): makes E_pi Q = V, as GDI's Eq. (9) for the same agent.
+    # §3.1 / Algorithm 1: "Q_theta = V_theta + A_theta" (the paper states it; dice.md A4 proposes
+    # policy_mean from GDI's Eq. (9), where the paper wins). policy_mean also makes the Q of the
+    # same outputs depend on each episode's eta, which the eta-blind V cannot follow.
 
     # --- Optimiser (Table 5) ---------------------------------------------------------------------
     learning_rate: float = field(5e-4, "Peak learning rate, annealed linearly to 0.")  # Table 5
