@@ -194,6 +194,14 @@ class Learner:
                     sample = next(batches)
                 except (StopIteration, tf.errors.OutOfRangeError):
                     batches = self._batches()  # the sample timeout ended the dataset: no data yet
+                    if time.monotonic() - last_log >= self.settings.log_interval_s:
+                        last_log = time.monotonic()
+                        print(
+                            f"[{self.settings.name}] waiting for the replay to fill: actors "
+                            f"produced {run_logging.format_count(int(self.actor_frames.numpy()))} "
+                            f"frames, {self.games_logged} games",
+                            flush=True,
+                        )
                     continue
                 stats = self._train_on(sample)
                 steps_this_run += 1

@@ -144,7 +144,7 @@ def test_learner_stops_at_the_frame_budget_without_data(queue, tmp_path):
     again.close()
 
 
-def test_learner_waits_with_timeouts_and_honours_stop(queue, tmp_path):
+def test_learner_waits_with_timeouts_and_honours_stop(queue, tmp_path, capsys):
     learner, _, _ = make_learner(tmp_path, queue)
     calls = []
 
@@ -155,6 +155,8 @@ def test_learner_waits_with_timeouts_and_honours_stop(queue, tmp_path):
     learner.run(should_stop=stop_after_data_runs_out)
     assert int(learner.step.numpy()) == 3
     learner.close()
+    # While no batch comes, the console says so (a replay that takes minutes to fill).
+    assert "waiting for the replay to fill: actors produced" in capsys.readouterr().out
 
 
 def test_csv_log_appends_and_rejects_a_foreign_header(tmp_path):
