@@ -69,21 +69,68 @@ def trained_steps(batch: dict, burn_in: int) -> dict:
     return tf.nest.map_structure(lambda x: x[burn_in:], steps)
 
 
+def split_batch(batch: dict, parts: int) -> list[dict]:
+    """`parts` equal slices of a batch along its batch axis (axis 1 of the time-major step
+    fields, axis 0 of the core state and the sample info)."""
+    size = tf.shape(batch[replay.MASK])[1] // parts
+    slices = []
+    for i in range(parts):
+        part = {}
+        for key, value in batch.items():
+            if key == "learner_step":
+                part[key] = value
+            elif key in (acting.CORE_STATE, "info"):
+                part[key] = tf.nest.map_structure(lambda x: x[i * size : (i + 1) * size], value)
+            else:
+                part[key] = tf.nest.map_structure(lambda x: x[:, i * size : (i + 1) * size], value)
+        slices.append(part)
+    return slices
+
+
 def make_train_step(
     loss_fn: Callable[[dict], tuple], variables: Sequence[tf.Variable], optimizer, config
 ) -> Callable[[dict, tf.Tensor], dict]:
     """`step(batch, frames) -> stats` (one tf.function): `loss_fn(batch) -> (loss, stats)`,
     gradients of `variables`, one AdamW update (`times_sampled` of them with
-    `reuse_mode="repeat"`). The schedules follow the optimiser's update count, not `frames`."""
+    `reuse_mode="repeat"`). The schedules follow the optimiser's update count, not `frames`.
+
+    `config.learner_microbatches` = k > 1 computes the gradient k sequences-slices at a time and
+    adds them up, each weighted by its share of the batch's trained real steps: `loss_fn`
+    averages over the real trained steps of what it is given (masked means), so the weighted
+    sum is exactly the whole batch's gradient (and stats), in about 1/k of the activation
+    memory. (A config without the field trains the whole batch at once.)
+    """
     optimizer.build(variables)
     repeats = config.times_sampled if config.reuse_mode == "repeat" else 1
+    parts = getattr(config, "learner_microbatches", 1)
+
+    def gradients(batch: dict):
+        if parts == 1:
+            with tf.GradientTape() as tape:
+                loss, stats = loss_fn(batch)
+            return tape.gradient(loss, variables), stats
+        trained = tf.cast(batch[replay.MASK][config.burn_in : -1], tf.float32)
+        total = tf.maximum(tf.reduce_sum(trained), 1.0)
+        summed_gradients, summed_stats = None, None
+        for part in split_batch(batch, parts):
+            weight = tf.reduce_sum(tf.cast(part[replay.MASK][config.burn_in : -1], tf.float32))
+            weight /= total
+            with tf.GradientTape() as tape:
+                loss, stats = loss_fn(part)
+            grads = [g * weight for g in tape.gradient(loss, variables)]
+            stats = {k: v * weight for k, v in stats.items()}
+            if summed_gradients is None:
+                summed_gradients, summed_stats = grads, stats
+            else:
+                summed_gradients = [a + b for a, b in zip(summed_gradients, grads)]
+                summed_stats = {k: summed_stats[k] + v for k, v in stats.items()}
+        return summed_gradients, summed_stats
 
     def step(batch: dict, frames: tf.Tensor) -> dict:
         del frames
         for _ in range(repeats):
-            with tf.GradientTape() as tape:
-                loss, stats = loss_fn(batch)
-            optimizer_stats = optimizer.apply(tape.gradient(loss, variables), variables)
+            grads, stats = gradients(batch)
+            optimizer_stats = optimizer.apply(grads, variables)
         return dict(stats, **{f"optimizer/{k}": v for k, v in optimizer_stats.items()})
 
     return tf.function(step, jit_compile=config.jit_compile)

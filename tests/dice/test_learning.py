@@ -29,6 +29,7 @@ CONFIG = config_lib.DiceConfig(
     burn_in=BURN_IN,
     sequence_length=LENGTH,
     batch_size=BATCH,
+    learner_microbatches=1,
     total_frames=10_000,
     warmup_steps=2,
     learning_rate=1e-3,
@@ -45,13 +46,14 @@ def make_network(config=CONFIG, seed=0):
 
 def make_batch(seed=0):
     """A batch of sample-k items as the learner receives them ([L, B, ...], L = 4 + 6 + 1):
-    item 0 starts a game at step 6 and item 1 has its burn-in as padding."""
+    item 0 starts a game at step 6, item 1 has its burn-in as padding, item 2 ends padded."""
     rng = np.random.default_rng(seed)
     L = BURN_IN + LENGTH + 1
     reset = np.zeros((L, BATCH), bool)
     reset[6, 0] = True
     mask = np.ones((L, BATCH), np.float32)
     mask[:BURN_IN, 1] = 0.0
+    mask[-4:, 2] = 0.0  # item 2's game ended: its last trained steps are padding
     reset[BURN_IN, 1] = True
     return {
         "observation": tf.constant(rng.normal(size=(L, BATCH, 4)), tf.float32),
@@ -152,3 +154,21 @@ def test_network_is_dices():
     shaped = tf.constant([2 * np.log(2.0), -np.log(4.0)], tf.float32)
     (a_plain, _), _ = plain.step(obs, prev_action, shaped, no_reset, state)
     np.testing.assert_allclose(a_shaped, a_plain, rtol=1e-5, atol=1e-6)
+
+
+def test_microbatches_give_the_whole_batch_gradient():
+    """Three slices of one sequence, each weighted by its real trained steps (7, 7 and 4 of
+    18), update the weights exactly as the whole batch does."""
+    weights, stats = {}, {}
+    for parts in (1, 3):
+        config = dataclasses.replace(CONFIG, learner_microbatches=parts).validate()
+        net = make_network(config)
+        step = learning.make_train_step(net, learning.make_optimizer(config), config)
+        stats[parts] = step(make_batch(), tf.constant(0, tf.int64))
+        weights[parts] = [v.numpy() for v in net.trainable_variables]
+    for whole, sliced in zip(weights[1], weights[3]):
+        np.testing.assert_allclose(whole, sliced, rtol=1e-4, atol=1e-6)
+    for key in ("loss/total", "loss/v", "loss/q", "loss/pi", "optimizer/grad_norm"):
+        assert float(stats[3][key]) == pytest.approx(float(stats[1][key]), rel=1e-5)
+    with pytest.raises(ValueError, match="--learner_microbatches=2 must divide --batch_size=3"):
+        dataclasses.replace(CONFIG, learner_microbatches=2).validate()
