@@ -202,6 +202,60 @@ def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
     np.testing.assert_allclose(adv, expected_adv, **TOL)
 
 
+@pytest.mark.parametrize("rho_bar, c_bar", [(1.05, 1.05), (1.0, 0.5), (1e9, 1e9)])
+def test_vtrace_fixed_point_is_the_value_of_pi_tilde(rho_bar, c_bar):
+    """dice.md §9 test 11 / (U2), IMPALA Theorem 1, through `returns.vtrace`: on a random
+    3-state, 2-action MDP, the expected 3-step V-trace operator (our targets averaged over every
+    action and state path under mu) iterated from 0 converges to V of
+    pi~ = min(rho_bar mu, pi) / sum(...) (for huge clips, V of pi)."""
+    rng = np.random.default_rng(0)
+    S, A, T, gamma = 3, 2, 3, 0.9
+    P = rng.dirichlet(np.ones(S), size=(S, A))  # P[s, a, s']
+    R = rng.normal(size=(S, A))
+    pi, mu = rng.dirichlet(np.ones(A), size=S), rng.dirichlet(np.ones(A), size=S)
+    # Closed form of dice.md §9 test 11 first: pi = (0.9, 0.1), mu = (0.5, 0.5), rho_bar 1.05.
+    clipped = np.minimum(1.05 * np.array([0.5, 0.5]), [0.9, 0.1])
+    np.testing.assert_allclose(clipped / clipped.sum(), [0.84, 0.16])
+    tilde = np.minimum(rho_bar * mu, pi)
+    tilde /= tilde.sum(1, keepdims=True)
+    P_t = np.einsum("sa,sat->st", tilde, P)
+    v_tilde = np.linalg.solve(np.eye(S) - gamma * P_t, np.einsum("sa,sa->s", tilde, R))
+    # Every path (s_0, a_0, s_1, a_1, s_2, a_2, s_3) with its probability under mu.
+    paths, weights = [], []
+    for s0 in range(S):
+        for rest in np.ndindex(*([A, S] * T)):
+            states = [s0, *rest[1::2]]
+            actions = list(rest[0::2])
+            w = 1.0
+            for t in range(T):
+                w *= mu[states[t], actions[t]] * P[states[t], actions[t], states[t + 1]]
+            paths.append((states, actions))
+            weights.append(w)
+    states = np.array([p[0] for p in paths]).T  # [T+1, N]
+    actions = np.array([p[1] for p in paths]).T  # [T, N]
+    weights = np.array(weights)
+    log_rhos = np.log(pi[states[:-1], actions] / mu[states[:-1], actions])
+    rewards = R[states[:-1], actions]
+    v = np.zeros(S)
+    for _ in range(300):
+        targets = returns.vtrace(
+            log_rhos,
+            np.full(rewards.shape, gamma),
+            rewards,
+            v[states[:-1]],
+            v[states[-1]],
+            clip_rho_threshold=rho_bar,
+            clip_pg_rho_threshold=rho_bar,
+            clip_c_threshold=c_bar,
+        ).vs.numpy()[0]
+        v = np.array([np.sum((weights * targets)[states[0] == s]) for s in range(S)])
+    np.testing.assert_allclose(v, v_tilde, atol=2e-4)
+    if rho_bar > 1e6:  # untruncated: the value of pi itself
+        P_pi = np.einsum("sa,sat->st", pi, P)
+        v_pi = np.linalg.solve(np.eye(S) - gamma * P_pi, np.einsum("sa,sa->s", pi, R))
+        np.testing.assert_allclose(v, v_pi, atol=2e-4)
+
+
 @pytest.mark.parametrize("rho_bar, c_bar", [(1.0, 1.0), (5.0, 2.0)])
 def test_vtrace_impala_t1_on_policy(rho_bar, c_bar):
     # impala.md §9 T1: Eq. (2), also with clip levels above 1.
