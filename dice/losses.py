@@ -78,15 +78,17 @@ def dice_loss(
     v_loss = sequences.masked_mean(critic.v_loss, mask)
     q_loss = sequences.masked_mean(critic.q_loss, mask)
     pi_loss = sequences.masked_mean(pi_loss, mask)
-    entropy = sequences.masked_mean(policies.entropy(probs=target_probs[:-1]), mask)
+    # H from the log-probabilities: at eta = 50, softmax(eta A) underflows to exact zeros, where
+    # the gradient of p log p is infinite, and 0 * inf would poison every weight.
+    entropy = sequences.masked_mean(-tf.reduce_sum(target_probs * log_pi, -1)[:-1], mask)
     total = (
         hparams.v_loss_scale * v_loss
         + hparams.q_loss_scale * q_loss
         + hparams.pi_loss_scale * pi_loss
-        # dice.md A12: the `entropy` ablation adds −coef · H[pi_tau] after the scalings.
-        - hparams.entropy_cost * entropy
     )
-    rhos = tf.exp(log_rhos)
+    if hparams.entropy_cost:
+        # dice.md A12: the `entropy` ablation adds −coef · H[pi_tau] after the scalings.
+        total -= hparams.entropy_cost * entropy
     return total, {
         "loss/total": total,
         "loss/v": v_loss,
@@ -94,9 +96,10 @@ def dice_loss(
         "loss/pi": pi_loss,
         "policy/entropy": entropy,
         "policy/eta": sequences.masked_mean(etas[:-1], mask),
-        "policy/rho": sequences.masked_mean(rhos, mask),
+        # log rho, not rho: a step the stale policy took with a tiny mu has a ratio beyond float32.
+        "policy/log_rho": sequences.masked_mean(log_rhos, mask),
         "policy/rho_clipped_fraction": sequences.masked_mean(
-            tf.cast(rhos > hparams.clip_rho_threshold, tf.float32), mask
+            tf.cast(log_rhos > tf.math.log(hparams.clip_rho_threshold), tf.float32), mask
         ),
         "value/v": sequences.masked_mean(values[:-1], mask),
         "value/q_taken": sequences.masked_mean(critic.q_taken, mask),

@@ -232,3 +232,25 @@ def test_spec_worked_vtrace_and_retrace_numbers():
         np.testing.assert_allclose(
             out.pg_advantages.numpy()[:, 0], [2.220476, 1.882442, 1.899400], atol=1e-6
         )
+
+
+def test_gradients_stay_finite_where_the_target_policy_underflows():
+    """eta = 50 and advantage gaps of 10 make softmax(eta A) exactly 0 in float32 for the other
+    actions; the loss, its gradients and the statistics must stay finite (with and without the
+    entropy ablation), or one such step turns every weight into NaN."""
+    import dataclasses
+
+    adv, v, eta, a, log_mu, r, d, mask = random_inputs(11)
+    adv = adv * 10.0
+    eta[:] = 50.0
+    log_mu[:] = -200.0  # a stale behaviour that gave the taken action almost no mass
+    for hp in (HP, dataclasses.replace(HP, entropy_cost=1.0)):
+        adv_t, v_t = tf.Variable(adv), tf.Variable(v)
+        with tf.GradientTape() as tape:
+            total, stats = losses.dice_loss(
+                hp, adv_t, v_t, eta, tf.constant(a, tf.int32), log_mu, r, d, mask
+            )
+        grads = tape.gradient(total, [adv_t, v_t])
+        assert np.isfinite(float(total))
+        assert all(np.isfinite(g.numpy()).all() for g in grads)
+        assert all(np.isfinite(float(value)) for value in stats.values())
