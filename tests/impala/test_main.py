@@ -11,12 +11,12 @@ import pytest
 IMPORT_TIME = "import time:"
 
 
-def run_main(*flags, timeout=60):
-    """Runs `python -m impala.main`; returns the result, its stderr lines that are not the
+def run_main(*flags, timeout=60, module="impala.main"):
+    """Runs `python -m <module>`; returns the result, its stderr lines that are not the
     interpreter's import log, and the modules it imported (`-X importtime` logs every import on
     stderr, on any CPU)."""
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "impala.main", *flags],
+        [sys.executable, "-X", "importtime", "-m", module, *flags],
         capture_output=True,
         text=True,
         timeout=timeout,

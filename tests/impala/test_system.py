@@ -71,8 +71,8 @@ def checkpoint_step(logdir: str) -> int:
     return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
 
 
-def run_main(logdir, *extra, flags=FLAGS) -> tuple[subprocess.Popen, str]:
-    """Starts `python -m impala.main` with `flags` and `extra`; returns the process and the file
+def run_main(logdir, *extra, flags=FLAGS, module="impala.main") -> tuple[subprocess.Popen, str]:
+    """Starts `python -m <module>` with `flags` and `extra`; returns the process and the file
     its output goes to.
 
     Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
@@ -80,7 +80,7 @@ def run_main(logdir, *extra, flags=FLAGS) -> tuple[subprocess.Popen, str]:
     output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
     with open(output_path, "w") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "impala.main", f"--logdir={logdir}", *flags, *extra],
+            [sys.executable, "-m", module, f"--logdir={logdir}", *flags, *extra],
             stdout=output,
             stderr=subprocess.STDOUT,
         )

@@ -117,10 +117,6 @@ def test_written_priorities_and_new_key_estimate():
     # The priority of each sequence, floored, then folded with the uniform mixing.
     raw = stats["priority/mean"].numpy()
     assert stats["priorities"].shape == (B,)
-    ht = priorities.horvitz_thompson_mean(
-        np.asarray(stats["priorities"]) * 0 + 1, [0.01, 0.02, 0.005], 100
-    )
-    assert ht == pytest.approx(1.0)
     mean = state.mean_weight.numpy()  # rate 1: this batch's Horvitz-Thompson mean
     assert state.insert_priority.numpy() == pytest.approx(mean / 0.9, rel=1e-5)
     folded = np.asarray(stats["priorities"])
@@ -139,7 +135,9 @@ def test_max_priority_and_uniform_variants():
     _, _, state, step = make_parts(make_config(prioritisation="uniform"))
     stats = step(make_batch(), tf.constant(0, tf.int64))
     assert state.insert_priority.numpy() == 1.0  # nothing to estimate: sampling is uniform
-    np.testing.assert_allclose(stats["priorities"], stats["priorities"])
+    np.testing.assert_allclose(
+        stats["priorities"], stats["priority/mean"], rtol=0.5
+    )  # written unfolded (priority ** 0 samples uniformly whatever they are)
 
 
 def test_zero_lstm_state_ignores_the_stored_state():
