@@ -105,3 +105,20 @@ def test_horvitz_thompson_estimate_is_not_inflated_by_prioritised_sampling():
     estimate = priorities.horvitz_thompson_mean(p[keys], probabilities[keys], 1000)
     assert naive > 1.5 * p.mean()
     assert estimate == pytest.approx(p.mean(), rel=0.03)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cpt_on_random_known_sets(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    p = rng.exponential(size=n) + 0.1
+    p[rng.random(n) < 0.6] = UNKNOWN
+    tree = priorities.ContextualPriorityTree(p)
+    known = ~np.isnan(p)
+    np.testing.assert_array_equal(tree.estimates[known], p[known])  # known keys keep theirs
+    # The path products are exactly proportional to the estimates, and sum to 1.
+    np.testing.assert_allclose(tree.tree_probabilities, tree.estimates / tree.estimates.sum())
+    assert tree.probabilities(0.05).sum() == pytest.approx(1.0)
+    if known.any():  # every estimate is a weighted mean of known priorities
+        assert p[known].min() - 1e-12 <= tree.estimates.min()
+        assert tree.estimates.max() <= p[known].max() + 1e-12
