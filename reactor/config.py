@@ -33,6 +33,7 @@ POLICY_GRADIENTS = ("beta_loo", "tislr")
 TRACE_POLICIES = ("target", "online")
 REPLAY_LSTM_STATES = ("stored", "zero")
 PRIORITISATIONS = ("lazy", "max", "uniform")
+TORSOS = ("table3", "mlp")  # reactor.networks.TORSOS (a test asserts they agree)
 EVAL_POLICIES = ("sample", "greedy")
 
 
@@ -66,6 +67,8 @@ class ReactorConfig:
     v_max: float = field(10.0, "Highest atom.")  # choice (reactor.md §8 #1): C51
     policy_epsilon: float = field(0.01, "Uniform mixing of the policy head.")
     # App. 6.4: epsilon = 0.01 "is hard-coded into the policy network".
+    torso: str = field("table3", "Torso: table3 (Table 3's convolutions) or mlp (CartPole).")
+    # Table 3; choice: "mlp" (one CReLU layer of 64) for CartPole's 4-number observations.
 
     # --- Loss (§3.1-3.2, §4.1) -----------------------------------------------------------------
     discount: float = field(0.99, "Discount gamma.")  # choice (reactor.md §8 #1): Atari's usual
@@ -118,6 +121,16 @@ class ReactorConfig:
     # §3.3: prioritisation "purely as variance reduction", exponent 1.
     normalise_importance_weights: bool = field(True, "Divide the weights by the batch maximum.")
     # choice (reactor.md §8 #3): PER's convention.
+    priority_estimate_rate: float = field(0.01, "Moving-average rate of the new-key estimate.")
+    # choice (reactor/priorities.py): the lazy estimate for new keys averages the last ~100
+    # batches' Horvitz-Thompson estimates: recent context, as the CPT's neighbouring keys are.
+    min_replay_size: int = field(5_000, "Sequences in replay before the learner samples.")
+    # choice: not given; a few hundred sequences per environment so batches are not correlated.
+    replay_error_buffer: float = field(1_000.0, "Samples the ratio limiter may drift by.")
+    # choice: the acting : learning ratio is held "typically" (§3.4), not exactly; 1,000 sampled
+    # sequences of slack lets 10 envs insert and the learner sample without waiting on each other.
+    estimate_pull_interval: int = field(100, "Actor steps between reads of the new-key estimate.")
+    # choice: the estimate drifts slowly (priority_estimate_rate); one read per 100 steps.
     acting_steps_per_learner_step: float = field(5.0, "Environment steps per learner step.")
     # §3.4: "We typically execute 4-6 acting steps per each learning step"; choice: the middle.
 
@@ -130,6 +143,10 @@ class ReactorConfig:
     # --acting_steps_per_learner_step acting steps.
     publish_interval: int = field(1, "Learner steps between parameter publications.")
     # §3.4: a worker sends its update at the end of each learning step.
+    actor_niceness: int = field(19, "nice increment of actor and evaluator processes.")
+    # choice: as IMPALA's (impala/config.py): actors use the CPU a shared learner leaves.
+    checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.")  # choice
+    log_interval_s: float = field(10.0, "Seconds between console lines / summaries.")  # choice
 
     # --- Evaluation (§4.1, App. 6.6) -----------------------------------------------------------
     eval_episodes: int = field(200, "Episodes per evaluation.")
@@ -137,6 +154,10 @@ class ReactorConfig:
     # were never released, reactor.md §6.1).
     eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy on Q.")
     # choice (reactor.md §8 #15): the stochastic, epsilon-mixed pi, the agent's only policy.
+    eval_interval_s: float = field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
+    # choice: the evaluator shares 2 cores with training, so it runs rarely.
+    eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
+    # choice: a periodic round of 200 Atari episodes would starve training on 2 cores.
     seed: int = field(0, "Seed of environments and networks.")
     # §4.1: "a fixed random seed across all games".
 
@@ -149,6 +170,7 @@ class ReactorConfig:
             ("trace_policy", TRACE_POLICIES),
             ("replay_lstm_state", REPLAY_LSTM_STATES),
             ("prioritisation", PRIORITISATIONS),
+            ("torso", TORSOS),
             ("eval_policy", EVAL_POLICIES),
         ):
             check_choice(name, getattr(self, name), allowed)
@@ -172,13 +194,26 @@ class ReactorConfig:
                 "params_pull_interval",
                 "publish_interval",
                 "eval_episodes",
+                "eval_round_episodes",
+                "min_replay_size",
+                "replay_error_buffer",
+                "estimate_pull_interval",
+                "checkpoint_interval_s",
+                "log_interval_s",
             ),
         )
         check_all(
             self,
             ">= 0",
             lambda v: v >= 0,
-            ("noop_max", "clip_c_threshold", "entropy_cost", "max_grad_norm", "priority_floor"),
+            (
+                "noop_max",
+                "clip_c_threshold",
+                "entropy_cost",
+                "max_grad_norm",
+                "priority_floor",
+                "eval_interval_s",
+            ),
         )
         check_all(self, ">= 1", lambda v: v >= 1, ("beta_loo_c", "tislr_c"))
         check_all(
@@ -193,10 +228,22 @@ class ReactorConfig:
                 "adam_beta1",
                 "adam_beta2",
                 "priority_exponent",
-                "replay_uniform_epsilon",
                 "importance_exponent",
             ),
         )
+        check_all(self, "in [0, 1)", lambda v: 0 <= v < 1, ("replay_uniform_epsilon",))
+        check_all(self, "in (0, 1]", lambda v: 0 < v <= 1, ("priority_estimate_rate",))
+        check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
+        if self.distributional and self.retrace_form != "expected":
+            raise ValueError(
+                f"--retrace_form={self.retrace_form} needs --distributional=false: "
+                "Distributional Retrace (Eq. F) bootstraps on E_pi q"
+            )
+        if self.distributional and self.clip_c_threshold != 1.0:
+            raise ValueError(
+                f"--clip_c_threshold={self.clip_c_threshold} needs --distributional=false: "
+                "Distributional Retrace uses Eq. (4)'s min(1, rho)"
+            )
         if self.num_atoms < 2:
             raise ValueError(f"--num_atoms={self.num_atoms} must be >= 2")
         if not self.v_min < self.v_max:
@@ -225,6 +272,16 @@ class ReactorConfig:
         return dict(atari_protocol_overrides(self), frame_stack=self.frame_stack)
 
     @property
+    def frames_per_step(self) -> int:
+        """Environment frames per agent step: the action repeat (§4.1: 4; CartPole: 1)."""
+        return 1 if self.env == "CartPole" else ACTION_REPEAT
+
+    @property
+    def frames_per_batch(self) -> int:
+        """New environment frames per learner step (the acting : learning ratio, §3.4)."""
+        return int(round(self.acting_steps_per_learner_step * self.frames_per_step))
+
+    @property
     def num_envs(self) -> int:
         return self.num_actors * self.envs_per_actor
 
@@ -244,3 +301,22 @@ class ReactorConfig:
     def learner_steps(self) -> int:
         """Learner steps in --total_frames (reactor.md §5.3: 8.3M-12.5M for 200M frames)."""
         return int(self.total_frames / ACTION_REPEAT / self.acting_steps_per_learner_step)
+
+
+# choice: CartPole is the fast smoke test, not a paper setting: the "mlp" torso, one actor, returns
+# up to 1 / (1 - 0.99) = 100 on the support (clipped rewards are 1 per step), a replay and a
+# target period sized for a run of minutes, and a higher learning rate than Atari's 5e-5.
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(
+    torso="mlp",
+    v_min=0.0,
+    v_max=100.0,
+    total_frames=500_000,
+    num_actors=1,
+    envs_per_actor=8,
+    replay_capacity=100_000,
+    min_replay_size=500,
+    target_update_period=100,
+    learning_rate=5e-4,
+    noop_max=0,
+    max_episode_frames=500,
+)

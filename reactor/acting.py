@@ -1,0 +1,118 @@
+"""Reactor's acting policy and Atari protocol.
+
+Actors sample a_t ~ pi(.|x_t), the network's eps-mixed policy (App. 6.4; no eps-greedy on Q, no
+noisy nets, reactor.md §2.10), and store the whole distribution mu = pi(.|x_t) with each step
+(footnote 1: mu is stored with the actions; the whole vector serves the TISLR ablation too). The
+state of both LSTMs at each item's first step is stored by the replay pattern (reactor.md §3.6).
+Evaluation samples from pi as well unless `--eval_policy=greedy` (argmax of Q).
+"""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from common import acting
+from common import distributional
+from common import envs
+from common import policies
+from reactor import config as config_lib
+from reactor import networks
+
+BEHAVIOUR_PROBS = "behaviour_probs"
+
+
+def make_network(config: config_lib.ReactorConfig, num_actions: int) -> networks.ReactorNet:
+    return networks.ReactorNet(
+        num_actions,
+        config.num_atoms,
+        distributional=config.distributional,
+        policy_epsilon=config.policy_epsilon,
+        torso=config.torso,
+    )
+
+
+def core_state_spec(config: config_lib.ReactorConfig):
+    """(policy h, policy c, Q h, Q c) of one env (Table 3: 128 units each)."""
+    del config
+    return (tf.TensorSpec([128], tf.float32),) * 4
+
+
+def policy_extras(spec) -> dict:
+    return {BEHAVIOUR_PROBS: tf.TensorSpec([spec.num_actions], tf.float32)}
+
+
+class ReactorPolicy:
+    """`common.acting.Policy` of Reactor: one compiled call per batched step."""
+
+    def __init__(self, network, observation_shape, observation_dtype, seed, greedy, support):
+        network.create_variables(observation_shape, observation_dtype)
+        self.network = network
+        self.greedy = greedy
+        self.support = support
+        self._rng = tf.random.Generator.from_seed(seed)
+        self._step = tf.function(self._step_graph, reduce_retracing=True)
+        self._value = tf.function(self._value_graph, reduce_retracing=True)
+
+    def initial_state(self, batch_size: int):
+        return tuple(s.numpy() for s in self.network.initial_state(batch_size))
+
+    def _step_graph(self, observation, reset, state):
+        outputs, new_state = self.network.step(observation, reset, state)
+        probs = outputs.policy_probs
+        if self.greedy:
+            q_values = self.network.q_values(outputs.q, self.support)
+            return tf.argmax(q_values, -1, output_type=tf.int32), probs, new_state
+        seed = tf.cast(self._rng.make_seeds(1)[:, 0], tf.int32)
+        return policies.sample_actions(probs=probs, seed=seed), probs, new_state
+
+    def _value_graph(self, observation, state):
+        reset = tf.zeros(tf.shape(observation)[:1], tf.bool)
+        outputs, _ = self.network.step(observation, reset, state)
+        q_values = self.network.q_values(outputs.q, self.support)
+        return tf.reduce_sum(outputs.policy_probs * q_values, -1)
+
+    def step(self, observation, prev_action, prev_reward, reset, state, behaviour=None):
+        """The LSTMs see only the frame (Table 3), not the previous action or reward."""
+        del prev_action, prev_reward, behaviour
+        actions, probs, new_state = self._step(observation, reset, state)
+        return (
+            actions.numpy(),
+            {BEHAVIOUR_PROBS: probs.numpy()},
+            tuple(s.numpy() for s in new_state),
+        )
+
+    def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
+        """V(x) = sum_a pi(a|x) Q(x, a): the expected bootstrap of Eq. (3)."""
+        del prev_action, prev_reward
+        return self._value(observation, state).numpy()
+
+    def set_weights(self, weights) -> None:
+        """The published weights: the network's, then the new-key priority estimate, which is
+        the replay writer's (reactor.replay), not the policy's."""
+        acting.assign_weights(self.network.variables, weights[: len(self.network.variables)])
+
+
+def make_policy(
+    config: config_lib.ReactorConfig,
+    num_actions: int,
+    observation_shape: tuple,
+    observation_dtype,
+    seed: int,
+    greedy: bool,
+) -> ReactorPolicy:
+    support = distributional.make_support(config.num_atoms, config.v_min, config.v_max)
+    return ReactorPolicy(
+        make_network(config, num_actions),
+        observation_shape,
+        observation_dtype,
+        seed,
+        greedy,
+        support,
+    )
+
+
+def protocol(config: config_lib.ReactorConfig) -> envs.AtariProtocol:
+    """DQN preprocessing with 4 action repeats and a single frame (§4.1, Table 3); training and
+    evaluation share it (30 no-op starts, §4.1; human starts were never released)."""
+    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

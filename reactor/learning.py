@@ -1,0 +1,161 @@
+"""The Reactor train step (reactor.md §2.9): a batch of sequences in; Adam step, target-network
+copy, new priorities and the new-key estimate out.
+
+The loop around it (sampling, writing priorities back, publishing, checkpoints) is
+`common.learning`. One step, for sequences x_0..x_T (T = 32) sampled with probability P(k) from
+a replay of N sequences:
+
+1. The online network unrolls over x_0..x_{T-1}, the target network over x_0..x_T, both from the
+   actor's stored LSTM state at x_0 (§3.4 unrolls the target over frames 2-33 from the state at
+   frame 2; the replay stores the state at each item's first step only, so the target starts one
+   frame earlier and its first output is not used: reactor.md §3.6's alternative).
+2. Traces, Retrace targets and the policy gradient (`reactor.losses`), each sequence's loss times
+   its importance weight (1 / (N P(k))) ** importance_exponent, divided by the batch maximum.
+3. Adam (lr 5e-5, beta1 = 0, §3.4.1) on the online network; every `target_update_period`
+   learner steps the target network becomes a copy of it (§4.1: T_update = 1000).
+4. Priorities p + floor, folded with the replay's uniform mixing (`reactor.priorities`), go back to
+   Reverb; their Horvitz-Thompson mean moves the estimate new keys are inserted with.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import tensorflow as tf
+
+from common import acting
+from common import distributional
+from common import sequences
+from common import transforms
+from reactor import config as config_lib
+from reactor import losses
+from reactor import priorities as priorities_lib
+
+
+def make_optimizer(config: config_lib.ReactorConfig) -> tf.keras.optimizers.Optimizer:
+    """Adam with the paper's zero momentum (§3.4.1) and the library's beta2 and epsilon."""
+    return tf.keras.optimizers.Adam(
+        learning_rate=config.learning_rate,
+        beta_1=config.adam_beta1,
+        beta_2=config.adam_beta2,
+        epsilon=config.adam_epsilon,
+    )
+
+
+class PriorityState(tf.Module):
+    """The learner's side of lazy prioritisation (reactor/priorities.py): `mean_weight`, the
+    estimated mean of priority ** alpha over the replay, and `insert_priority`, what actors insert
+    new keys with (published with the acting weights)."""
+
+    def __init__(self, initial_priority: float = 1.0):
+        super().__init__(name="priority_state")
+        self.mean_weight = tf.Variable(initial_priority, trainable=False, dtype=tf.float32)
+        self.insert_priority = tf.Variable(initial_priority, trainable=False, dtype=tf.float32)
+
+
+def importance_weights(info: dict, exponent: float, normalise: bool) -> tf.Tensor:
+    """w = (1 / (N P(k))) ** exponent with Reverb's actual P(k) and N (§3.3), [B] float32."""
+    size = tf.cast(info["table_size"], tf.float64)
+    weights = (1.0 / (size * tf.cast(info["probability"], tf.float64))) ** exponent
+    if normalise:
+        weights = weights / tf.reduce_max(weights)
+    return tf.cast(weights, tf.float32)
+
+
+def copy_variables(source, destination) -> None:
+    for src, dst in zip(source.variables, destination.variables):
+        dst.assign(src)
+
+
+def make_train_step(
+    network,
+    target_network,
+    optimizer,
+    priority_state: PriorityState,
+    config: config_lib.ReactorConfig,
+) -> Callable[[dict, tf.Tensor], dict]:
+    """`step(batch, frames) -> stats` as one tf.function (see the module docstring). `batch`
+    holds the items' steps [T+1, B, ...], `core_state` [B, ...] x4, `info` and `learner_step`."""
+    hparams = losses.LossHyperparameters.from_config(config)
+    support = distributional.make_support(config.num_atoms, config.v_min, config.v_max)
+    shaping = transforms.reward_transform(config.reward_shaping)
+    variables = network.trainable_variables
+    optimizer.build(variables)
+    alpha = config.priority_exponent
+    epsilon = config.replay_uniform_epsilon
+
+    def step(batch: dict, frames: tf.Tensor) -> dict:
+        del frames  # no schedule: the paper's learning rate is constant
+        observation, reset = batch["observation"], batch["reset"]
+        batch_size = tf.shape(batch["reward"])[1]
+        if config.replay_lstm_state == "stored":
+            state = tuple(batch[acting.CORE_STATE])
+        else:
+            state = network.initial_state(batch_size)
+        target, _ = target_network.unroll(observation, reset, state)
+        rewards = sequences.bootstrapped_rewards(
+            batch["reward"][:-1], batch["truncation_value"][:-1], config.discount, shaping
+        )
+        discounts = sequences.discounts_from_resets(reset, config.discount)
+        weights = importance_weights(
+            batch["info"], config.importance_exponent, config.normalise_importance_weights
+        )
+        with tf.GradientTape() as tape:
+            online, _ = network.unroll(observation[:-1], reset[:-1], state)
+            if config.trace_policy == "target":
+                trace_probs = target.policy_probs
+            else:  # online pi on x_1..x_{T-1}; only the target net sees x_T (reactor.md §8 #5)
+                trace_probs = tf.concat([online.policy_probs, target.policy_probs[-1:]], 0)
+            outputs = losses.reactor_loss(
+                hparams,
+                online,
+                target,
+                tf.stop_gradient(trace_probs),
+                batch["action"],
+                batch["behaviour_probs"][:-1],
+                rewards,
+                discounts,
+                weights,
+                support,
+            )
+        gradients = tape.gradient(outputs.loss, variables)
+        if config.max_grad_norm > 0:
+            gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)
+        else:
+            grad_norm = tf.linalg.global_norm(gradients)
+        optimizer.apply_gradients(zip(gradients, variables))
+        updates = batch["learner_step"] + 1
+        if updates % config.target_update_period == 0:
+            copy_variables(network, target_network)
+
+        new_priorities = outputs.priorities + config.priority_floor
+        written = new_priorities
+        if config.prioritisation != "uniform" and alpha > 0:
+            # Horvitz-Thompson mean of p ** alpha over the replay (reactor/priorities.py).
+            ht = importance_weights(batch["info"], 1.0, normalise=True)
+            batch_mean = tf.reduce_sum(ht * new_priorities**alpha) / tf.reduce_sum(ht)
+            mean_weight = priority_state.mean_weight
+            mean_weight.assign_add(config.priority_estimate_rate * (batch_mean - mean_weight))
+            written = priorities_lib.sampling_priorities(
+                new_priorities, mean_weight, epsilon, alpha
+            )
+            if config.prioritisation == "lazy":  # a new key's weight: estimate + uniform share
+                priority_state.insert_priority.assign(
+                    (mean_weight / (1.0 - epsilon)) ** (1 / alpha)
+                )
+            else:  # PER: new keys get the largest priority written so far
+                priority_state.insert_priority.assign(
+                    tf.maximum(priority_state.insert_priority, tf.reduce_max(written))
+                )
+        return dict(
+            outputs.stats,
+            **{
+                "priorities": written,
+                "priority/mean": tf.reduce_mean(new_priorities),
+                "priority/insert": priority_state.insert_priority.read_value(),
+                "replay/min_importance_weight": tf.reduce_min(weights),
+                "optimizer/grad_norm": grad_norm,
+            },
+        )
+
+    return tf.function(step)

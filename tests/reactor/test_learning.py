@@ -1,0 +1,158 @@
+"""The Reactor train step: compiled equals eager, the target network is copied every
+`target_update_period` steps and never otherwise, IS weights come from Reverb's probabilities,
+priorities are written with the uniform-mixing fold, and the new-key estimate is the
+Horvitz-Thompson mean."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from reactor import acting
+from reactor import config as config_lib
+from reactor import learning
+from reactor import priorities
+
+T, B, A = 6, 3, 2
+
+
+def make_config(**overrides):
+    values = dict(config_lib.CARTPOLE_OVERRIDES, env="CartPole", sequence_length=T + 1)
+    values.update(overrides)
+    return config_lib.ReactorConfig(**values).validate()
+
+
+def make_batch(seed=0, learner_step=0):
+    rng = np.random.default_rng(seed)
+    mu = rng.dirichlet(np.ones(A), size=(T + 1, B)).astype(np.float32)
+    reset = np.zeros((T + 1, B), bool)
+    reset[3, 1] = True  # an episode starts inside one sequence
+    return {
+        "observation": tf.constant(rng.normal(size=(T + 1, B, 4)), tf.float32),
+        "reset": tf.constant(reset),
+        "action": tf.constant(rng.integers(A, size=(T + 1, B)), tf.int32),
+        "reward": tf.constant(rng.integers(0, 2, size=(T + 1, B)), tf.float32),
+        "truncation_value": tf.zeros([T + 1, B]),
+        "behaviour_probs": tf.constant(mu),
+        "core_state": tuple(tf.constant(rng.normal(size=(B, 128)), tf.float32) for _ in range(4)),
+        "info": {
+            "probability": tf.constant([0.01, 0.02, 0.005], tf.float64),
+            "table_size": tf.constant([100, 100, 100], tf.int64),
+        },
+        "learner_step": tf.constant(learner_step, tf.int64),
+    }
+
+
+def make_parts(config, seed=0):
+    tf.random.set_seed(seed)
+    network = acting.make_network(config, A)
+    target = acting.make_network(config, A)
+    for net in (network, target):
+        net.create_variables((4,), tf.float32)
+    learning.copy_variables(network, target)
+    optimizer = learning.make_optimizer(config)
+    state = learning.PriorityState()
+    step = learning.make_train_step(network, target, optimizer, state, config)
+    return network, target, state, step
+
+
+def weights(net):
+    return [v.numpy().copy() for v in net.variables]
+
+
+@pytest.mark.parametrize("overrides", [{}, dict(distributional=False, policy_gradient="tislr")])
+def test_compiled_step_equals_eager(overrides):
+    config = make_config(**overrides)
+    compiled = make_parts(config)
+    eager = make_parts(config)
+    before = weights(compiled[0])
+    for i in range(2):  # the same initial weights in both
+        learning.copy_variables(compiled[i], eager[i])
+    for i in range(2):
+        batch = make_batch(seed=i, learner_step=i)
+        stats_c = compiled[3](batch, tf.constant(0, tf.int64))
+        stats_e = eager[3].python_function(batch, tf.constant(0, tf.int64))
+        np.testing.assert_allclose(stats_c["loss/total"], stats_e["loss/total"], rtol=1e-4)
+        np.testing.assert_allclose(stats_c["priorities"], stats_e["priorities"], rtol=1e-4)
+    for a, b in zip(weights(compiled[0]), weights(eager[0])):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert any(np.any(a != b) for a, b in zip(before, weights(compiled[0])))  # it learned
+
+
+def test_target_network_copied_every_period_only():
+    config = make_config(target_update_period=3)
+    network, target, _, step = make_parts(config)
+    initial = weights(target)
+    for learner_step in range(5):
+        step(make_batch(learner_step, learner_step), tf.constant(0, tf.int64))
+        updates = learner_step + 1
+        if updates == 3:
+            copied = weights(network)
+            for a, b in zip(weights(target), copied):
+                np.testing.assert_array_equal(a, b)
+        elif updates < 3:
+            for a, b in zip(weights(target), initial):
+                np.testing.assert_array_equal(a, b)
+        else:  # updates 4, 5: the copy of step 3, while the online net moved on
+            for a, b in zip(weights(target), copied):
+                np.testing.assert_array_equal(a, b)
+            assert any(np.any(a != b) for a, b in zip(weights(network), copied))
+
+
+def test_importance_weights_use_reverb_s_probability():
+    info = make_batch()["info"]
+    np.testing.assert_allclose(
+        learning.importance_weights(info, 1.0, normalise=False), [1.0, 0.5, 2.0]
+    )
+    np.testing.assert_allclose(
+        learning.importance_weights(info, 1.0, normalise=True),
+        priorities.importance_weights([0.01, 0.02, 0.005], 100),
+    )
+
+
+def test_written_priorities_and_new_key_estimate():
+    config = make_config(priority_estimate_rate=1.0, replay_uniform_epsilon=0.1)
+    _, _, state, step = make_parts(config)
+    batch = make_batch()
+    stats = step(batch, tf.constant(0, tf.int64))
+    # The priority of each sequence, floored, then folded with the uniform mixing.
+    raw = stats["priority/mean"].numpy()
+    assert stats["priorities"].shape == (B,)
+    mean = state.mean_weight.numpy()  # rate 1: this batch's Horvitz-Thompson mean
+    assert state.insert_priority.numpy() == pytest.approx(mean / 0.9, rel=1e-5)
+    folded = np.asarray(stats["priorities"])
+    unfolded = folded - 0.1 / 0.9 * mean
+    assert np.all(unfolded > 0) and unfolded.mean() == pytest.approx(raw, rel=1e-4)
+    expected_mean = priorities.horvitz_thompson_mean(unfolded, [0.01, 0.02, 0.005], 100)
+    assert mean == pytest.approx(expected_mean, rel=1e-4)
+
+
+def test_max_priority_and_uniform_variants():
+    _, _, state, step = make_parts(make_config(prioritisation="max"))
+    stats = step(make_batch(), tf.constant(0, tf.int64))
+    assert state.insert_priority.numpy() == pytest.approx(
+        max(1.0, float(np.max(stats["priorities"])))
+    )
+    _, _, state, step = make_parts(make_config(prioritisation="uniform"))
+    stats = step(make_batch(), tf.constant(0, tf.int64))
+    assert state.insert_priority.numpy() == 1.0  # nothing to estimate: sampling is uniform
+    np.testing.assert_allclose(
+        stats["priorities"], stats["priority/mean"], rtol=0.5
+    )  # written unfolded (priority ** 0 samples uniformly whatever they are)
+
+
+def test_zero_lstm_state_ignores_the_stored_state():
+    batch = make_batch()
+    changed = dict(batch, core_state=tuple(s * 0 + 5 for s in batch["core_state"]))
+    losses = {}
+    for mode in ("zero", "stored"):
+        config = make_config(replay_lstm_state=mode)
+        network, target, _, step = make_parts(config)
+        values = []
+        for b in (batch, changed):
+            copy = make_parts(config)
+            learning.copy_variables(network, copy[0])
+            learning.copy_variables(target, copy[1])
+            values.append(float(copy[3].python_function(b, tf.constant(0, tf.int64))["loss/total"]))
+        losses[mode] = values
+    assert losses["zero"][0] == pytest.approx(losses["zero"][1], rel=1e-6)
+    assert losses["stored"][0] != pytest.approx(losses["stored"][1], rel=1e-3)
