@@ -197,7 +197,7 @@ class Learner:
                     if time.monotonic() - last_log >= self.settings.log_interval_s:
                         last_log = time.monotonic()
                         print(
-                            f"[{self.settings.name}] waiting for the replay to fill: actors "
+                            f"[{self.settings.name}] waiting for experience (replay filling or rate-limited): actors "
                             f"produced {run_logging.format_count(int(self.actor_frames.numpy()))} "
                             f"frames, {self.games_logged} games",
                             flush=True,

@@ -156,7 +156,9 @@ def test_learner_waits_with_timeouts_and_honours_stop(queue, tmp_path, capsys):
     assert int(learner.step.numpy()) == 3
     learner.close()
     # While no batch comes, the console says so (a replay that takes minutes to fill).
-    assert "waiting for the replay to fill: actors produced" in capsys.readouterr().out
+    assert "waiting for experience (replay filling or rate-limited): actors produced" in (
+        capsys.readouterr().out
+    )
 
 
 def test_csv_log_appends_and_rejects_a_foreign_header(tmp_path):
