@@ -90,8 +90,9 @@ def build_experiment(config: config_lib.GdiConfig, logdir: str, replay_port: int
     protocol = acting.protocol(config)
     evaluator = None
     if config.eval_interval_s > 0:
-        # gdi.md §5: separate evaluation environments that never write to replay, playing the
-        # bandits' behaviour population (or their best region, --eval_policy=best_region).
+        # gdi.md §5: separate evaluation environments that never write to replay. They play the
+        # behaviour population of actor 0's saved bandits (common.behaviour: drawn by
+        # `propose`, never updated), or the bandits' best region (--eval_policy=best_region).
         evaluator = common_acting.EvaluatorSettings(
             env=config.env,
             protocol=protocol,
