@@ -939,6 +939,27 @@ class GdiController(_AxisController):
             np.concatenate([selector.propose_best() for selector in self._selectors])
         )
 
+    def summary(self) -> dict[str, float]:
+        """What the bandits have learned, for TensorBoard: per ensemble (one per learned
+        parameter when factorised, one for all when joint), the centre of its best block in each
+        parameter, that block's ensemble-mean value and the mean value over blocks; the games
+        learned from."""
+        report = {}
+        for selector in self._selectors:
+            if not isinstance(selector, BanditEnsemble):
+                return {}
+            values = selector.mean_values()
+            best = int(np.argmax(values))
+            names = "_".join(axis.name for axis in selector.grid.axes)
+            multi = np.unravel_index(best, selector.grid.shape)
+            for axis, index in zip(selector.grid.axes, multi):
+                low, high = axis.block_bounds(index)
+                report[f"best_{axis.name}"] = float(axis.to_param((low + high) / 2))
+            report[f"best_value_{names}"] = float(values[best])
+            report[f"mean_value_{names}"] = float(np.mean(values))
+            report["games"] = float(selector.bandits[0].counts.sum())
+        return report
+
 
 def normalised_weights(raw) -> np.ndarray:
     """omega / sum(omega), and uniform weights when the draws sum to less than 1e-8 (lbc.md §2.5)."""

@@ -32,6 +32,7 @@ CONFIG = config_lib.GdiConfig(
     burn_in=BURN_IN,
     sequence_length=LENGTH,
     batch_size=BATCH,
+    learner_microbatches=1,
     total_frames=10_000,
     warmup_steps=2,
     learning_rate=1e-3,

@@ -88,6 +88,9 @@ def test_best_region_evaluation_plays_the_best_blocks():
     best = [controller.propose_best() for _ in range(20)]
     assert all(0.5 <= b["epsilon"] <= 0.9 for b in best), best
     assert all(8 <= b["eta1"] <= 40 for b in best), best
+    summary = controller.summary()  # TensorBoard's bandits/* of the evaluator
+    assert 0.5 <= summary["best_epsilon"] <= 0.9 and 8 <= summary["best_eta1"] <= 40
+    assert summary["games"] == 300 and summary["best_value_epsilon"] > 50
     held = bandits.GdiController(held={"epsilon": 1.0}, seed=0)
     assert [axis.name for axis in held.axes] == ["eta1", "eta2"]
     assert held.propose_best()["epsilon"] == 1.0
