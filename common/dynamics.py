@@ -4,7 +4,9 @@
 The papers name the tasks only; gdi.md §3 fixes their form [CHOICE], which this module follows:
 - inverse dynamics: an MLP of [e_t, e_{t+1}] gives logits of a_t; cross-entropy with a_t;
 - forward dynamics: an MLP of [e_t, one-hot a_t] predicts e_{t+1}; ½‖ê_{t+1} − sg(e_{t+1})‖².
-Both are averaged over the pairs (t, t+1) of real steps of one episode. The heads are separate
+Each is summed over the transitions (t, t+1) between real steps of one episode and divided by
+the number of real steps t, the denominator of the RL losses: a batch's mean is then exactly the
+weighted sum of its slices' means (`common.burn_in_learning`'s micro-batches). The heads are separate
 from the acting network: actors never need them, so they are trained and checkpointed with the
 learner only.
 """
@@ -32,13 +34,14 @@ class DynamicsHeads(tf.keras.Model):
         self.inverse_model = _mlp(hidden, num_actions, 2 * feature_units)
         self.forward_model = _mlp(hidden, feature_units, feature_units + num_actions)
 
-    def losses(self, features, actions, pair_mask) -> tuple[tf.Tensor, tf.Tensor]:
-        """(forward loss, inverse loss), each a masked mean over the T transitions.
+    def losses(self, features, actions, pair_mask, step_mask) -> tuple[tf.Tensor, tf.Tensor]:
+        """(forward loss, inverse loss) per real step (module docstring).
 
         Args:
           features: [T+1, B, D] torso embeddings e_t, with gradient.
           actions: [T+1, B] a_t (row T is unused).
           pair_mask: [T, B] 1 where steps t and t+1 are real steps of one episode (`pair_mask`).
+          step_mask: [T, B] 1 where step t is real (the RL losses' mask).
         """
         current, following = features[:-1], features[1:]
         taken = actions[:-1]
@@ -47,9 +50,10 @@ class DynamicsHeads(tf.keras.Model):
         one_hot = tf.one_hot(taken, self.num_actions, dtype=current.dtype)
         predicted = self.forward_model(tf.concat([current, one_hot], -1))
         forward = 0.5 * tf.reduce_sum(tf.square(predicted - tf.stop_gradient(following)), -1)
+        pair_mask = tf.cast(pair_mask, forward.dtype)
         return (
-            sequences.masked_mean(forward, pair_mask),
-            sequences.masked_mean(inverse, pair_mask),
+            sequences.masked_mean(forward * pair_mask, step_mask),
+            sequences.masked_mean(inverse * pair_mask, step_mask),
         )
 
 

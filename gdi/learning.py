@@ -61,7 +61,7 @@ def make_loss_fn(nets: Sequence, heads: Sequence, config: config_lib.GdiConfig) 
         )
         pairs = dynamics.pair_mask(steps["reset"], mask)
         for i, (head, (_, _, features)) in enumerate(zip(heads, outputs), start=1):
-            forward, inverse = head.losses(features, steps["action"], pairs)
+            forward, inverse = head.losses(features, steps["action"], pairs, mask[:-1])
             total += config.aux_forward_weight * forward + config.aux_inverse_weight * inverse
             stats[f"loss/forward_dynamics_{i}"] = forward
             stats[f"loss/inverse_dynamics_{i}"] = inverse

@@ -114,7 +114,10 @@ def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
         shaped = transforms.reward_transform(shapings[i])(t["reward"][:-1])
         rewards.append(shaped + config.discount * truncation)
         forward, inverse = head.losses(
-            join(e_all, e_1), t["action"], dynamics.pair_mask(t["reset"], t[replay.MASK])
+            join(e_all, e_1),
+            t["action"],
+            dynamics.pair_mask(t["reset"], t[replay.MASK]),
+            t[replay.MASK][:-1],
         )
         aux += forward + inverse
     etas, weights = losses.lambda_mixture(
@@ -166,6 +169,28 @@ def test_compiled_step_equals_eager_and_follows_the_schedule():
         assert any(not np.allclose(a, b) for a, b in zip(before, after)), model.name
 
 
+def test_micro_batches_give_the_whole_batch_s_update():
+    """--learner_microbatches=3 (one sequence each) takes exactly the update of the whole batch,
+    the auxiliary losses included (eager: the arithmetic is the same compiled)."""
+    weights, stats = [], []
+    for parts in (1, 3):
+        config = dataclasses.replace(H3_CONFIG, learner_microbatches=parts)
+        nets, heads = make_models(config)
+        optimizer = learning.make_optimizer(config)
+        step = learning.make_train_step(nets, heads, optimizer, config).python_function
+        # Past the warm-up's zero learning rate.
+        stats.append(
+            [step(make_batch(config, seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        )
+        weights.append([v.numpy() for v in learning.trainable_variables(nets, heads)])
+    for whole, sliced in zip(*stats):
+        # The gradient's norm (before the clip) is sensitive to how the slices are weighted.
+        for key in ("optimizer/grad_norm", "loss/total", "loss/inverse_dynamics_2"):
+            assert float(whole[key]) == pytest.approx(float(sliced[key]), rel=1e-4), key
+    for whole, sliced in zip(*weights):
+        np.testing.assert_allclose(whole, sliced, rtol=1e-4, atol=1e-6)
+
+
 def test_h3_networks_see_their_own_reward_shaping():
     """Table 6: network 1 learns from RS1 (and reads it as its previous reward), network 2 from
     RS2; gdi.md §9 T3's values."""
@@ -200,7 +225,8 @@ def test_dynamics_losses_against_numpy():
     mask[4, 1] = 0.0  # padding
     pairs = dynamics.pair_mask(resets, mask).numpy()
     np.testing.assert_array_equal(pairs, [[1, 1], [0, 1], [1, 1], [1, 0]])
-    forward, inverse = head.losses(tf.constant(features), tf.constant(actions), pairs)
+    steps = mask[:-1]  # every step t < T is real here
+    forward, inverse = head.losses(tf.constant(features), tf.constant(actions), pairs, steps)
 
     def mlp(model, x):
         (w1, b1), (w2, b2) = [(layer.kernel.numpy(), layer.bias.numpy()) for layer in model.layers]
@@ -213,12 +239,12 @@ def test_dynamics_losses_against_numpy():
         head.forward_model, np.concatenate([features[:-1], np.eye(NUM_ACTIONS)[actions[:-1]]], -1)
     )
     sq = 0.5 * ((predicted - features[1:]) ** 2).sum(-1)
-    assert float(inverse) == pytest.approx((ce * pairs).sum() / pairs.sum(), rel=1e-5)
-    assert float(forward) == pytest.approx((sq * pairs).sum() / pairs.sum(), rel=1e-5)
+    assert float(inverse) == pytest.approx((ce * pairs).sum() / steps.sum(), rel=1e-5)
+    assert float(forward) == pytest.approx((sq * pairs).sum() / steps.sum(), rel=1e-5)
     # The forward target is stop-gradient: e_{t+1} gets gradient from the inverse task only.
     e = tf.Variable(features)
     with tf.GradientTape() as tape:
-        forward, _ = head.losses(e, tf.constant(actions), pairs)
+        forward, _ = head.losses(e, tf.constant(actions), pairs, steps)
     grad = tape.gradient(forward, e).numpy()
     assert np.all(grad[4] == 0) and np.any(grad[0] != 0)
 
