@@ -5,10 +5,10 @@ The papers name the tasks only; gdi.md §3 fixes their form [CHOICE], which this
 - inverse dynamics: an MLP of [e_t, e_{t+1}] gives logits of a_t; cross-entropy with a_t;
 - forward dynamics: an MLP of [e_t, one-hot a_t] predicts e_{t+1}; ½‖ê_{t+1} − sg(e_{t+1})‖².
 Each is summed over the transitions (t, t+1) between real steps of one episode and divided by
-the number of real steps t, the denominator of the RL losses: a batch's mean is then exactly the
-weighted sum of its slices' means (`common.burn_in_learning`'s micro-batches). The heads are separate
-from the acting network: actors never need them, so they are trained and checkpointed with the
-learner only.
+the number of real steps t, the denominator of the RL losses: a batch's mean is then exactly
+the weighted sum of its slices' means (`common.burn_in_learning`'s micro-batches). The heads are
+separate from the acting network: actors never need them, so they are trained and checkpointed
+with the learner only.
 """
 
 import tensorflow as tf

@@ -100,6 +100,9 @@ def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
         # Sequences 0 and 2 unrolled from step 0; sequence 1 (burn-in all padding) starts at its
         # first real step from the stored state.
         (adv_all, v_all, e_all), _ = net.unroll(*inputs, state, return_features=True)
+        # The features are the torso's embeddings of the observations.
+        torso = net.torso(tf.reshape(batch["observation"], [-1, 4]))
+        np.testing.assert_allclose(tf.reshape(e_all, torso.shape), torso, rtol=1e-6)
         (adv_1, v_1, e_1), _ = net.unroll(
             *[x[BURN_IN:] for x in inputs], state, return_features=True
         )
