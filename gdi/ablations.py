@@ -1,7 +1,10 @@
 """Named GDI variants: the two agents and Table 20's ablations (§4.3, App. K.1), each mapping to
 the config fields it overrides. Run them side by side with
 `python -m gdi.main --env=Seaquest --ablations=gdi_i3,gdi_h3,fix_selection,random_selection,boltzmann_selection,epsilon_greedy_selection`.
-Everything not listed is Table 6's (Table 20: "everything else as in Table 6").
+Everything not listed is Table 6's (Table 20: "everything else as in Table 6"). The two GDI-I1
+variants keep GDI's bandits for the one parameter they learn (§4.3: "Both eps-greedy Selection and
+Boltzmann Selection implement E by the same MAB as our baselines'"), so Boltzmann Selection is
+DiCE's behaviour family with GDI's bandit, not DiCE's bandits vote.
 """
 
 import typing
