@@ -11,7 +11,8 @@ both, and `variant` chooses: `reward_shapings` is (shape 1,) for "i3" and (shape
 "h3", one entry per network.
 
 Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.GdiController`;
-`bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
+`bandit_kwargs()` passes them through, with `held`: the parameters outside `selected_params` at
+their `fixed_*` values (Table 20's one-parameter ablations). This module imports nothing heavy (no TensorFlow, no
 gymnasium), so flags are validated in milliseconds.
 """
 
