@@ -436,6 +436,12 @@ class BanditEnsemble:
         """The ensemble's evaluation of each block: the mean of the bandits' V (DiCE §3.3)."""
         return np.mean([bandit.values() for bandit in self.bandits], axis=0)
 
+    def propose_best(self) -> np.ndarray:
+        """A point uniform inside the block of best ensemble-mean value (no UCB term; ties at
+        random): DiCE's "best region" evaluation (dice.md A9), gdi.md §5's option."""
+        block = top_k(self.mean_values(), 1, self._rng)
+        return self.grid.sample_in(block, self._rng)[0]
+
     def state_dict(self) -> StateDict:
         state = {}
         for m, (bandit, (greedy, lr, spec)) in enumerate(zip(self.bandits, self._specs)):
@@ -820,8 +826,7 @@ class DiceController(_AxisController):
         (ensemble,) = self._selectors
         if not isinstance(ensemble, BanditEnsemble):
             raise ValueError("propose_best needs selection='bandits'")
-        block = top_k(ensemble.mean_values(), 1, self._rng)
-        return self._params(ensemble.grid.sample_in(block, self._rng)[0])
+        return self._params(ensemble.propose_best())
 
     def summary(self) -> dict[str, float]:
         """What the bandits have learned, for TensorBoard: the best tile's centre eta and
@@ -860,12 +865,16 @@ class GdiController(_AxisController):
       on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all blocks.
     - UCB counts per block; z-score 0 when all values are equal; ties at random; x = r is the last block.
     - `selection="uniform"`: "Random Selection" (uniform over the box of the chosen space).
+    - `held`: parameters the bandits do not choose, {name: value}; App. K.1's one-parameter
+      ablations: "Boltzmann Selection" learns eta1 only (held eps = 1), "eps-greedy Selection" eps
+      only (held eta1 = 0 and a large eta2). Their axes are left out of every bandit.
     """
 
     def __init__(
         self,
         *,
         seed=None,
+        held: Mapping[str, float] | None = None,
         space: str = "log1p",
         factorized: bool = True,
         eta_max: float = 50.0,
@@ -891,6 +900,14 @@ class GdiController(_AxisController):
             eta_axis("eta2", space, eta_max, eta_blocks),
             Axis("epsilon", 0.0, 1.0, epsilon_acc),
         ]
+        self.held = {name: float(value) for name, value in (held or {}).items()}
+        unknown = set(self.held) - {axis.name for axis in axes}
+        if unknown or len(self.held) == len(axes):
+            raise ValueError(
+                f"held must name some of eta1, eta2, epsilon and leave one to learn, got "
+                f"{sorted(self.held)}"
+            )
+        axes = [axis for axis in axes if axis.name not in self.held]
         tiling = OffsetTiling(tuple(num_tilings), tuple(tile_sizes), tuple(tile_offset_percent))
 
         def make(group, rng):
@@ -907,10 +924,41 @@ class GdiController(_AxisController):
         super().__init__(axes, make, factorized=factorized, selection=selection, seed=seed)
 
     def _params(self, x: np.ndarray) -> Params:
-        return {axis.name: float(axis.to_param(xi)) for axis, xi in zip(self.axes, x)}
+        learned = {axis.name: float(axis.to_param(xi)) for axis, xi in zip(self.axes, x)}
+        return {**learned, **self.held}
 
     def coordinates(self, params: Mapping[str, Any]) -> np.ndarray:
         return np.array([axis.to_coordinate(float(params[axis.name])) for axis in self.axes])
+
+    def propose_best(self) -> Params:
+        """Evaluation option (gdi.md §5, DiCE's rule): each coordinate uniform inside its
+        ensemble's block of best mean value (factorised), or the best 3-D block (joint)."""
+        if not all(isinstance(selector, BanditEnsemble) for selector in self._selectors):
+            raise ValueError("propose_best needs selection='bandits'")
+        return self._params(
+            np.concatenate([selector.propose_best() for selector in self._selectors])
+        )
+
+    def summary(self) -> dict[str, float]:
+        """What the bandits have learned, for TensorBoard: per ensemble (one per learned
+        parameter when factorised, one for all when joint), the centre of its best block in each
+        parameter, that block's ensemble-mean value and the mean value over blocks; the games
+        learned from."""
+        report = {}
+        for selector in self._selectors:
+            if not isinstance(selector, BanditEnsemble):
+                return {}
+            values = selector.mean_values()
+            best = int(np.argmax(values))
+            names = "_".join(axis.name for axis in selector.grid.axes)
+            multi = np.unravel_index(best, selector.grid.shape)
+            for axis, index in zip(selector.grid.axes, multi):
+                low, high = axis.block_bounds(index)
+                report[f"best_{axis.name}"] = float(axis.to_param((low + high) / 2))
+            report[f"best_value_{names}"] = float(values[best])
+            report[f"mean_value_{names}"] = float(np.mean(values))
+            report["games"] = float(selector.bandits[0].counts.sum())
+        return report
 
 
 def normalised_weights(raw) -> np.ndarray:

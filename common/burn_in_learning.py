@@ -48,15 +48,19 @@ def make_optimizer(config) -> schedules.AdamW:
     )
 
 
-def unroll_trained(networks: Sequence, batch: dict, burn_in: int) -> list:
+def unroll_trained(
+    networks: Sequence, batch: dict, burn_in: int, return_features: bool = False
+) -> list:
     """Each network's outputs on the trained steps, `[(advantages [T+1, B, A], values
     [T+1, B]), ...]`, from the core state each stored at the item's first step (one entry per
-    network in `batch["core_state"]`, `common.advantage_policy`)."""
+    network in `batch["core_state"]`, `common.advantage_policy`). `return_features` adds each
+    network's torso embeddings [T+1, B, D] (auxiliary tasks, `common.dynamics`)."""
     inputs = [batch[name] for name in UNROLL_INPUTS]
     outputs = []
     for network, core_state in zip(networks, batch[acting.CORE_STATE]):
+        unroll = functools.partial(network.unroll, return_features=return_features)
         output, _ = sequences.burn_in_unroll(
-            network.unroll, inputs, core_state, burn_in, batch[replay.MASK]
+            unroll, inputs, core_state, burn_in, batch[replay.MASK]
         )
         outputs.append(output)
     return outputs

@@ -347,28 +347,37 @@ class ActorCriticNet(tf.keras.Model):
         output, state = self._core_step(inputs, tf.convert_to_tensor(reset), state)
         return self._heads(output), state
 
-    def unroll(self, obs, prev_action, prev_reward, reset, state, instruction=None):
+    def unroll(
+        self, obs, prev_action, prev_reward, reset, state, instruction=None, return_features=False
+    ):
         """T steps for B envs (learner); equals T calls of `step`.
 
         obs [T, B, ...]; prev_action, prev_reward, reset [T, B]; state at the unroll's start;
         instruction [T, B, L] tokens when the net has a language channel.
-        Returns ((logits [T, B, A], values [T, B]), final_state).
+        Returns ((logits [T, B, A], values [T, B]), final_state); with `return_features` the
+        outputs are (logits, values, torso embeddings [T, B, D]), which GDI's auxiliary dynamics
+        tasks read (`common.dynamics`) without a second torso pass.
         """
         features = _fold_time(self.torso, obs)
         if not self.use_lstm:
-            return self._heads(features), ()
-        if self.instruction_encoder is not None and instruction is not None:
-            instruction = _fold_time(self.instruction_encoder, instruction)
-        inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
+            outputs, final_state = features, ()
+        else:
+            if self.instruction_encoder is not None and instruction is not None:
+                instruction = _fold_time(self.instruction_encoder, instruction)
+            inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
 
-        def scan_step(carry, step_inputs):
-            return self._core_step(*step_inputs, carry[1])
+            def scan_step(carry, step_inputs):
+                return self._core_step(*step_inputs, carry[1])
 
-        zeros = tf.zeros_like(state[0], dtype=self.core.compute_dtype)
-        outputs, states = tf.scan(
-            scan_step, (inputs, tf.convert_to_tensor(reset)), initializer=(zeros, tuple(state))
-        )
-        return self._heads(outputs), tuple(s[-1] for s in states)
+            zeros = tf.zeros_like(state[0], dtype=self.core.compute_dtype)
+            outputs, states = tf.scan(
+                scan_step, (inputs, tf.convert_to_tensor(reset)), initializer=(zeros, tuple(state))
+            )
+            final_state = tuple(s[-1] for s in states)
+        heads = self._heads(outputs)
+        if return_features:
+            heads = (*heads, tf.cast(features, tf.float32))
+        return heads, final_state
 
     def create_variables(
         self,

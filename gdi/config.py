@@ -11,7 +11,8 @@ both, and `variant` chooses: `reward_shapings` is (shape 1,) for "i3" and (shape
 "h3", one entry per network.
 
 Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.GdiController`;
-`bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
+`bandit_kwargs()` passes them through, with `held`: the parameters outside `selected_params` at
+their `fixed_*` values (Table 20's one-parameter ablations). This module imports nothing heavy (no TensorFlow, no
 gymnasium), so flags are validated in milliseconds.
 """
 
@@ -21,9 +22,10 @@ from typing import Any
 
 from common.config import (
     Q_CENTERINGS,
-    ATARI_TORSOS,
+    TORSOS,
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
+    ProcessSettings,
     atari_protocol_overrides,
     check_all,
     check_choice,
@@ -42,12 +44,14 @@ PG_MODES = ("tau_free", "log_mixture")
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")
 EVAL_POLICIES = ("bandits", "best_region")
+# Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names common.bandits.GdiController gives them.
+BEHAVIOUR_PARAMS = ("eta1", "eta2", "epsilon")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class GdiConfig:
+class GdiConfig(ProcessSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     variant: str = field("i3", "i3: one network (Eqs. (9)-(10)); h3: two (Eqs. (11)-(12)).")
@@ -69,7 +73,7 @@ class GdiConfig:
     # Table 6 "GDI-H3 Reward Shape 2": sign(r)((|r|+1)^0.25 - 1) + 0.001 r.
 
     # --- Network (Table 6, gdi.md §3) ------------------------------------------------------------
-    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow or nature.")
+    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature or mlp.")
     # Table 6 "Backbone IMPALA,deep".
     lstm_units: int = field(256, "LSTM core size.")  # Table 6 "LSTM Units 256"
     head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
@@ -78,6 +82,8 @@ class GdiConfig:
     # Table 6 "Auxiliary Forward Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
     aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
     # Table 6 "Auxiliary Inverse Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
+    aux_hidden: int = field(256, "Hidden units of the forward and inverse dynamics MLPs.")
+    # choice (gdi.md §3): hidden size 256, the torso's width.
 
     # --- Loss (Table 6, App. B, gdi.md §2.5) ---------------------------------------------------
     discount: float = field(0.997, "Discount gamma.")  # Table 6
@@ -114,6 +120,10 @@ class GdiConfig:
     # Table 6 "Replay 2"; §4.1 "we train each sample twice".
     reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
     # choice (gdi.md §8.1 #18): Reverb max_times_sampled = k.
+    learner_microbatches: int = field(4, "Slices of each batch the gradient is computed in.")
+    # choice (as DiCE's): backprop through the deep torso keeps ~2.5 MB of activations per frame
+    # on a CPU (H3: two torsos); 4 slices give exactly the same gradient
+    # (common.burn_in_learning) in about a quarter of the memory. 1 for a big GPU.
     replay_capacity: int = field(8192, "Sequences the replay table holds.")
     # choice (gdi.md §5): "a small capacity (a few thousand items)", data is near on-policy.
 
@@ -133,6 +143,10 @@ class GdiConfig:
     # Table 6 "Fixed Selection for [1/tau_1, 1/tau_2, eps] [1.0, 0.0, 1.0]": pi = Softmax(A).
     fixed_eta2: float = field(0.0, "1/tau_2 of --fixed_behaviour.")  # Table 6
     fixed_epsilon: float = field(1.0, "epsilon of --fixed_behaviour.")  # Table 6
+    selected_params: tuple[str, ...] = field(
+        BEHAVIOUR_PARAMS, "Parameters the bandits choose; the others keep their --fixed_* value."
+    )
+    # Table 20: GDI-I3/H3 select all of (1/tau_1, 1/tau_2, eps); the GDI-I1 ablations one of them.
     bandit_space: str = field("log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.")
     # choice (gdi.md §8.1 #1): x = log(1 + 1/tau) (App. G) over Table 6's range of 1/tau.
     bandit_factorized: bool = field(True, "One ensemble per coordinate, or one on the 3-D grid.")
@@ -171,11 +185,12 @@ class GdiConfig:
 
     def validate(self) -> "GdiConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
+        self.check_process_settings()
         for name, allowed in (
             ("variant", VARIANTS),
             ("reward_shaping", REWARD_TRANSFORMS),
             ("reward_shaping_2", REWARD_TRANSFORMS),
-            ("network", ATARI_TORSOS),
+            ("network", TORSOS),
             ("retrace_form", RETRACE_FORMS),
             ("q_centering", Q_CENTERINGS),
             ("pg_mode", PG_MODES),
@@ -194,12 +209,14 @@ class GdiConfig:
                 "total_frames",
                 "max_episode_frames",
                 "lstm_units",
+                "aux_hidden",
                 "learning_rate",
                 "adam_epsilon",
                 "batch_size",
                 "sequence_length",
                 "times_sampled",
                 "replay_capacity",
+                "learner_microbatches",
                 "num_actors",
                 "envs_per_actor",
                 "params_pull_interval",
@@ -268,11 +285,46 @@ class GdiConfig:
                 f"--replay_capacity={self.replay_capacity} must be >= "
                 f"--batch_size={self.batch_size}, or the learner never samples"
             )
+        if self.batch_size % self.learner_microbatches:
+            raise ValueError(
+                f"--learner_microbatches={self.learner_microbatches} must divide "
+                f"--batch_size={self.batch_size}"
+            )
+        selected = self.selected_params
+        if not (
+            isinstance(selected, tuple)
+            and selected
+            and set(selected) <= set(BEHAVIOUR_PARAMS)
+            and len(set(selected)) == len(selected)
+        ):
+            raise ValueError(
+                f"--selected_params={selected!r} must be distinct names among "
+                f"{', '.join(BEHAVIOUR_PARAMS)}"
+            )
+        if self.warmup_steps >= self.gradient_updates:
+            raise ValueError(
+                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
+                f"optimiser updates of --total_frames={self.total_frames} (gdi.md §4.3)"
+            )
+        if self.eval_policy == "best_region" and (
+            self.bandit_selection != "bandits" or self.fixed_behaviour
+        ):
+            raise ValueError(
+                "--eval_policy=best_region needs bandits that learn (--bandit_selection=bandits, "
+                "no --fixed_behaviour); use --eval_policy=bandits"
+            )
         return self
 
+    @property
+    def fixed_params(self) -> dict[str, float]:
+        """lambda of --fixed_behaviour, {"eta1", "eta2", "epsilon"} (Table 6 "Fixed selection")."""
+        return {name: getattr(self, f"fixed_{name}") for name in BEHAVIOUR_PARAMS}
+
     def bandit_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `common.bandits.GdiController` (add `seed` per actor)."""
-        return prefixed_kwargs(self, "bandit_")
+        """Keyword arguments of `common.bandits.GdiController` (add `seed` per actor): the
+        `bandit_*` fields, and the parameters not in --selected_params held at --fixed_*."""
+        held = {k: v for k, v in self.fixed_params.items() if k not in self.selected_params}
+        return dict(prefixed_kwargs(self, "bandit_"), held=held)
 
     def protocol_overrides(self) -> dict[str, Any]:
         """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
@@ -303,13 +355,46 @@ class GdiConfig:
         return self.burn_in + self.sequence_length + 1
 
     @property
-    def frames_per_learner_step(self) -> int:
-        """New environment frames per learner step: a batch trains batch x length steps, each
-        step `times_sampled` times (gdi.md §4.3: 10,240)."""
-        return self.batch_size * self.sequence_length * ACTION_REPEAT // self.times_sampled
+    def frames_per_step(self) -> int:
+        """Environment frames per agent step: the action repeats (1 on CartPole)."""
+        return 1 if self.env == "CartPole" else ACTION_REPEAT
 
     @property
-    def learner_steps(self) -> int:
-        """Learner steps in --total_frames: the horizon of the lr / weight-decay schedules
-        (gdi.md §4.3)."""
-        return self.total_frames // self.frames_per_learner_step
+    def frames_per_learner_step(self) -> int:
+        """New environment frames per learner step (gdi.md §4.3: 10,240). A batch trains
+        batch x length steps; with reuse_mode=replay each step is in `times_sampled` batches,
+        with repeat a batch is new data trained `times_sampled` times in one learner step."""
+        frames = self.batch_size * self.sequence_length * self.frames_per_step
+        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
+
+    @property
+    def gradient_updates(self) -> int:
+        """Optimiser updates in --total_frames: the horizon of the lr / weight-decay schedules
+        (gdi.md §4.3: 200M / 4 x 2 / (64 x 80) = 19,531)."""
+        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
+        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
+
+
+# choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
+# LSTM, dynamics MLPs and batch, shorter sequences; the loss, its weights and gamma stay Table 6's
+# (as DiCE's CartPole settings).
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(
+    network="mlp",
+    lstm_units=64,
+    aux_hidden=64,
+    total_frames=400_000,
+    learning_rate=1e-3,
+    warmup_steps=100,
+    batch_size=32,
+    learner_microbatches=1,
+    burn_in=10,
+    sequence_length=20,
+    replay_capacity=1024,
+    num_actors=1,
+    envs_per_actor=16,
+    params_pull_interval=16,
+    publish_interval=5,
+    noop_max=0,
+    max_episode_frames=500,
+    eval_episodes=16,
+)

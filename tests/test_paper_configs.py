@@ -281,7 +281,7 @@ def test_dice_derived_quantities():
 
 def test_gdi_derived_quantities():
     c = gdi_config.GdiConfig()
-    assert c.learner_steps == 19_531  # gdi.md §4.3
+    assert c.gradient_updates == 19_531  # gdi.md §4.3
     assert c.frames_per_learner_step == 10_240  # gdi.md §4.3: fresh frames per step
     assert c.item_length == 121  # gdi.md §5: 40 + 80 + 1
     controller = bandits.GdiController(**c.bandit_kwargs(), seed=0)

@@ -1,0 +1,76 @@
+"""GDI's behaviour policy (Algorithms 2-3): each environment's game draws lambda = (1/tau_1,
+1/tau_2, eps) from its bandits (`common.bandits.GdiController`, App. G) at its start and plays
+
+    pi_lambda = eps * Softmax(A_1 / tau_1) + (1 - eps) * Softmax(A_2 / tau_2)      (Eq. (2))
+
+with A_1 = A_2 = A of the one network (GDI-I3, Eq. (10)) or A_i of network i (GDI-H3, Eq. (12)).
+lambda and log mu(a_t|x_t) are stored with every step; the raw game return feeds the bandits
+(`common.behaviour`)."""
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from common import advantage_policy
+from common import bandits
+from common import behaviour
+from common import envs
+from common import networks as common_networks
+from gdi import config as config_lib
+from gdi import losses
+from gdi import networks
+
+
+def numpy_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+    """The games' lambda ({name: [B]}) as Eq. (2)'s (etas [B, 2], weights [B, 2])."""
+    params = {name: np.asarray(value, np.float32) for name, value in params.items()}
+    return losses.lambda_mixture(params, np.stack)
+
+
+def make_policy(
+    config: config_lib.GdiConfig,
+    num_actions: int,
+    observation_shape: tuple,
+    observation_dtype,
+    seed: int,
+    greedy: bool,
+) -> advantage_policy.AdvantageMixturePolicy:
+    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
+    nets = common_networks.build_in_precision(
+        "float32", lambda: networks.make_networks(config, num_actions)
+    )
+    return advantage_policy.AdvantageMixturePolicy(
+        nets,
+        numpy_mixture,
+        networks.component_networks(config),
+        observation_shape,
+        observation_dtype,
+        seed,
+        greedy=greedy,
+        jit_compile=config.jit_compile,
+    )
+
+
+def policy_extras(spec) -> dict:
+    return advantage_policy.AdvantageMixturePolicy.extras_spec()
+
+
+def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
+    """The bandits controller per env (App. G), or lambda fixed ("Fix Selection", App. K.1)."""
+    if config.fixed_behaviour:
+        make = functools.partial(bandits.FixedController, config.fixed_params)
+    else:
+        make = functools.partial(bandits.GdiController, **config.bandit_kwargs())
+    return behaviour.BehaviourSpec(
+        make_controller=make,
+        param_shapes={name: () for name in config_lib.BEHAVIOUR_PARAMS},
+        scope=config.controller_scope,
+        evaluate_best=config.eval_policy == "best_region",
+    )
+
+
+def protocol(config: config_lib.GdiConfig) -> envs.AtariProtocol:
+    """Table 5's preprocessing (common.envs "dice_gdi_lbc" with GDI's 100,000-frame cap), for
+    training and evaluation."""
+    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

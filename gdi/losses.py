@@ -1,0 +1,158 @@
+"""GDI's RL operator T (gdi.md §2.5, App. B, Table 6): per network i, V-trace for V_i, Retrace for
+Q_i = A_i − E_pi[A_i] + V_i, and the policy gradient of the shared target policy pi_lambda; no
+entropy term. The auxiliary dynamics losses are added by `gdi.learning` (they need the torso).
+
+    target  pi_lambda = eps Softmax(eta1 A_1) + (1 − eps) Softmax(eta2 A_2)  under the learner's
+            theta with each step's own lambda (gdi.md §8.1 #10), the same for both sets in H3
+    rho_t   = min(pi_lambda(a_t|x_t) / mu(a_t|x_t), rho_bar), likewise c_t    (Table 6: 1.05)
+    L       = sum_i [xi L_V^i + alpha L_Q^i] + beta L_pi                      (Table 6: 1, 10, 10)
+    L_pi    = mean_t −sum_n sg(Â_{t,i(n)}) sg(w_n(a_t)) ℓ_{t,n}
+
+where component n reads network i(n) (I3: both network 1; H3: n), w_n are the responsibilities
+eps pi_1(a) / pi_lambda(a) and (1 − eps) pi_2(a) / pi_lambda(a), and Â_{t,i} is network i's
+V-trace policy-gradient advantage in its own reward shaping. `pg_mode` chooses ℓ (gdi.md §2.5):
+- "tau_free" (default): ℓ = A_n(a_t) − sum_b sg(pi_n(b)) A_n(b), whose gradient is
+  tau_n ∇ log pi_n(a_t); DiCE's Eq. (8) when eps ∈ {0, 1}, finite at eta = 0;
+- "log_mixture": ℓ = log pi_n(a_t), whose weighted sum has the gradient of log pi_lambda(a_t)
+  (sum_n w_n ∇ log pi_n); in I3 this is autodiff through the mixture, and in H3 it is that
+  gradient split by component, so set i's loss reaches theta_i only (Algorithm 3,
+  "respectively").
+
+Pure functions of tensors, as `dice.losses`; each mean is over the real steps (masks).
+"""
+
+import dataclasses
+from typing import Callable, Sequence
+
+import tensorflow as tf
+
+from common import critics
+from common import policies
+from common import sequences
+from gdi import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class LossHyperparameters:
+    v_loss_scale: float  # xi
+    q_loss_scale: float  # alpha
+    pi_loss_scale: float  # beta
+    clip_rho_threshold: float
+    clip_c_threshold: float
+    retrace_form: str
+    q_centering: str
+    pg_mode: str
+
+    @classmethod
+    def from_config(cls, config: config_lib.GdiConfig) -> "LossHyperparameters":
+        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
+
+
+def lambda_mixture(behaviour, stack: Callable = tf.stack):
+    """Eq. (2)'s (etas [..., 2], weights [..., 2]) from lambda {"eta1", "eta2", "epsilon"}:
+    inverse temperatures (1/tau_1, 1/tau_2) and weights (eps, 1 − eps). `stack` is tf.stack or
+    np.stack (the actor's numpy parameters)."""
+    epsilon = behaviour["epsilon"]
+    etas = stack([behaviour["eta1"], behaviour["eta2"]], -1)
+    return etas, stack([epsilon, 1.0 - epsilon], -1)
+
+
+def log_mixture_policy_gradient_loss(component_logits, etas, weights, actions, advantages):
+    """−sum_n sg(Â_n) sg(w_n(a)) log pi_n(a) (`pg_mode="log_mixture"`, module docstring); same
+    arguments as `common.policies.mixture_tau_free_policy_gradient_loss`."""
+    log_components = policies.inverse_temperature_log_softmax(component_logits, etas)
+    one_hot = tf.one_hot(actions, log_components.shape[-1], dtype=log_components.dtype)
+    taken = tf.reduce_sum(log_components * one_hot[..., None, :], -1)  # [..., N]
+    responsibilities = policies.mixture_responsibilities(component_logits, etas, weights, actions)
+    weighted = tf.stop_gradient(responsibilities * advantages)
+    return -tf.reduce_sum(weighted * taken, -1)
+
+
+PG_LOSSES = {
+    "tau_free": policies.mixture_tau_free_policy_gradient_loss,
+    "log_mixture": log_mixture_policy_gradient_loss,
+}
+
+
+def gdi_loss(
+    hparams: LossHyperparameters,
+    advantages: Sequence[tf.Tensor],
+    values: Sequence[tf.Tensor],
+    components: Sequence[int],
+    etas,
+    weights,
+    actions,
+    behaviour_log_probs,
+    rewards: Sequence[tf.Tensor],
+    discounts,
+    mask,
+) -> tuple[tf.Tensor, dict]:
+    """The RL part of the loss (module docstring) and its statistics.
+
+    Args:
+      advantages: per network, [T+1, B, A] A_i(x_t, .) with gradient; row T is the bootstrap.
+      values: per network, [T+1, B] V_i(x_t) with gradient.
+      components: the network of each mixture component (`gdi.networks.component_networks`).
+      etas, weights: [T+1, B, 2] each step's lambda as `lambda_mixture` gives it.
+      actions: [T+1, B] a_t; behaviour_log_probs: [T+1, B] log mu(a_t|x_t) the actor stored.
+      rewards: per network, [T, B] rewards in its shaping, truncations bootstrapped.
+      discounts: [T, B] gamma_t (0 across episode ends and next to padding).
+      mask: [T, B] 1 for real steps.
+    """
+    component_logits = tf.stack([advantages[i] for i in components], -2)  # [T+1, B, 2, A]
+    log_pi = policies.mixture_log_policy(component_logits, etas, weights)
+    target_probs = tf.exp(log_pi)
+    taken_log_pi = tf.gather(log_pi, actions, batch_dims=2)
+    log_rhos = tf.stop_gradient(taken_log_pi - behaviour_log_probs)[:-1]
+    total, stats = 0.0, {}
+    critic_outputs = []
+    for i, (advantage, value, reward) in enumerate(zip(advantages, values, rewards), start=1):
+        q_values = critics.dueling_q(value, advantage, target_probs, hparams.q_centering)
+        critic = critics.vtrace_retrace(
+            value,
+            q_values,
+            target_probs,
+            actions,
+            log_rhos,
+            reward,
+            discounts,
+            hparams.clip_rho_threshold,
+            hparams.clip_c_threshold,
+            hparams.retrace_form,
+        )
+        critic_outputs.append(critic)
+        v_loss = sequences.masked_mean(critic.v_loss, mask)
+        q_loss = sequences.masked_mean(critic.q_loss, mask)
+        total += hparams.v_loss_scale * v_loss + hparams.q_loss_scale * q_loss
+        stats.update(
+            {
+                f"loss/v_{i}": v_loss,
+                f"loss/q_{i}": q_loss,
+                f"value/v_{i}": sequences.masked_mean(value[:-1], mask),
+                f"value/q_taken_{i}": sequences.masked_mean(critic.q_taken, mask),
+                f"value/vtrace_target_{i}": sequences.masked_mean(critic.vs, mask),
+            }
+        )
+    pg_advantages = tf.stack([critic_outputs[i].pg_advantages for i in components], -1)
+    pi_loss = PG_LOSSES[hparams.pg_mode](
+        component_logits[:-1], etas[:-1], weights[:-1], actions[:-1], pg_advantages
+    )
+    pi_loss = sequences.masked_mean(pi_loss, mask)
+    total += hparams.pi_loss_scale * pi_loss
+    rhos = tf.exp(log_rhos)
+    stats.update(
+        {
+            "loss/pi": pi_loss,
+            "policy/entropy": sequences.masked_mean(
+                policies.entropy(probs=target_probs[:-1]), mask
+            ),
+            "policy/eta1": sequences.masked_mean(etas[:-1, :, 0], mask),
+            "policy/eta2": sequences.masked_mean(etas[:-1, :, 1], mask),
+            "policy/epsilon": sequences.masked_mean(weights[:-1, :, 0], mask),
+            "policy/rho": sequences.masked_mean(rhos, mask),
+            "policy/rho_clipped_fraction": sequences.masked_mean(
+                tf.cast(rhos > hparams.clip_rho_threshold, tf.float32), mask
+            ),
+        }
+    )
+    return total, stats

@@ -1,0 +1,166 @@
+"""Train GDI: `python -m gdi.main --variant=i3 --env=Pong` (GDI-I3) or `--variant=h3` (GDI-H3).
+
+Every `gdi.config.GdiConfig` field is a flag (defaults: Tables 5-6; CartPole has its own
+documented choices), and so is every run setting every paper shares (`common.cli.RunSettings`:
+--logdir to resume, --role to split replay / learner / actors over machines, --ablation and
+--ablations / --seeds for Table 20's variants of gdi/ablations.py, run side by side:
+`python -m gdi.main --env=Seaquest --ablations=gdi_i3,gdi_h3,fix_selection,random_selection,
+boltzmann_selection,epsilon_greedy_selection`).
+
+Each environment's game draws lambda = (1/tau_1, 1/tau_2, eps) from its actor's bandits (App. G)
+and plays eps Softmax(A_1 / tau_1) + (1 − eps) Softmax(A_2 / tau_2) (Eq. (2)); the learner trains
+each network's V with V-trace, Q with Retrace and A with the policy gradient of that mixture, plus
+auxiliary dynamics tasks (§2.5, Algorithms 2-3), on burn-in sequences each sampled twice.
+"""
+
+import functools
+
+from common import cli
+from gdi import ablations
+from gdi import config as config_lib
+
+
+def make_replay(config: config_lib.GdiConfig):
+    """gdi.md §5: uniform replay, each item sampled `times_sampled` times ("Replay 2"), or once
+    per learner step that trains on it `times_sampled` times (reuse_mode=repeat)."""
+    from common import patterns
+
+    pattern = patterns.SampleK(
+        length=config.sequence_length,
+        capacity=config.replay_capacity,
+        burn_in=config.burn_in,
+        times_sampled=config.times_sampled if config.reuse_mode == "replay" else 1,
+        min_size=config.batch_size,
+    )
+    pattern.validate()
+    return pattern
+
+
+def build_agent(config: config_lib.GdiConfig):
+    """GDI's pieces on the shared stack (common.agent)."""
+    from common import agent
+    from gdi import acting
+    from gdi import networks
+
+    return agent.Agent(
+        replay=make_replay(config),
+        make_policy=functools.partial(acting.make_policy, config),
+        policy_extras=acting.policy_extras,
+        make_learner=functools.partial(make_learner, config),
+        core_state_spec=networks.core_state_spec(config),
+        behaviour=acting.behaviour_spec(config),
+        # A truncated game bootstraps each network in its own reward shaping's units.
+        value_heads=len(config.reward_shapings),
+    )
+
+
+def make_learner(config: config_lib.GdiConfig, spec):
+    """Networks, dynamics heads, compiled train step and AdamW of the learner process."""
+    import tensorflow as tf
+
+    from common import learning as common_learning
+    from gdi import learning
+    from gdi import networks
+
+    tf.random.set_seed(config.seed)
+    nets = networks.make_networks(config, spec.num_actions)
+    for net in nets:
+        net.create_variables(spec.observation_shape, spec.observation_dtype)
+    heads = networks.make_dynamics(config, spec.num_actions, nets)
+    optimizer = learning.make_optimizer(config)
+    checkpointables = {"optimizer": optimizer}
+    for i, (net, head) in enumerate(zip(nets, heads), start=1):
+        checkpointables[f"network_{i}"] = net
+        checkpointables[f"dynamics_{i}"] = head
+    return common_learning.LearnerParts(
+        train_step=learning.make_train_step(nets, heads, optimizer, config),
+        checkpointables=checkpointables,
+        # The order of AdvantageMixturePolicy.set_weights: network by network.
+        acting_variables=[v for net in nets for v in net.variables],
+    )
+
+
+def build_experiment(config: config_lib.GdiConfig, logdir: str, replay_port: int | None = None):
+    """The launcher's description of a GDI run (imports TensorFlow)."""
+    from common import acting as common_acting
+    from common import launch
+    from common import learning
+    from gdi import acting
+
+    protocol = acting.protocol(config)
+    evaluator = None
+    if config.eval_interval_s > 0:
+        # gdi.md §5: separate evaluation environments that never write to replay. They play the
+        # behaviour population of actor 0's saved bandits (common.behaviour: drawn by
+        # `propose`, never updated), or the bandits' best region (--eval_policy=best_region).
+        evaluator = common_acting.EvaluatorSettings(
+            env=config.env,
+            protocol=protocol,
+            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
+            round_episodes=config.eval_round_episodes,
+            final_episodes=config.eval_episodes,
+            interval_s=config.eval_interval_s,
+            frames_per_learner_step=config.frames_per_learner_step,
+            greedy=False,  # §4.1: the behaviour policies are evaluated, not an argmax
+            seed=config.seed + 10_000,
+            niceness=config.actor_niceness,
+            state_dir=logdir,
+        )
+    return launch.Experiment(
+        agent=build_agent(config),
+        actor=common_acting.ActorSettings(
+            env=config.env,
+            num_envs=config.envs_per_actor,
+            seed=config.seed,
+            params_pull_interval=config.params_pull_interval,
+            protocol=protocol,
+            state_dir=logdir,
+            niceness=config.actor_niceness,
+        ),
+        num_actors=config.num_actors,
+        learner=learning.LearnerSettings(
+            logdir=logdir,
+            total_frames=config.total_frames,
+            frames_per_batch=config.frames_per_learner_step,
+            batch_size=config.batch_size,
+            publish_interval=config.publish_interval,
+            checkpoint_interval_s=config.checkpoint_interval_s,
+            log_interval_s=config.log_interval_s,
+            name=f"gdi-{config.variant} {config.env}",
+        ),
+        evaluator=evaluator,
+        replay_port=replay_port,
+    )
+
+
+def describe(config: config_lib.GdiConfig) -> str:
+    if config.fixed_behaviour:
+        behaviour = f"lambda fixed at {config.fixed_params}"
+    else:
+        behaviour = (
+            f"{', '.join(config.selected_params)} from {config.bandit_selection} "
+            f"({config.controller_scope})"
+        )
+    return (
+        f"GDI-{config.variant.upper()}, {config.num_actors} actors x {config.envs_per_actor} "
+        f"envs, {len(config.reward_shapings)} x {config.network} net, {behaviour}, batch "
+        f"{config.batch_size}x({config.burn_in}+{config.sequence_length}) x{config.times_sampled}"
+        f", {config.total_frames:,} frames"
+    )
+
+
+PAPER = cli.Paper(
+    name="gdi",
+    config_class=config_lib.GdiConfig,
+    build_experiment=build_experiment,
+    ablations=ablations.ABLATIONS,
+    default_ablation="gdi_i3",
+    env_defaults={"CartPole": config_lib.CARTPOLE_OVERRIDES},
+    cartpole=True,
+    describe=describe,
+)
+cli.define_flags(PAPER)
+
+
+if __name__ == "__main__":
+    cli.main(PAPER)

@@ -1,0 +1,52 @@
+"""GDI's networks (gdi.md §3): GDI-I3 has one, GDI-H3 two complete ones, theta_1 and theta_2
+("two different families of trainable variables", Eqs. (11)-(12)).
+
+Each is `common.networks.ActorCriticNet` with its logits head read as the advantage head A (there
+is no policy head: pi = Softmax(A / tau) per mixture component, Eq. (2)): IMPALA-deep torso,
+LSTM(256) fed the one-hot previous action and the previous reward in that network's own reward
+shaping, linear A and V heads. The networks never see lambda (gdi.md §8.1 #24). Each network has
+its auxiliary forward / inverse dynamics heads (`common.dynamics`), used by the learner only.
+"""
+
+import tensorflow as tf
+
+from common import dynamics
+from common import networks
+from gdi import config as config_lib
+
+
+def component_networks(config: config_lib.GdiConfig) -> tuple[int, int]:
+    """The network each mixture component of Eq. (2) reads: I3 both A (Eq. (10)), H3 A_1 and A_2
+    (Eq. (12))."""
+    return (0, 1) if config.variant == "h3" else (0, 0)
+
+
+def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list:
+    """One `ActorCriticNet` per reward shaping of `config.reward_shapings` (1 for I3, 2 for H3)."""
+    return [
+        networks.ActorCriticNet(
+            num_actions,
+            torso=config.network,
+            use_lstm=True,  # Table 6 "LSTM Units 256"
+            lstm_units=config.lstm_units,
+            prev_reward_clip=None,  # Table 6 "Reward Clip No"
+            prev_reward_transform=shaping,  # gdi.md §8.1 #15: the shaped previous reward
+            head_hidden=config.head_hidden or None,
+        )
+        for shaping in config.reward_shapings
+    ]
+
+
+def make_dynamics(config: config_lib.GdiConfig, num_actions: int, nets) -> list:
+    """The auxiliary dynamics heads of each network (Table 6; gdi.md §3)."""
+    return [
+        dynamics.DynamicsHeads(num_actions, net.torso.output_units, config.aux_hidden)
+        for net in nets
+    ]
+
+
+def core_state_spec(config: config_lib.GdiConfig):
+    """Per-env state stored at each item's first step (Table 6 "Burn-in Stored Recurrent State
+    Yes"): one (h, c) per network."""
+    lstm = tf.TensorSpec([config.lstm_units], tf.float32)
+    return ((lstm, lstm),) * len(config.reward_shapings)

@@ -1,0 +1,286 @@
+"""GDI's train step (gdi/learning.py) and acting policy (gdi/acting.py): compiled equals eager
+for I3 and H3, burn-in equals an unbroken unroll, H3 trains both networks in one step with
+RS1 / RS2, the auxiliary dynamics losses against numpy, and the actor's stored log mu equals
+Eq. (2) under the networks' advantages."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import burn_in_learning
+from common import dynamics
+from common import replay
+from common import schedules
+from common import sequences
+from common import transforms
+from gdi import acting
+from gdi import config as config_lib
+from gdi import learning
+from gdi import losses
+from gdi import networks
+
+NUM_ACTIONS = 3
+BURN_IN, LENGTH, BATCH = 4, 6, 3
+
+CONFIG = config_lib.GdiConfig(
+    env="CartPole",
+    network="mlp",
+    lstm_units=8,
+    aux_hidden=8,
+    burn_in=BURN_IN,
+    sequence_length=LENGTH,
+    batch_size=BATCH,
+    learner_microbatches=1,
+    total_frames=10_000,
+    warmup_steps=2,
+    learning_rate=1e-3,
+    discount=0.99,
+).validate()
+H3_CONFIG = dataclasses.replace(CONFIG, variant="h3")
+
+
+def make_models(config=CONFIG, seed=0):
+    tf.keras.utils.set_random_seed(seed)
+    nets = networks.make_networks(config, NUM_ACTIONS)
+    for net in nets:
+        net.create_variables((4,), np.float32)
+    return nets, networks.make_dynamics(config, NUM_ACTIONS, nets)
+
+
+def make_batch(config=CONFIG, seed=0):
+    """Sample-k items as the learner receives them ([L, B, ...], L = 4 + 6 + 1): item 0 starts a
+    game at step 6, item 1 has its burn-in as padding, item 2 was truncated at step 8."""
+    rng = np.random.default_rng(seed)
+    L = BURN_IN + LENGTH + 1
+    heads = len(config.reward_shapings)
+    reset = np.zeros((L, BATCH), bool)
+    reset[6, 0] = True
+    mask = np.ones((L, BATCH), np.float32)
+    mask[:BURN_IN, 1] = 0.0
+    reset[BURN_IN, 1] = True
+    reset[9, 2] = True
+    truncation = np.zeros((L, BATCH, heads) if heads > 1 else (L, BATCH), np.float32)
+    truncation[8, 2] = rng.normal(size=truncation.shape[2:])
+    f32 = lambda x: tf.constant(x, tf.float32)
+    return {
+        "observation": f32(rng.normal(size=(L, BATCH, 4))),
+        "prev_action": tf.constant(rng.integers(0, NUM_ACTIONS, (L, BATCH)), tf.int32),
+        "prev_reward": f32(rng.normal(size=(L, BATCH))),
+        "reset": tf.constant(reset),
+        "action": tf.constant(rng.integers(0, NUM_ACTIONS, (L, BATCH)), tf.int32),
+        "reward": f32(rng.normal(scale=3.0, size=(L, BATCH))),
+        "truncation_value": f32(truncation),
+        "behaviour_log_prob": f32(np.log(rng.uniform(0.2, 0.6, (L, BATCH)))),
+        "behaviour": {
+            "eta1": f32(rng.uniform(0, 5, (L, BATCH))),
+            "eta2": f32(rng.uniform(0, 5, (L, BATCH))),
+            "epsilon": f32(rng.uniform(0, 1, (L, BATCH))),
+        },
+        replay.MASK: f32(mask),
+        "core_state": tuple(
+            tuple(f32(rng.normal(size=(BATCH, 8))) for _ in range(2)) for _ in range(heads)
+        ),
+    }
+
+
+@pytest.mark.parametrize("config", [CONFIG, H3_CONFIG], ids=["i3", "h3"])
+def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
+    """The loss after burn-in from the stored states equals the loss on the trained part of one
+    unroll over the whole item, with each network's reward shaping and truncation bootstrap."""
+    nets, heads = make_models(config)
+    batch = make_batch(config)
+    loss, stats = learning.make_loss_fn(nets, heads, config)(batch)
+    inputs = [batch[k] for k in burn_in_learning.UNROLL_INPUTS]
+    t = {k: batch[k][BURN_IN:] for k in ("reset", "action", "reward", replay.MASK)}
+    advs, values, rewards, aux = [], [], [], 0.0
+    shapings = config.reward_shapings
+    for i, (net, head, state) in enumerate(zip(nets, heads, batch["core_state"])):
+        # Sequences 0 and 2 unrolled from step 0; sequence 1 (burn-in all padding) starts at its
+        # first real step from the stored state.
+        (adv_all, v_all, e_all), _ = net.unroll(*inputs, state, return_features=True)
+        # The features are the torso's embeddings of the observations.
+        torso = net.torso(tf.reshape(batch["observation"], [-1, 4]))
+        np.testing.assert_allclose(tf.reshape(e_all, torso.shape), torso, rtol=1e-6)
+        (adv_1, v_1, e_1), _ = net.unroll(
+            *[x[BURN_IN:] for x in inputs], state, return_features=True
+        )
+        join = lambda whole, part: tf.concat(
+            [whole[BURN_IN:, :1], part[:, 1:2], whole[BURN_IN:, 2:]], 1
+        )
+        advs.append(join(adv_all, adv_1))
+        values.append(join(v_all, v_1))
+        truncation = batch["truncation_value"][BURN_IN:-1]
+        if len(shapings) > 1:
+            truncation = truncation[..., i]
+        shaped = transforms.reward_transform(shapings[i])(t["reward"][:-1])
+        rewards.append(shaped + config.discount * truncation)
+        forward, inverse = head.losses(
+            join(e_all, e_1),
+            t["action"],
+            dynamics.pair_mask(t["reset"], t[replay.MASK]),
+            t[replay.MASK][:-1],
+        )
+        aux += forward + inverse
+    etas, weights = losses.lambda_mixture(
+        tf.nest.map_structure(lambda x: x[BURN_IN:], batch["behaviour"])
+    )
+    expected, _ = losses.gdi_loss(
+        losses.LossHyperparameters.from_config(config),
+        advs,
+        values,
+        networks.component_networks(config),
+        etas,
+        weights,
+        t["action"],
+        batch["behaviour_log_prob"][BURN_IN:],
+        rewards,
+        sequences.discounts_from_resets(t["reset"], config.discount, t[replay.MASK]),
+        t[replay.MASK][:-1],
+    )
+    assert float(loss) == pytest.approx(float(expected + aux), rel=1e-5)
+    assert float(stats["loss/total"]) == pytest.approx(float(loss))
+
+
+def test_compiled_step_equals_eager_and_follows_the_schedule():
+    """On GDI-H3 (the I3 step is the same code with one network; the burn-in test covers it);
+    compiling takes most of this test's time on a shared CPU."""
+    config = H3_CONFIG
+    weights = {}
+    for compiled in (False, True):
+        nets, heads = make_models(config)
+        optimizer = learning.make_optimizer(config)
+        step = learning.make_train_step(nets, heads, optimizer, config)
+        run = step if compiled else step.python_function
+        stats = [run(make_batch(config, seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        weights[compiled] = [v.numpy() for v in learning.trainable_variables(nets, heads)]
+        # Table 6: linear warm-up, then linear decay to 0 at the last update; WD annealed.
+        for k, s in enumerate(stats):
+            lr = float(schedules.warmup_linear_decay(k, 1e-3, 2, config.gradient_updates))
+            assert float(s["optimizer/learning_rate"]) == pytest.approx(lr, rel=1e-5)
+        assert int(optimizer.iterations.numpy()) == 3
+    for eager, compiled in zip(weights[False], weights[True]):
+        np.testing.assert_allclose(eager, compiled, rtol=1e-4, atol=1e-6)
+    # Every network and every dynamics head moved (H3: both networks in one step).
+    nets, heads = make_models(config)
+    offset = 0
+    for model in (*nets, *heads):
+        before = [v.numpy() for v in model.trainable_variables]
+        after = weights[True][offset : offset + len(before)]
+        offset += len(before)
+        assert any(not np.allclose(a, b) for a, b in zip(before, after)), model.name
+
+
+def test_micro_batches_give_the_whole_batch_s_update():
+    """--learner_microbatches=3 (one sequence each) takes exactly the update of the whole batch,
+    the auxiliary losses included (eager: the arithmetic is the same compiled)."""
+    weights, stats = [], []
+    for parts in (1, 3):
+        config = dataclasses.replace(H3_CONFIG, learner_microbatches=parts)
+        nets, heads = make_models(config)
+        optimizer = learning.make_optimizer(config)
+        step = learning.make_train_step(nets, heads, optimizer, config).python_function
+        # Past the warm-up's zero learning rate.
+        stats.append(
+            [step(make_batch(config, seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        )
+        weights.append([v.numpy() for v in learning.trainable_variables(nets, heads)])
+    for whole, sliced in zip(*stats):
+        # The gradient's norm (before the clip) is sensitive to how the slices are weighted.
+        for key in ("optimizer/grad_norm", "loss/total", "loss/inverse_dynamics_2"):
+            assert float(whole[key]) == pytest.approx(float(sliced[key]), rel=1e-4), key
+    for whole, sliced in zip(*weights):
+        np.testing.assert_allclose(whole, sliced, rtol=1e-4, atol=1e-6)
+
+
+def test_h3_networks_see_their_own_reward_shaping():
+    """Table 6: network 1 learns from RS1 (and reads it as its previous reward), network 2 from
+    RS2; gdi.md §9 T3's values."""
+    nets, _ = make_models(H3_CONFIG)
+    r = tf.constant([-10.0, -1.0, 0.0, 1.0, 10.0, 100.0])
+    np.testing.assert_allclose(
+        nets[0].prev_reward_transform(r),
+        [-2.397895, -0.693147, 0, 1.386294, 4.795791, 9.230241],
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        nets[1].prev_reward_transform(r),
+        [-0.831160, -0.190207, 0, 0.190207, 0.831160, 2.270154],
+        atol=1e-5,
+    )
+    steps = burn_in_learning.trained_steps(make_batch(H3_CONFIG), BURN_IN)
+    rs1, rs2 = learning.shaped_rewards(steps, H3_CONFIG)
+    reward = steps["reward"][:-1]
+    np.testing.assert_allclose(rs1[:4, 0], nets[0].prev_reward_transform(reward[:4, 0]), 1e-6)
+    np.testing.assert_allclose(rs2[:4, 0], nets[1].prev_reward_transform(reward[:4, 0]), 1e-6)
+
+
+def test_dynamics_losses_against_numpy():
+    rng = np.random.default_rng(0)
+    T, B, D = 4, 2, 5
+    head = dynamics.DynamicsHeads(NUM_ACTIONS, D, hidden=6)
+    features = rng.normal(size=(T + 1, B, D)).astype(np.float32)
+    actions = rng.integers(0, NUM_ACTIONS, (T + 1, B))
+    resets = np.zeros((T + 1, B), bool)
+    resets[2, 0] = True  # x_2 of env 0 starts a new episode: (x_1, a_1, x_2) is no transition
+    mask = np.ones((T + 1, B), np.float32)
+    mask[4, 1] = 0.0  # padding
+    pairs = dynamics.pair_mask(resets, mask).numpy()
+    np.testing.assert_array_equal(pairs, [[1, 1], [0, 1], [1, 1], [1, 0]])
+    steps = mask[:-1]  # every step t < T is real here
+    forward, inverse = head.losses(tf.constant(features), tf.constant(actions), pairs, steps)
+
+    def mlp(model, x):
+        (w1, b1), (w2, b2) = [(layer.kernel.numpy(), layer.bias.numpy()) for layer in model.layers]
+        return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+    logits = mlp(head.inverse_model, np.concatenate([features[:-1], features[1:]], -1))
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    ce = -np.take_along_axis(log_p, actions[:-1, :, None], -1)[..., 0]
+    predicted = mlp(
+        head.forward_model, np.concatenate([features[:-1], np.eye(NUM_ACTIONS)[actions[:-1]]], -1)
+    )
+    sq = 0.5 * ((predicted - features[1:]) ** 2).sum(-1)
+    assert float(inverse) == pytest.approx((ce * pairs).sum() / steps.sum(), rel=1e-5)
+    assert float(forward) == pytest.approx((sq * pairs).sum() / steps.sum(), rel=1e-5)
+    # The forward target is stop-gradient: e_{t+1} gets gradient from the inverse task only.
+    e = tf.Variable(features)
+    with tf.GradientTape() as tape:
+        forward, _ = head.losses(e, tf.constant(actions), pairs, steps)
+    grad = tape.gradient(forward, e).numpy()
+    assert np.all(grad[4] == 0) and np.any(grad[0] != 0)
+
+
+@pytest.mark.parametrize("config", [CONFIG, H3_CONFIG], ids=["i3", "h3"])
+def test_actor_stores_log_mu_of_eq_2(config):
+    policy = acting.make_policy(config, NUM_ACTIONS, (4,), np.float32, seed=0, greedy=False)
+    assert policy.value_heads == len(config.reward_shapings)
+    B = 4
+    rng = np.random.default_rng(1)
+    obs = rng.normal(size=(B, 4)).astype(np.float32)
+    prev_action, prev_reward = np.zeros(B, np.int32), np.zeros(B, np.float32)
+    reset = np.ones(B, bool)
+    params = {
+        "eta1": np.array([0.0, 1.0, 3.0, 1.0]),
+        "eta2": np.array([2.0, 0.0, 1e4, 1.0]),
+        "epsilon": np.array([0.3, 1.0, 0.0, 0.5]),
+    }
+    state = policy.initial_state(B)
+    actions, extras, _ = policy.step(obs, prev_action, prev_reward, reset, state, params)
+    advantages = [
+        net.step(obs, prev_action, prev_reward, reset, s)[0][0].numpy()
+        for net, s in zip(policy.networks, state)
+    ]
+    a1, a2 = advantages[0], advantages[-1]
+
+    def softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    eps = params["epsilon"][:, None]
+    mu = eps * softmax(params["eta1"][:, None] * a1) + (1 - eps) * softmax(
+        params["eta2"][:, None] * a2
+    )
+    expected = np.log(mu[np.arange(B), actions])
+    np.testing.assert_allclose(extras["behaviour_log_prob"], expected, rtol=1e-4, atol=1e-5)
