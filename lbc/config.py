@@ -174,7 +174,11 @@ class LbcConfig(ProcessSettings):
     eval_episodes: int = field(32, "Episodes in the windowed mean of the reported return.")
     # §5.1.1: "undiscounted episodic returns averaged over five seeds using a windowed mean
     # over 32 episodes".
-    eval_policy: str = field("bandits", "bandits: a separate evaluator acting as the actors do.")
+    eval_policy: str = field(
+        "bandits",
+        "bandits: a separate evaluator acting as the actors do; training_episodes: no evaluator, "
+        "the training games' returns are the report.",
+    )
     # §5.1.1 "a separate evaluation process"; App. H.2 "the population's average score from
     # model training": the MAB-driven behaviour (lbc.md §8 #20 proposes training_episodes).
     seed: int = field(0, "Seed of environments, networks and bandits.")
