@@ -359,7 +359,7 @@ class LbcConfig(ProcessSettings):
 
 
 # choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
-# LSTM, heads and batch, shorter sequences, and a horizon that suits 500-step episodes. The
+# LSTM, heads and batch, shorter sequences, and a budget and cap for 500-step episodes. The
 # population keeps Table 3's h_i = (gamma_i, RS_i), so that the Reducing H ablations (h_1 of
 # Table 3) train a member of the same population.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(
