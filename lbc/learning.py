@@ -50,6 +50,7 @@ class PopulationOptimizer(tf.Module):
         for optimizer, group in zip(self.optimizers, self._split(variables)):
             optimizer.build(group)
 
+    @tf.autograph.experimental.do_not_convert  # static Python only, as `make_loss_fn`'s
     def apply(self, gradients, variables) -> dict:
         """Each network's update; the schedules' values (equal for all) and each grad norm."""
         stats = {}
@@ -122,7 +123,10 @@ def make_loss_fn(
         stats["loss/total"] = total
         return total, stats
 
-    return loss_fn
+    # choice: traced as written, without AutoGraph: nothing in it branches on a tensor (the
+    # burn-in's tf.cond is explicit), and converting the three networks' loss code was most of a
+    # ~60 s first trace on this machine (compiled-equals-eager test, tests/lbc/test_learning.py).
+    return tf.autograph.experimental.do_not_convert(loss_fn)
 
 
 def trained_variables(population: Sequence, dynamics: Sequence) -> list[list[tf.Variable]]:
