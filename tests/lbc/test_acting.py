@@ -85,6 +85,11 @@ def test_t2_reductions():
     # A one-hot omega is single-policy selection (Prop. 1): softmax(0.5 A_2).
     actions, log_mu = act(T1_LOGITS, {"eta": [1.0, 0.5, 10.0], "omega": [0.0, 1.0, 0.0]})
     assert_behaves_as([0.211942, 0.576117, 0.211942], actions, log_mu)
+    # Corollary 1: with A_1 = A_2 = A_3 and equal taus, omega changes nothing.
+    same = np.repeat(T1_LOGITS[:1], 3, 0)
+    expected = np.exp(0.7 * T1_LOGITS[0]) / np.exp(0.7 * T1_LOGITS[0]).sum()
+    for omega in ([0.5, 0.3, 0.2], [0.0, 0.0, 1.0]):
+        assert_behaves_as(expected, *act(same, {"eta": [0.7] * 3, "omega": omega}))
     # tau = 1000 on A_1 alone: the argmax, without NaN.
     actions, log_mu = act(T1_LOGITS, {"eta": [1000.0, 1.0, 1.0], "omega": [1.0, 0.0, 0.0]})
     assert (actions == 0).all() and np.allclose(log_mu, 0.0)

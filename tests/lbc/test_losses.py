@@ -100,6 +100,13 @@ def test_t7_retrace_targets_sampled_form():
     np.testing.assert_allclose(targets(PI, MU), [1.576291, 0.563916, 1.274030, 2.297000], atol=1e-5)
     # On-policy (mu = pi, c = 1) the printed form is the n-step return bootstrapped on Q(x_4, a_4).
     np.testing.assert_allclose(targets(PI, PI), [2.248677, 1.261290, 1.274030, 2.297000], atol=1e-5)
+    # --pg_advantage=retrace (lbc.md §2.6): Â_t = rho_t (Q̂_t − V(x_t)); on-policy rho = 1.
+    hp = losses.LossHyperparameters(**{**vars(ONLY["pi"]), "pg_advantage": "retrace"})
+    args = (two_action_logits(PI), values, actions, column(np.log(PI)), column(R))
+    _, _, grad_a, _ = gradients(hp, *args, column([0.99] * 4))
+    pg = -4 * grad_a[:4, 0, 0] / (5 * (1 - np.asarray(PI[:4])))
+    n_step = np.array([2.248677, 1.261290, 1.274030, 2.297000])
+    np.testing.assert_allclose(pg, n_step - values[:4, 0], atol=1e-5)
 
 
 T1_LOGITS = np.array([[1.0, 0.0, -1.0], [0.0, 2.0, 0.0], [0.5, 0.5, 0.5]])
