@@ -198,3 +198,28 @@ def test_population_is_three_separate_networks_of_lbc_md_3():
     assert [n.prev_reward_transform for n in population] == [
         transforms.reward_transform(name) for name in config.reward_shapings
     ]
+
+
+def test_population_optimizer_state_is_checkpointed(tmp_path):
+    """A resume restores every network's AdamW (moments and update count)."""
+
+    def make():
+        groups = [[tf.Variable([1.0, 2.0])], [tf.Variable([3.0])]]
+        optimizer = learning.PopulationOptimizer(CONFIG, groups)
+        optimizer.build([v for g in groups for v in g])
+        return groups, optimizer
+
+    groups, optimizer = make()
+    variables = [v for g in groups for v in g]
+    optimizer.apply([tf.constant([0.5, -1.0]), tf.constant([2.0])], variables)
+    path = tf.train.Checkpoint(optimizer=optimizer).save(str(tmp_path / "ckpt"))
+    _, restored = make()
+    tf.train.Checkpoint(optimizer=restored).restore(path).assert_consumed()
+    for saved, loaded in zip(optimizer.optimizers, restored.optimizers):
+        assert int(loaded.iterations.numpy()) == 1
+        np.testing.assert_array_equal(
+            saved.first_moments[0].numpy(), loaded.first_moments[0].numpy()
+        )
+        np.testing.assert_array_equal(
+            saved.second_moments[0].numpy(), loaded.second_moments[0].numpy()
+        )
