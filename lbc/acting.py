@@ -18,7 +18,6 @@ from common import advantage_policy
 from common import bandits
 from common import behaviour
 from common import envs
-from common import networks as common_networks
 from lbc import config as config_lib
 from lbc import networks
 
@@ -46,11 +45,8 @@ def make_policy(
 ) -> advantage_policy.AdvantageMixturePolicy:
     """A `common.acting.PolicyFactory` once `config` is bound (functools.partial). It runs all
     networks at every step (lbc.md §3) and bootstraps a truncation with each network's V_i."""
-    population = common_networks.build_in_precision(
-        "float32", lambda: networks.make_population(config, num_actions)
-    )
     return advantage_policy.AdvantageMixturePolicy(
-        population,
+        networks.make_population(config, num_actions),
         psi_mixture,
         component_networks(config),
         observation_shape,

@@ -129,6 +129,9 @@ class LbcConfig(ProcessSettings):
     reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
     # choice (lbc.md §5): Reverb max_times_sampled = k; one table, as the one learner step
     # trains all networks on each batch (module docstring).
+    learner_microbatches: int = field(1, "Slices of each batch the gradient is computed in.")
+    # choice: exactly the same gradient in 1/k of the activation memory
+    # (common.burn_in_learning); the Nature torsos' activations fit at k = 1 (README, LBC).
     replay_capacity: int = field(10_000, "Sequences the replay table holds.")
     # choice (lbc.md §5: 10k-50k): the low end; with reuse 2 and FIFO it behaves like a queue.
 
@@ -226,6 +229,7 @@ class LbcConfig(ProcessSettings):
                 "sequence_length",
                 "times_sampled",
                 "replay_capacity",
+                "learner_microbatches",
                 "num_actors",
                 "envs_per_actor",
                 "params_pull_interval",
@@ -292,6 +296,11 @@ class LbcConfig(ProcessSettings):
             raise ValueError(
                 f"--replay_capacity={self.replay_capacity} must be >= "
                 f"--batch_size={self.batch_size}, or the learner never samples"
+            )
+        if self.batch_size % self.learner_microbatches:
+            raise ValueError(
+                f"--learner_microbatches={self.learner_microbatches} must divide "
+                f"--batch_size={self.batch_size}"
             )
         if self.warmup_steps >= self.gradient_updates:
             raise ValueError(

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from common import acting
 from common import advantage_policy
 from common import burn_in_learning
 from common import replay
@@ -21,7 +22,6 @@ from common import sequences
 from common import transforms
 from lbc import config as config_lib
 from lbc import losses
-from lbc import networks as lbc_networks
 
 
 class PopulationOptimizer(tf.Module):
@@ -78,6 +78,22 @@ def population_rewards_and_discounts(steps: dict, config: config_lib.LbcConfig):
     return rewards, discounts
 
 
+def unroll_population(population: Sequence, batch: dict, burn_in: int) -> list:
+    """Each network's torso embedding [T+1, B, E] and (advantages [T+1, B, A], values [T+1, B])
+    on the trained steps: one torso pass over the whole item, whose output both the auxiliary
+    tasks and the core read, then the burn-in from the network's stored state without gradient
+    and the trained unroll (`common.sequences.burn_in_unroll`)."""
+    inputs = [batch[name] for name in ("prev_action", "prev_reward", "reset")]
+    outputs = []
+    for network, core_state in zip(population, batch[acting.CORE_STATE]):
+        embedding = network.embed(batch["observation"])
+        heads, _ = sequences.burn_in_unroll(
+            network.unroll_features, [embedding, *inputs], core_state, burn_in, batch[replay.MASK]
+        )
+        outputs.append((embedding[burn_in:], heads))
+    return outputs
+
+
 def make_loss_fn(
     population: Sequence, dynamics: Sequence, config: config_lib.LbcConfig
 ) -> Callable[[dict], tuple]:
@@ -86,16 +102,14 @@ def make_loss_fn(
     use_aux = config.aux_forward_weight > 0 or config.aux_inverse_weight > 0
 
     def loss_fn(batch: dict):
-        outputs = burn_in_learning.unroll_trained(population, batch, config.burn_in)
+        outputs = unroll_population(population, batch, config.burn_in)
         steps = burn_in_learning.trained_steps(batch, config.burn_in)
         mask = steps[replay.MASK]
         rewards, discounts = population_rewards_and_discounts(steps, config)
         # x_t -> x_{t+1} within one episode: the auxiliary tasks' transitions.
         transitions = sequences.discounts_from_resets(steps["reset"], 1.0, mask)
         total, stats = 0.0, {}
-        for i, (network, heads, (advantages, values)) in enumerate(
-            zip(population, dynamics, outputs)
-        ):
+        for i, (heads, (embedding, (advantages, values))) in enumerate(zip(dynamics, outputs)):
             loss, parts = losses.policy_loss(
                 hparams,
                 advantages,
@@ -107,7 +121,6 @@ def make_loss_fn(
                 mask[:-1],
             )
             if use_aux:
-                embedding = lbc_networks.embed(network, steps["observation"])
                 inverse, forward = losses.dynamics_losses(
                     heads.inverse_logits(embedding[:-1], embedding[1:]),
                     heads.predict_next(embedding[:-1], steps["action"][:-1]),
@@ -129,17 +142,21 @@ def make_loss_fn(
     return tf.autograph.experimental.do_not_convert(loss_fn)
 
 
-def trained_variables(population: Sequence, dynamics: Sequence) -> list[list[tf.Variable]]:
-    """Network i's variables and its auxiliary heads', one group per network."""
+def trained_variables(
+    population: Sequence, dynamics: Sequence, config: config_lib.LbcConfig
+) -> list[list[tf.Variable]]:
+    """Network i's variables and its auxiliary heads' (when an auxiliary loss is on), one group
+    per network: every variable listed gets a gradient."""
+    use_aux = config.aux_forward_weight > 0 or config.aux_inverse_weight > 0
     return [
-        list(network.trainable_variables) + list(heads.trainable_variables)
+        list(network.trainable_variables) + (list(heads.trainable_variables) if use_aux else [])
         for network, heads in zip(population, dynamics)
     ]
 
 
 def make_train_step(population, dynamics, optimizer, config: config_lib.LbcConfig):
     """The compiled learner step `step(batch, frames) -> stats` for the whole population."""
-    variables = [v for group in trained_variables(population, dynamics) for v in group]
+    variables = [v for group in trained_variables(population, dynamics, config) for v in group]
     return burn_in_learning.make_train_step(
         make_loss_fn(population, dynamics, config), variables, optimizer, config
     )

@@ -68,7 +68,7 @@ def make_learner(config: config_lib.LbcConfig, spec):
         networks.make_dynamics_heads(config, network, i) for i, network in enumerate(population)
     ]
     optimizer = learning.PopulationOptimizer(
-        config, learning.trained_variables(population, dynamics)
+        config, learning.trained_variables(population, dynamics, config)
     )
     checkpointables = {"optimizer": optimizer}
     for i, (network, heads) in enumerate(zip(population, dynamics)):

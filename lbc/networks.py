@@ -4,8 +4,8 @@ h_i = (gamma_i, RS_i), no weights shared between them (Assumption 1: same archit
 Each network reads its A head as Phi_{h_i} = A_i (its target policy pi_i = softmax(A_i)) and has a
 V head; its LSTM gets the previous reward shaped by its own RS_i (lbc.md §8 #17) and never sees psi
 or h (§3). The auxiliary forward- and inverse-dynamics tasks of Table 3 live in `DynamicsHeads`, a
-learner-only module per network that reads the network's torso embedding: actors do not need it,
-so the weights they pull are the networks' alone.
+learner-only module per network that reads the network's torso embedding (`ActorCriticNet.embed`,
+the one its core reads): actors do not need it, so the weights they pull are the networks' alone.
 """
 
 import tensorflow as tf
@@ -76,12 +76,3 @@ def make_dynamics_heads(config: config_lib.LbcConfig, network, index: int) -> Dy
         config.aux_hidden,
         name=f"dynamics_{index + 1}",
     )
-
-
-def embed(network, observations) -> tf.Tensor:
-    """The torso embedding e_t [T, B, E] of observations [T, B, ...], with gradient (the aux tasks
-    train the torso). choice: computed again rather than taken from the unroll, whose output
-    `common.networks.ActorCriticNet` does not expose; it costs one more torso pass over the
-    trained steps."""
-    features = network.torso(tf.reshape(observations, [-1, *observations.shape[2:]]))
-    return tf.reshape(features, tf.concat([tf.shape(observations)[:2], [-1]], 0))

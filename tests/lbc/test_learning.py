@@ -80,10 +80,32 @@ def make_batch(seed=0, heads=3):
     }
 
 
+def test_burn_in_reaches_the_state_of_an_unbroken_unroll():
+    """Each network's outputs after burn-in from its stored state equal one unroll over the whole
+    item (item 1, whose burn-in is padding, starts at its first real step from the stored
+    state); the embedding is the one the core read."""
+    population, _ = make_learner_parts()
+    batch = make_batch()
+    inputs = [batch[k] for k in ("observation", "prev_action", "prev_reward", "reset")]
+    outputs = learning.unroll_population(population, batch, BURN_IN)
+    for network, state, (embedding, trained) in zip(population, batch["core_state"], outputs):
+        whole, _ = network.unroll(*inputs, state)
+        from_first_real, _ = network.unroll(*[x[BURN_IN:] for x in inputs], state)
+        for got, unbroken, item_1 in zip(trained, whole, from_first_real):
+            np.testing.assert_allclose(
+                tf.gather(got, [0, 2], axis=1),
+                tf.gather(unbroken[BURN_IN:], [0, 2], axis=1),
+                rtol=1e-5,
+                atol=1e-6,
+            )
+            np.testing.assert_allclose(got[:, 1], item_1[:, 1], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(embedding, network.embed(batch["observation"])[BURN_IN:])
+
+
 def test_each_network_s_losses_reach_only_its_own_network():
     population, dynamics = make_learner_parts()
     loss_fn = learning.make_loss_fn(population, dynamics, CONFIG)
-    groups = learning.trained_variables(population, dynamics)
+    groups = learning.trained_variables(population, dynamics, CONFIG)
     with tf.GradientTape(persistent=True) as tape:
         total, stats = loss_fn(make_batch())
     assert float(total) == pytest.approx(sum(float(stats[f"loss/total_{i}"]) for i in (1, 2, 3)))
@@ -130,7 +152,7 @@ def test_compiled_step_equals_eager_and_each_network_has_its_own_adamw():
     for compiled in (False, True):
         population, dynamics = make_learner_parts()
         optimizer = learning.PopulationOptimizer(
-            CONFIG, learning.trained_variables(population, dynamics)
+            CONFIG, learning.trained_variables(population, dynamics, CONFIG)
         )
         step = learning.make_train_step(population, dynamics, optimizer, CONFIG)
         run = step if compiled else step.python_function
