@@ -131,7 +131,8 @@ class LbcConfig(ProcessSettings):
     # trains all networks on each batch (module docstring).
     learner_microbatches: int = field(1, "Slices of each batch the gradient is computed in.")
     # choice: exactly the same gradient in 1/k of the activation memory
-    # (common.burn_in_learning); the Nature torsos' activations fit at k = 1 (README, LBC).
+    # (common.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
+    # peaked at 3.9 GiB on the 24 GiB CPU machine (README, "Training LBC").
     replay_capacity: int = field(10_000, "Sequences the replay table holds.")
     # choice (lbc.md §5: 10k-50k): the low end; with reuse 2 and FIFO it behaves like a queue.
 
