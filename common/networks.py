@@ -358,17 +358,7 @@ class ActorCriticNet(tf.keras.Model):
         outputs are (logits, values, torso embeddings [T, B, D]), which GDI's auxiliary dynamics
         tasks read (`common.dynamics`) without a second torso pass.
         """
-        return self.unroll_features(
-            self.embed(obs), prev_action, prev_reward, reset, state, instruction
-        )
-
-    def embed(self, obs) -> tf.Tensor:
-        """The torso's output for obs [T, B, ...]: [T, B, F] (one torso call per unroll)."""
-        return _fold_time(self.torso, obs)
-
-    def unroll_features(self, features, prev_action, prev_reward, reset, state, instruction=None):
-        """`unroll` from the torso's output [T, B, F] (`embed`): LBC's auxiliary tasks read the
-        same embedding the core does, without a second torso pass."""
+        features = _fold_time(self.torso, obs)
         if not self.use_lstm:
             outputs, final_state = features, ()
         else:

@@ -14,9 +14,9 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from common import acting
 from common import advantage_policy
 from common import burn_in_learning
+from common import dynamics
 from common import replay
 from common import sequences
 from common import transforms
@@ -78,38 +78,23 @@ def population_rewards_and_discounts(steps: dict, config: config_lib.LbcConfig):
     return rewards, discounts
 
 
-def unroll_population(population: Sequence, batch: dict, burn_in: int) -> list:
-    """Each network's torso embedding [T+1, B, E] and (advantages [T+1, B, A], values [T+1, B])
-    on the trained steps: one torso pass over the whole item, whose output both the auxiliary
-    tasks and the core read, then the burn-in from the network's stored state without gradient
-    and the trained unroll (`common.sequences.burn_in_unroll`)."""
-    inputs = [batch[name] for name in ("prev_action", "prev_reward", "reset")]
-    outputs = []
-    for network, core_state in zip(population, batch[acting.CORE_STATE]):
-        embedding = network.embed(batch["observation"])
-        heads, _ = sequences.burn_in_unroll(
-            network.unroll_features, [embedding, *inputs], core_state, burn_in, batch[replay.MASK]
-        )
-        outputs.append((embedding[burn_in:], heads))
-    return outputs
-
-
 def make_loss_fn(
-    population: Sequence, dynamics: Sequence, config: config_lib.LbcConfig
+    population: Sequence, aux_heads: Sequence, config: config_lib.LbcConfig
 ) -> Callable[[dict], tuple]:
     """batch -> (sum of the networks' losses, stats with each network's parts suffixed _i)."""
     hparams = losses.LossHyperparameters.from_config(config)
     use_aux = config.aux_forward_weight > 0 or config.aux_inverse_weight > 0
 
     def loss_fn(batch: dict):
-        outputs = unroll_population(population, batch, config.burn_in)
+        outputs = burn_in_learning.unroll_trained(
+            population, batch, config.burn_in, return_features=use_aux
+        )
         steps = burn_in_learning.trained_steps(batch, config.burn_in)
         mask = steps[replay.MASK]
         rewards, discounts = population_rewards_and_discounts(steps, config)
-        # x_t -> x_{t+1} within one episode: the auxiliary tasks' transitions.
-        transitions = sequences.discounts_from_resets(steps["reset"], 1.0, mask)
+        pairs = dynamics.pair_mask(steps["reset"], mask)  # x_t -> x_{t+1} in one episode
         total, stats = 0.0, {}
-        for i, (heads, (embedding, (advantages, values))) in enumerate(zip(dynamics, outputs)):
+        for i, (heads, (advantages, values, *features)) in enumerate(zip(aux_heads, outputs)):
             loss, parts = losses.policy_loss(
                 hparams,
                 advantages,
@@ -121,13 +106,7 @@ def make_loss_fn(
                 mask[:-1],
             )
             if use_aux:
-                inverse, forward = losses.dynamics_losses(
-                    heads.inverse_logits(embedding[:-1], embedding[1:]),
-                    heads.predict_next(embedding[:-1], steps["action"][:-1]),
-                    embedding[1:],
-                    steps["action"][:-1],
-                    transitions,
-                )
+                forward, inverse = heads.losses(features[0], steps["action"], pairs, mask[:-1])
                 loss += config.aux_inverse_weight * inverse + config.aux_forward_weight * forward
                 parts.update({"loss/aux_inverse": inverse, "loss/aux_forward": forward})
             parts["loss/total"] = loss
@@ -143,20 +122,20 @@ def make_loss_fn(
 
 
 def trained_variables(
-    population: Sequence, dynamics: Sequence, config: config_lib.LbcConfig
+    population: Sequence, aux_heads: Sequence, config: config_lib.LbcConfig
 ) -> list[list[tf.Variable]]:
     """Network i's variables and its auxiliary heads' (when an auxiliary loss is on), one group
     per network: every variable listed gets a gradient."""
     use_aux = config.aux_forward_weight > 0 or config.aux_inverse_weight > 0
     return [
         list(network.trainable_variables) + (list(heads.trainable_variables) if use_aux else [])
-        for network, heads in zip(population, dynamics)
+        for network, heads in zip(population, aux_heads)
     ]
 
 
-def make_train_step(population, dynamics, optimizer, config: config_lib.LbcConfig):
+def make_train_step(population, aux_heads, optimizer, config: config_lib.LbcConfig):
     """The compiled learner step `step(batch, frames) -> stats` for the whole population."""
-    variables = [v for group in trained_variables(population, dynamics, config) for v in group]
+    variables = [v for group in trained_variables(population, aux_heads, config) for v in group]
     return burn_in_learning.make_train_step(
-        make_loss_fn(population, dynamics, config), variables, optimizer, config
+        make_loss_fn(population, aux_heads, config), variables, optimizer, config
     )

@@ -1,4 +1,5 @@
-"""LBC's per-policy loss (lbc.md §2.6, App. B, Algorithm 2) and the auxiliary tasks (§3).
+"""LBC's per-policy loss (lbc.md §2.6, App. B, Algorithm 2); the auxiliary tasks of §3 are
+`common.dynamics`.
 
 Network i learns from the shared replay, whose actions came from the mixture mu_psi (Eq. (10)):
 its own target policy pi_i = softmax(A_i) at inverse temperature 1 (§5.1.2: Phi_{h_i} = A_i; the
@@ -101,24 +102,3 @@ def policy_loss(
         "value/q_taken": sequences.masked_mean(critic.q_taken, mask),
         "value/vtrace_target": sequences.masked_mean(critic.vs, mask),
     }
-
-
-def dynamics_losses(
-    inverse_logits, predicted_next, next_embedding, actions, valid
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """lbc.md §3's auxiliary losses, each its mean over the valid transitions x_t -> x_{t+1}
-    (both real steps of one episode).
-
-    Args:
-      inverse_logits: [T, B, A] the inverse model's logits of a_t from (e_t, e_{t+1}).
-      predicted_next: [T, B, E] the forward model's prediction of e_{t+1} from (e_t, a_t).
-      next_embedding: [T, B, E] e_{t+1}; the forward loss does not train it (stop-gradient).
-      actions: [T, B] a_t.
-      valid: [T, B] 1 where x_{t+1} follows x_t in the same episode.
-    Returns:
-      (inverse: cross-entropy against a_t, forward: mean squared error over the E features).
-    """
-    inverse = tf.nn.sparse_softmax_cross_entropy_with_logits(actions, inverse_logits)
-    error = predicted_next - tf.stop_gradient(next_embedding)
-    forward = tf.reduce_mean(tf.square(error), -1)
-    return sequences.masked_mean(inverse, valid), sequences.masked_mean(forward, valid)

@@ -1,7 +1,7 @@
 """LBC's train step (lbc/learning.py): each network's losses reach only its own network, each
-network is updated by its own AdamW (own clip), compiled equals eager, per-network rewards and
-discounts (RS_i, gamma_i, truncation bootstraps with V_i), the auxiliary tasks, and the networks
-of lbc.md §3."""
+network is updated by its own AdamW (own clip, checkpointed), compiled equals eager, per-network
+rewards and discounts (RS_i, gamma_i, truncation bootstraps with V_i), the auxiliary tasks train
+the torso, and the networks of lbc.md §3. (Burn-in and the dynamics losses are tested in common.)"""
 
 import dataclasses
 
@@ -14,7 +14,6 @@ from common import schedules
 from common import transforms
 from lbc import config as config_lib
 from lbc import learning
-from lbc import losses
 from lbc import networks
 
 NUM_ACTIONS = 3
@@ -78,28 +77,6 @@ def make_batch(seed=0, heads=3):
             for _ in range(heads)
         ),
     }
-
-
-def test_burn_in_reaches_the_state_of_an_unbroken_unroll():
-    """Each network's outputs after burn-in from its stored state equal one unroll over the whole
-    item (item 1, whose burn-in is padding, starts at its first real step from the stored
-    state); the embedding is the one the core read."""
-    population, _ = make_learner_parts()
-    batch = make_batch()
-    inputs = [batch[k] for k in ("observation", "prev_action", "prev_reward", "reset")]
-    outputs = learning.unroll_population(population, batch, BURN_IN)
-    for network, state, (embedding, trained) in zip(population, batch["core_state"], outputs):
-        whole, _ = network.unroll(*inputs, state)
-        from_first_real, _ = network.unroll(*[x[BURN_IN:] for x in inputs], state)
-        for got, unbroken, item_1 in zip(trained, whole, from_first_real):
-            np.testing.assert_allclose(
-                tf.gather(got, [0, 2], axis=1),
-                tf.gather(unbroken[BURN_IN:], [0, 2], axis=1),
-                rtol=1e-5,
-                atol=1e-6,
-            )
-            np.testing.assert_allclose(got[:, 1], item_1[:, 1], rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(embedding, network.embed(batch["observation"])[BURN_IN:])
 
 
 def test_each_network_s_losses_reach_only_its_own_network():
@@ -183,22 +160,6 @@ def test_a_network_s_clip_does_not_scale_another_s_update():
     assert float(stats["grad_norm_2"]) == pytest.approx(0.5)
     assert optimizer.optimizers[1].first_moments[0].numpy()[0] == pytest.approx(0.1 * 0.5)
     assert optimizer.optimizers[0].first_moments[0].numpy() == pytest.approx([0.06, 0.08])
-
-
-def test_dynamics_losses_against_numpy():
-    rng = np.random.default_rng(3)
-    T, B, E = 4, 2, 5
-    logits = rng.normal(size=(T, B, NUM_ACTIONS)).astype(np.float32)
-    predicted, target = (rng.normal(size=(T, B, E)).astype(np.float32) for _ in range(2))
-    actions = rng.integers(0, NUM_ACTIONS, (T, B))
-    valid = np.ones((T, B), np.float32)
-    valid[2, 1] = 0.0
-    inverse, forward = losses.dynamics_losses(logits, predicted, target, actions, valid)
-    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    ce = -np.take_along_axis(log_p, actions[..., None], -1)[..., 0]
-    mse = ((predicted - target) ** 2).mean(-1)
-    assert float(inverse) == pytest.approx((ce * valid).sum() / valid.sum(), rel=1e-5)
-    assert float(forward) == pytest.approx((mse * valid).sum() / valid.sum(), rel=1e-5)
 
 
 def test_population_is_three_separate_networks_of_lbc_md_3():
