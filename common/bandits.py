@@ -1051,6 +1051,28 @@ class LbcController(_AxisController):
         raw = x[n:] if n > 1 else np.ones(1)
         return {"eta": eta, "omega": normalised_weights(raw), "omega_unnormalised": raw.copy()}
 
+    def summary(self) -> dict[str, float]:
+        """What the factorised populations have learned, for TensorBoard: per coordinate
+        (`eta<i>`, `omega<i>`), the centre of the arm the population has pulled most, that arm's
+        mean return and the mean return over visited arms (counts and returns pooled over the
+        population's bandits), and the games learned from. Empty for a joint grid or Random
+        Selection."""
+        if len(self._selectors) != len(self.axes) or not all(
+            isinstance(selector, BanditPopulation) for selector in self._selectors
+        ):
+            return {}
+        summary = {"games": float(self._selectors[0].episodes)}
+        for axis, population in zip(self.axes, self._selectors):
+            counts, sums = population.counts.sum(0), population.return_sums.sum(0)
+            arm = int(np.argmax(counts))
+            low, high = axis.block_bounds(arm)
+            visited = counts > 0
+            means = sums[visited] / counts[visited]
+            summary[f"{axis.name}/most_pulled"] = float(axis.to_param((low + high) / 2))
+            summary[f"{axis.name}/most_pulled_value"] = float(sums[arm] / max(counts[arm], 1.0))
+            summary[f"{axis.name}/mean_value"] = float(means.mean()) if visited.any() else 0.0
+        return summary
+
     def coordinates(self, params: Mapping[str, Any]) -> np.ndarray:
         n = self.num_policies
         eta = np.asarray(params["eta"], dtype=np.float64)

@@ -11,6 +11,11 @@ network h_i = (gamma_i, RS_i); the behaviour mixes `bandit_num_policies` Boltzma
 (Eq. (10)). Both are 3 in the main run; "Reducing H" (Table 12) keeps one network (h_1) under a
 3-component mixture, "Reducing H and Psi" one network and one component.
 
+One learner process trains the three networks (lbc.md §2.7 has one learner per network on its own
+GPU, App. H.3): on this 2-core machine one compiled step computes each network's loss on the same
+batch and updates each network with its own AdamW (its own clip norm and moments), which is what
+three learners sampling one replay would do, minus the sampling noise between them.
+
 Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.LbcController`;
 `bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
 gymnasium), so flags are validated in milliseconds.
@@ -22,9 +27,10 @@ from typing import Any
 
 from common.config import (
     Q_CENTERINGS,
-    ATARI_TORSOS,
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
+    TORSOS,
+    ProcessSettings,
     atari_protocol_overrides,
     check_all,
     check_choice,
@@ -49,7 +55,7 @@ BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class LbcConfig:
+class LbcConfig(ProcessSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment (Table 3; the rest of the protocol is `PROTOCOL`) -------------------------
@@ -75,11 +81,13 @@ class LbcConfig:
     # RS_3 = 0.3 min(tanh x, 0) + 5 max(tanh x, 0).
 
     # --- Network (Table 3, App. L, lbc.md §3) --------------------------------------------------
-    network: str = field("nature", "Torso: nature (Agent57/R2D2), deep (IMPALA) or shallow.")
+    network: str = field("nature", "Torso: nature (Agent57/R2D2), deep (IMPALA), shallow or mlp.")
     # choice (lbc.md §8 #16): App. L "the same as that of Agent57", the Nature-DQN torso.
     lstm_units: int = field(256, "LSTM core size.")  # Table 3 "LSTM Units 256"
     head_hidden: int = field(512, "Hidden units of the A and V heads (0: linear heads).")
     # choice (lbc.md §3): Agent57's dueling streams, Dense 512 - ReLU - Dense.
+    aux_hidden: int = field(512, "Hidden units of the forward- and inverse-dynamics MLPs.")
+    # choice (lbc.md §3): MLP(... -> 512 -> ReLU -> ...), the head width.
     aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
     # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice (lbc.md §8 #15): weight 1.
     aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
@@ -116,11 +124,16 @@ class LbcConfig:
     # Table 3 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
     sequence_length: int = field(80, "Trained steps per sequence (plus 1 bootstrap step).")
     # Table 3 "Seq-length 80", "Bootstrap Yes".
-    times_sampled: int = field(2, "Times each learner trains on each sequence.")
+    times_sampled: int = field(2, "Times each network trains on each sequence.")
     # Table 3 "Replay 2"; App. H.1 "twice train each sample" (lbc.md §8 #22: per learner).
     reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
-    # choice (lbc.md §5): Reverb max_times_sampled = k, one table per learner.
-    replay_capacity: int = field(10_000, "Sequences each learner's replay table holds.")
+    # choice (lbc.md §5): Reverb max_times_sampled = k; one table, as the one learner step
+    # trains all networks on each batch (module docstring).
+    learner_microbatches: int = field(1, "Slices of each batch the gradient is computed in.")
+    # choice: exactly the same gradient in 1/k of the activation memory
+    # (common.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
+    # peaked at 3.9 GiB on the 24 GiB CPU machine (README, "Training LBC").
+    replay_capacity: int = field(10_000, "Sequences the replay table holds.")
     # choice (lbc.md §5: 10k-50k): the low end; with reuse 2 and FIFO it behaves like a queue.
 
     # --- Actors and behaviour (Algorithms 1-2, Eq. (10), App. E) -------------------------------
@@ -165,15 +178,20 @@ class LbcConfig:
     eval_episodes: int = field(32, "Episodes in the windowed mean of the reported return.")
     # §5.1.1: "undiscounted episodic returns averaged over five seeds using a windowed mean
     # over 32 episodes".
-    eval_policy: str = field("bandits", "bandits: a separate evaluator acting as the actors do.")
+    eval_policy: str = field(
+        "bandits",
+        "bandits: a separate evaluator acting as the actors do; training_episodes: no evaluator, "
+        "the training games' returns are the report.",
+    )
     # §5.1.1 "a separate evaluation process"; App. H.2 "the population's average score from
     # model training": the MAB-driven behaviour (lbc.md §8 #20 proposes training_episodes).
     seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "LbcConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
+        self.check_process_settings()
         for name, allowed in (
-            ("network", ATARI_TORSOS),
+            ("network", TORSOS),
             ("retrace_form", RETRACE_FORMS),
             ("q_centering", Q_CENTERINGS),
             ("pg_advantage", PG_ADVANTAGES),
@@ -212,6 +230,7 @@ class LbcConfig:
                 "sequence_length",
                 "times_sampled",
                 "replay_capacity",
+                "learner_microbatches",
                 "num_actors",
                 "envs_per_actor",
                 "params_pull_interval",
@@ -234,6 +253,7 @@ class LbcConfig:
             (
                 "noop_max",
                 "head_hidden",
+                "aux_hidden",
                 "aux_forward_weight",
                 "aux_inverse_weight",
                 "v_loss_scale",
@@ -278,6 +298,16 @@ class LbcConfig:
                 f"--replay_capacity={self.replay_capacity} must be >= "
                 f"--batch_size={self.batch_size}, or the learner never samples"
             )
+        if self.batch_size % self.learner_microbatches:
+            raise ValueError(
+                f"--learner_microbatches={self.learner_microbatches} must divide "
+                f"--batch_size={self.batch_size}"
+            )
+        if self.warmup_steps >= self.gradient_updates:
+            raise ValueError(
+                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
+                f"optimiser updates of --total_frames={self.total_frames}"
+            )
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:
@@ -313,13 +343,52 @@ class LbcConfig:
         return self.burn_in + self.sequence_length + 1
 
     @property
-    def frames_per_learner_step(self) -> int:
-        """New environment frames per step of each learner: a batch trains batch x length steps,
-        each step `times_sampled` times (lbc.md §4.1)."""
-        return self.batch_size * self.sequence_length * ACTION_REPEAT // self.times_sampled
+    def num_networks(self) -> int:
+        """Learned networks h_i (3; 1 in the Reducing H ablations)."""
+        return len(self.discounts)
 
     @property
-    def learner_steps(self) -> int:
-        """Steps of each learner in --total_frames: the horizon of the lr / weight-decay
-        schedules (lbc.md §4.1: about 97,656)."""
-        return self.total_frames // self.frames_per_learner_step
+    def frames_per_step(self) -> int:
+        """Environment frames per agent step: the action repeats (1 on CartPole)."""
+        return 1 if self.env == "CartPole" else ACTION_REPEAT
+
+    @property
+    def frames_per_learner_step(self) -> int:
+        """New environment frames per learner step (lbc.md §4.1). A batch trains batch x length
+        steps; with reuse_mode=replay each step is in two batches, with repeat a batch is new
+        data trained `times_sampled` times in one learner step."""
+        frames = self.batch_size * self.sequence_length * self.frames_per_step
+        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
+
+    @property
+    def gradient_updates(self) -> int:
+        """Optimiser updates of each network in --total_frames: the horizon of the lr /
+        weight-decay schedules (lbc.md §4.1: about 97,656 per learner)."""
+        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
+        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
+
+
+# choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
+# LSTM, heads and batch, shorter sequences, and a budget and cap for 500-step episodes. The
+# population keeps Table 3's h_i = (gamma_i, RS_i), so that the Reducing H ablations (h_1 of
+# Table 3) train a member of the same population.
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(
+    network="mlp",
+    lstm_units=64,
+    head_hidden=64,
+    aux_hidden=64,
+    total_frames=400_000,
+    learning_rate=1e-3,
+    warmup_steps=100,
+    batch_size=32,
+    burn_in=10,
+    sequence_length=20,
+    replay_capacity=1024,
+    num_actors=1,
+    envs_per_actor=16,
+    params_pull_interval=16,
+    publish_interval=5,
+    noop_max=0,
+    max_episode_frames=500,
+    eval_episodes=16,
+)

@@ -294,7 +294,7 @@ def test_lbc_derived_quantities():
     agent_steps = c.total_frames // lbc_config.ACTION_REPEAT
     assert agent_steps == 250_000_000  # lbc.md §4.1: 2.5e8 agent steps
     assert agent_steps // c.sequence_length == 3_125_000  # items, written every 80 steps
-    assert c.learner_steps == 97_656  # lbc.md §4.1: per learner
+    assert c.gradient_updates == 97_656  # lbc.md §4.1: per learner
     assert c.item_length == 121
     assert c.max_episode_frames // lbc_config.ACTION_REPEAT == 27_000  # 30 min of agent steps
     # lbc.md §2.5: 20 tau arms and 10 omega arms (log1p); 273 tau arms read linearly; the joint

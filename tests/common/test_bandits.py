@@ -561,3 +561,23 @@ def test_dice_best_region_after_learning():
     controller = bandits.DiceController(seed=0)
     last_mean_return(controller, lambda p: objective_1d(p["eta"]), 0, episodes=300)
     assert abs(np.log1p(controller.propose_best()["eta"]) - 2.0) < 2 * LN51 / 50
+
+
+def test_lbc_summary_reports_each_population_s_preferred_arm():
+    controller = bandits.LbcController(seed=0)
+    assert controller.summary()["games"] == 0.0
+    for _ in range(300):  # return = omega_1's draw: omega_1's top arm pays
+        params = controller.propose()
+        controller.update(params, 10.0 * params["omega_unnormalised"][0])
+    summary = controller.summary()
+    assert summary["games"] == 300.0
+    assert set(summary) == {"games"} | {
+        f"{name}{i}/{stat}"
+        for name in ("eta", "omega")
+        for i in (1, 2, 3)
+        for stat in ("most_pulled", "most_pulled_value", "mean_value")
+    }
+    assert summary["omega1/most_pulled"] > 0.5
+    assert summary["omega1/most_pulled_value"] > summary["omega1/mean_value"]
+    assert all(0.0 <= summary[f"eta{i}/most_pulled"] <= np.e**4 for i in (1, 2, 3))
+    assert bandits.LbcController(seed=0, selection="uniform").summary() == {}

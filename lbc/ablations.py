@@ -1,0 +1,22 @@
+"""Named LBC variants: Table 12's ablations (§5.4, App. K), each mapping to the config fields it
+overrides; all keep Table 3's hyper-parameters (App. K.1). Run them side by side with
+`python -m lbc.main --env=ChopperCommand --ablations=lbc,reducing_h,reducing_h_psi,random_selection`.
+"""
+
+import typing
+
+# Table 12 / lbc.md §6.2: H = {h_1}, h_1 = (gamma_1, RS_1) of Table 3.
+H1 = dict(discounts=(0.997,), reward_shapings=("value_rescaling",))
+
+ABLATIONS: dict[str, dict[str, typing.Any]] = {
+    # Table 12 "Main": three networks, psi = (tau_1..3, omega_1..3) from the bandit population.
+    "lbc": {},
+    # Table 12 "Reducing H": one network (h_1) under the 3-component mixture
+    # sum_i omega_i softmax(tau_i A_1), psi unchanged.
+    "reducing_h": dict(H1),
+    # Table 12 "Reducing H and Psi": one network, mu = softmax(tau A_1), a one-dimensional psi.
+    "reducing_h_psi": dict(H1, bandit_num_policies=1),
+    # Table 12 "Random Selection": psi uniform over Psi each episode (omega normalised as in the
+    # main algorithm, lbc.md §6.2), no bandit learning.
+    "random_selection": dict(bandit_selection="uniform"),
+}

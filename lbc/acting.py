@@ -1,0 +1,78 @@
+"""LBC's hybrid behaviour mapping (lbc.md §2.4, Eq. (9)-(10)) on the actor.
+
+Each environment's game plays mu_psi = sum_n omega_n softmax(tau_n · A_{i(n)}) with the psi =
+(tau_1..N, omega_1..N) its actor's bandit population drew at the game's start (§2.5,
+`common.bandits.LbcController` through `common.behaviour`); psi is stored with every step and
+log mu(a_t|x_t) with the action (lbc.md §8 #21), and the raw game return feeds the bandits.
+
+Component n reads network i(n) = n of the population; with one network (Table 12 "Reducing H")
+every component reads A_1, and "Reducing H and Psi" is one component on A_1.
+"""
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from common import advantage_policy
+from common import bandits
+from common import behaviour
+from common import envs
+from lbc import config as config_lib
+from lbc import networks
+
+
+def psi_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+    """The games' psi [B, N] each as the mixture's (inverse temperatures tau, weights omega):
+    LBC's tau_i multiplies the logits (lbc.md §2.0), so it is an `eta` as it stands."""
+    return np.asarray(params["eta"], np.float32), np.asarray(params["omega"], np.float32)
+
+
+def component_networks(config: config_lib.LbcConfig) -> list[int]:
+    """i(n) for each mixture component n (module docstring)."""
+    if config.num_networks == 1:
+        return [0] * config.bandit_num_policies
+    return list(range(config.bandit_num_policies))
+
+
+def make_policy(
+    config: config_lib.LbcConfig,
+    num_actions: int,
+    observation_shape: tuple,
+    observation_dtype,
+    seed: int,
+    greedy: bool,
+) -> advantage_policy.AdvantageMixturePolicy:
+    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial). It runs all
+    networks at every step (lbc.md §3) and bootstraps a truncation with each network's V_i."""
+    return advantage_policy.AdvantageMixturePolicy(
+        networks.make_population(config, num_actions),
+        psi_mixture,
+        component_networks(config),
+        observation_shape,
+        observation_dtype,
+        seed,
+        greedy=greedy,
+        jit_compile=config.jit_compile,
+    )
+
+
+def policy_extras(spec) -> dict:
+    return advantage_policy.AdvantageMixturePolicy.extras_spec()
+
+
+def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:
+    """Algorithm 1's bandit population per env (or Random Selection); the evaluator plays the
+    training behaviour (`eval_policy=bandits`: LbcController has no best-arm readout)."""
+    shape = (config.bandit_num_policies,)
+    return behaviour.BehaviourSpec(
+        make_controller=functools.partial(bandits.LbcController, **config.bandit_kwargs()),
+        param_shapes={"eta": shape, "omega": shape},
+        scope=config.controller_scope,
+        evaluate_best=False,
+    )
+
+
+def protocol(config: config_lib.LbcConfig) -> envs.AtariProtocol:
+    """Table 3's preprocessing (common.envs "dice_gdi_lbc"), for training and evaluation."""
+    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

@@ -1,0 +1,160 @@
+"""Train LBC: `python -m lbc.main --env=Pong`.
+
+Every `lbc.config.LbcConfig` field is a flag (defaults: Table 3; CartPole has its own documented
+choices), and so is every run setting every paper shares (`common.cli.RunSettings`: --logdir to
+resume, --role to split replay / learner / actors over machines, --ablation and --ablations /
+--seeds for Table 12's variants in lbc/ablations.py, run side by side:
+`python -m lbc.main --env=Pong --ablations=lbc,reducing_h,reducing_h_psi,random_selection`).
+
+Each environment's game draws psi = (tau_1..3, omega_1..3) from its actor's bandit population
+(Algorithm 1) and plays mu_psi = sum_i omega_i softmax(tau_i A_i) (Eq. (10)); the learner trains
+each network's V with V-trace, Q with Retrace and pi_i = softmax(A_i) with the V-trace policy
+gradient (§2.6) on burn-in sequences each sampled twice (Table 3).
+"""
+
+import functools
+
+from common import cli
+from lbc import ablations
+from lbc import config as config_lib
+
+
+def make_replay(config: config_lib.LbcConfig):
+    """lbc.md §5: uniform replay, each item sampled `times_sampled` times, or once per learner step
+    that trains on it `times_sampled` times (reuse_mode=repeat)."""
+    from common import patterns
+
+    pattern = patterns.SampleK(
+        length=config.sequence_length,
+        capacity=config.replay_capacity,
+        burn_in=config.burn_in,
+        times_sampled=config.times_sampled if config.reuse_mode == "replay" else 1,
+        min_size=config.batch_size,
+    )
+    pattern.validate()
+    return pattern
+
+
+def build_agent(config: config_lib.LbcConfig):
+    """LBC's pieces on the shared stack (common.agent)."""
+    from common import agent
+    from lbc import acting
+    from lbc import networks
+
+    return agent.Agent(
+        replay=make_replay(config),
+        make_policy=functools.partial(acting.make_policy, config),
+        policy_extras=acting.policy_extras,
+        make_learner=functools.partial(make_learner, config),
+        core_state_spec=networks.core_state_spec(config),
+        behaviour=acting.behaviour_spec(config),
+        value_heads=config.num_networks,  # a truncation stores V_i(x_final) of every network
+    )
+
+
+def make_learner(config: config_lib.LbcConfig, spec):
+    """The population, its auxiliary heads, the compiled train step and one AdamW per network."""
+    import tensorflow as tf
+
+    from common import learning as common_learning
+    from lbc import learning
+    from lbc import networks
+
+    tf.random.set_seed(config.seed)
+    population = networks.make_population(config, spec.num_actions)
+    for network in population:
+        network.create_variables(spec.observation_shape, spec.observation_dtype)
+    dynamics = [
+        networks.make_dynamics_heads(config, network, i) for i, network in enumerate(population)
+    ]
+    optimizer = learning.PopulationOptimizer(
+        config, learning.trained_variables(population, dynamics, config)
+    )
+    checkpointables = {"optimizer": optimizer}
+    for i, (network, heads) in enumerate(zip(population, dynamics)):
+        checkpointables.update({f"network_{i + 1}": network, f"dynamics_{i + 1}": heads})
+    return common_learning.LearnerParts(
+        train_step=learning.make_train_step(population, dynamics, optimizer, config),
+        checkpointables=checkpointables,
+        # The order AdvantageMixturePolicy.set_weights takes: network by network.
+        acting_variables=[v for network in population for v in network.variables],
+    )
+
+
+def build_experiment(config: config_lib.LbcConfig, logdir: str, replay_port: int | None = None):
+    """The launcher's description of an LBC run (imports TensorFlow)."""
+    from common import acting as common_acting
+    from common import launch
+    from common import learning
+    from lbc import acting
+
+    protocol = acting.protocol(config)
+    evaluator = None
+    # §5.1.1: a separate evaluation process plays the bandits' behaviour; with
+    # eval_policy=training_episodes the training games' returns are the report (lbc.md §8 #20).
+    if config.eval_interval_s > 0 and config.eval_policy == "bandits":
+        evaluator = common_acting.EvaluatorSettings(
+            env=config.env,
+            protocol=protocol,
+            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
+            round_episodes=config.eval_round_episodes,
+            final_episodes=config.eval_episodes,
+            interval_s=config.eval_interval_s,
+            frames_per_learner_step=config.frames_per_learner_step,
+            greedy=False,  # App. H.2: the MAB-driven behaviour, never an argmax
+            seed=config.seed + 10_000,
+            niceness=config.actor_niceness,
+            state_dir=logdir,
+        )
+    return launch.Experiment(
+        agent=build_agent(config),
+        actor=common_acting.ActorSettings(
+            env=config.env,
+            num_envs=config.envs_per_actor,
+            seed=config.seed,
+            params_pull_interval=config.params_pull_interval,
+            protocol=protocol,
+            state_dir=logdir,
+            niceness=config.actor_niceness,
+        ),
+        num_actors=config.num_actors,
+        learner=learning.LearnerSettings(
+            logdir=logdir,
+            total_frames=config.total_frames,
+            frames_per_batch=config.frames_per_learner_step,
+            batch_size=config.batch_size,
+            publish_interval=config.publish_interval,
+            checkpoint_interval_s=config.checkpoint_interval_s,
+            log_interval_s=config.log_interval_s,
+            name=f"lbc {config.env}",
+        ),
+        evaluator=evaluator,
+        replay_port=replay_port,
+    )
+
+
+def describe(config: config_lib.LbcConfig) -> str:
+    return (
+        f"{config.num_actors} actors x {config.envs_per_actor} envs, {config.num_networks} "
+        f"{config.network} nets, {config.bandit_num_policies}-component mixture, psi from "
+        f"{config.bandit_selection} ({config.controller_scope}), batch {config.batch_size}x"
+        f"({config.burn_in}+{config.sequence_length}) x{config.times_sampled}, "
+        f"{config.total_frames:,} frames"
+    )
+
+
+PAPER = cli.Paper(
+    name="lbc",
+    config_class=config_lib.LbcConfig,
+    build_experiment=build_experiment,
+    ablations=ablations.ABLATIONS,
+    default_ablation="lbc",
+    env_defaults={"CartPole": config_lib.CARTPOLE_OVERRIDES},
+    cartpole=True,
+    describe=describe,
+)
+cli.define_flags(PAPER)
+
+
+if __name__ == "__main__":
+    cli.main(PAPER)

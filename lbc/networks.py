@@ -1,0 +1,52 @@
+"""LBC's population of networks (lbc.md §2.3, §3): one `common.networks.ActorCriticNet` per
+h_i = (gamma_i, RS_i), no weights shared between them (Assumption 1: same architecture only).
+
+Each network reads its A head as Phi_{h_i} = A_i (its target policy pi_i = softmax(A_i)) and has a
+V head; its LSTM gets the previous reward shaped by its own RS_i (lbc.md §8 #17) and never sees psi
+or h (§3). The auxiliary forward- and inverse-dynamics tasks of Table 3 are `common.dynamics`
+heads, one learner-only module per network on its torso embedding: actors do not need them, so the
+weights they pull are the networks' alone.
+"""
+
+import tensorflow as tf
+
+from common import dynamics
+from common import networks
+from lbc import config as config_lib
+
+
+def make_network(
+    config: config_lib.LbcConfig, num_actions: int, index: int
+) -> networks.ActorCriticNet:
+    """Network h_{index+1} of the population."""
+    return networks.ActorCriticNet(
+        num_actions,
+        torso=config.network,
+        use_lstm=True,  # Table 3 "LSTM Units 256"
+        lstm_units=config.lstm_units,
+        prev_reward_clip=None,  # Table 3 "Reward Clip No"
+        prev_reward_transform=config.reward_shapings[index],  # lbc.md §8 #17: RS_i(r_{t-1})
+        head_hidden=config.head_hidden or None,
+        name=f"network_{index + 1}",
+    )
+
+
+def make_population(config: config_lib.LbcConfig, num_actions: int) -> list:
+    return [make_network(config, num_actions, i) for i in range(config.num_networks)]
+
+
+def core_state_spec(config: config_lib.LbcConfig):
+    """Per-env state stored at each item's first step (Table 3 "Burn-in Stored Recurrent State"):
+    one (h, c) per network, in population order (`common.advantage_policy`)."""
+    lstm = tf.TensorSpec([config.lstm_units], tf.float32)
+    return ((lstm, lstm),) * config.num_networks
+
+
+def make_dynamics_heads(config: config_lib.LbcConfig, network, index: int):
+    """Network `index`'s auxiliary heads (`common.dynamics`, lbc.md §3: hidden 512)."""
+    return dynamics.DynamicsHeads(
+        network.num_actions,
+        network.torso.output_units,
+        config.aux_hidden,
+        name=f"dynamics_{index + 1}",
+    )

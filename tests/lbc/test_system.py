@@ -1,0 +1,86 @@
+"""LBC end to end on CartPole through `python -m lbc.main`: real launcher, actor process, Reverb
+server, learner and evaluator. Each game draws its own psi = (tau_1..3, omega_1..3) from its env's
+bandit population and feeds its return back; the three networks are trained and logged apart;
+the checkpoint, the replay and the bandits' state survive a resume. Learning curves live in
+benchmarks/ and the README."""
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.dice.test_system import scalars
+from tests.impala import test_system
+
+pytestmark = pytest.mark.slow
+
+ENVS = 8
+FLAGS = [
+    "--env=CartPole",
+    "--lstm_units=16",
+    f"--envs_per_actor={ENVS}",
+    "--batch_size=8",
+    "--burn_in=4",
+    "--sequence_length=8",
+    "--replay_capacity=256",
+    "--warmup_steps=2",
+    "--log_interval_s=1",
+    "--eval_interval_s=600",  # only the final evaluation: the machine has 2 cores
+    "--eval_episodes=4",
+]
+FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
+
+
+def run(logdir, steps, timeout_s=300) -> str:
+    process, output_path = test_system.run_main(
+        logdir, f"--total_frames={steps * FRAMES_PER_STEP}", flags=FLAGS, module="lbc.main"
+    )
+    output = test_system.finish(process, output_path, timeout_s)
+    assert process.returncode == 0, output
+    return output
+
+
+def games_learned(logdir) -> np.ndarray:
+    """Games each env's bandit populations have learned from (actor 0's saved state): each of
+    the 6 populations (tau_1..3, omega_1..3) counts every game once."""
+    with np.load(os.path.join(logdir, "behaviour", "actor_0.npz")) as state:
+        counts = np.array(
+            [[state[f"{env}/selector{k}/episodes"] for k in range(6)] for env in range(ENVS)]
+        )
+    assert (counts == counts[:, :1]).all()
+    return counts[:, 0]
+
+
+def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
+    logdir = str(tmp_path)
+    run(logdir, steps=10)
+    assert test_system.checkpoint_step(logdir) == 10
+    logged = scalars(logdir)
+    # One point per game: psi varies from game to game, tau_i in [0, e^4 − 1], omega on the simplex.
+    taus = np.array([logged[f"behaviour/eta_{i}"] for i in range(3)])
+    omegas = np.array([logged[f"behaviour/omega_{i}"] for i in range(3)])
+    assert len(set(taus[0])) > 5 and ((0 <= taus) & (taus <= np.e**4)).all()
+    np.testing.assert_allclose(omegas.sum(0), 1.0, atol=1e-5)
+    # The three networks learn and are logged apart.
+    for i in (1, 2, 3):
+        for part in ("v", "q", "pi", "aux_inverse", "aux_forward", "total"):
+            assert np.isfinite(logged[f"loss/{part}_{i}"]).all()
+    times = logged["replay/times_sampled"]
+    assert all(1.0 <= t <= 2.0 for t in times)
+    first = games_learned(logdir)
+    assert (first > 0).all()  # every env's games fed its own bandits
+    with open(os.path.join(logdir, "eval.csv")) as f:
+        assert len(f.readlines()) - 1 >= 4  # the final evaluation, with the bandits' behaviour
+    # The evaluator logs what the bandit populations it loaded have learned (how many games
+    # depends on when actor 0 last saved them, every 30 s and on exit).
+    logged_eval = scalars(os.path.join(logdir, "eval"))
+    assert logged_eval["bandits/games"]
+    assert all(0.0 <= w <= 1.0 for w in logged_eval["bandits/omega1/most_pulled"])
+
+    output = run(logdir, steps=20)
+    assert f"resumed {logdir}/checkpoints/ckpt-10 (step 10" in output
+    assert "Successfully loaded 3 tables" in output  # the replay came back
+    assert test_system.checkpoint_step(logdir) == 20
+    second = games_learned(logdir)
+    # The bandits continued from their saved statistics rather than starting over.
+    assert (second >= first).all() and second.sum() > first.sum()
