@@ -76,7 +76,11 @@ class ReactorConfig:
     # §4.1: lambda = 1.0.
     clip_c_threshold: float = field(1.0, "c-bar of the traces lambda min(c-bar, rho).")
     # Eq. (4): c = lambda min(1, rho).
-    retrace_form: str = field("expected", "Retrace bootstrap: expected E_pi Q(x', .) or sampled.")
+    retrace_form: str = field(
+        "expected",
+        "Bootstrap of the scalar Retrace return (Reactor ND's critic and R of the policy "
+        "gradient): expected E_pi Q(x', .) or sampled; Distributional Retrace is always expected.",
+    )
     # Eq. (3): delta = r + gamma E_pi Q(x_{t+1}, .) - Q(x_t, a_t) (Munos et al., 2016).
     trace_policy: str = field("target", "Network whose pi makes the traces: target or online.")
     # choice (reactor.md §8 #5): only the target network is evaluated at frame 33.
@@ -234,11 +238,6 @@ class ReactorConfig:
         check_all(self, "in [0, 1)", lambda v: 0 <= v < 1, ("replay_uniform_epsilon",))
         check_all(self, "in (0, 1]", lambda v: 0 < v <= 1, ("priority_estimate_rate",))
         check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
-        if self.distributional and self.retrace_form != "expected":
-            raise ValueError(
-                f"--retrace_form={self.retrace_form} needs --distributional=false: "
-                "Distributional Retrace (Eq. F) bootstraps on E_pi q"
-            )
         if self.distributional and self.clip_c_threshold != 1.0:
             raise ValueError(
                 f"--clip_c_threshold={self.clip_c_threshold} needs --distributional=false: "

@@ -135,9 +135,8 @@ def test_max_priority_and_uniform_variants():
     _, _, state, step = make_parts(make_config(prioritisation="uniform"))
     stats = step(make_batch(), tf.constant(0, tf.int64))
     assert state.insert_priority.numpy() == 1.0  # nothing to estimate: sampling is uniform
-    # Written as the raw priorities (priority ** 0 samples uniformly whatever they are).
-    assert float(np.mean(stats["priorities"])) == pytest.approx(float(stats["priority/mean"]))
-    assert np.all(np.asarray(stats["priorities"]) > 0)
+    # Written as they are: priority ** 0 samples uniformly whatever they are.
+    assert np.mean(stats["priorities"]) == pytest.approx(float(stats["priority/mean"]), rel=1e-5)
 
 
 def test_zero_lstm_state_ignores_the_stored_state():

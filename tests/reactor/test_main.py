@@ -17,7 +17,7 @@ from tests.impala import test_main as impala_test_main
         (["--prioritisation=per"], "--prioritisation='per' is not one of lazy, max, uniform"),
         (["--beta_loo_c=0.5"], "--beta_loo_c=0.5 must be >= 1"),
         (["--replay_uniform_epsilon=1"], "--replay_uniform_epsilon=1.0 must be in [0, 1)"),
-        (["--retrace_form=sampled"], "--retrace_form=sampled needs --distributional=false"),
+        (["--clip_c_threshold=2"], "--clip_c_threshold=2.0 needs --distributional=false"),
         (["--ablation=bogus"], "--ablation='bogus' is not one of reactor, reactor_nd"),
         (["--learnin_rate=1"], "unknown flag --learnin_rate (did you mean --learning_rate?)"),
     ],

@@ -27,7 +27,7 @@ SMALL = dict(
     envs_per_actor=4,
     sequence_length=9,
     min_replay_size=40,
-    replay_error_buffer=200.0,
+    replay_error_buffer=1000.0,  # sampling may run ahead of the niced actor on a busy machine
     target_update_period=4,
     estimate_pull_interval=5,
     params_pull_interval=5,
@@ -95,7 +95,7 @@ def test_priorities_change_in_reverb_and_the_target_lags_by_the_period(tmp_path)
 
         client = learner.client
         sampled = [
-            float(replay.sample_once(client, patterns.EXPERIENCE_TABLE, 30.0).info.priority)
+            float(replay.sample_once(client, patterns.EXPERIENCE_TABLE, 60.0).info.priority)
             for _ in range(30)
         ]
         # Items entered with 1.0; written-back priorities and the published estimate differ.
