@@ -160,19 +160,11 @@ NAMED_FIELDS = {
 }
 
 
-# Values that are only allowed together with another field's (the config says why).
-COMPANIONS = {
-    # Reactor: distributional Retrace bootstraps on E_pi q, so the sampled form is the ND critic's.
-    (reactor_config, "retrace_form", "sampled"): dict(distributional=False),
-}
-
-
 def test_choice_fields_accept_exactly_the_names_common_defines(module):
     config_class = CONFIGS[module]
     for name, allowed in NAMED_FIELDS[module].items():
         for value in allowed:
-            companions = COMPANIONS.get((module, name, value), {})
-            config_class(**{name: value, **companions}).validate()
+            config_class(**{name: value}).validate()
         with pytest.raises(ValueError, match=f"--{name}='bogus' is not one of {allowed[0]}"):
             config_class(**{name: "bogus"}).validate()
     if module is lbc_config:  # one reward transform per network
