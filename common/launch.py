@@ -50,6 +50,68 @@ class Experiment:
     learner_threads: int = 2  # TF intra-op threads of the learner process
 
 
+def experiment_from_config(
+    config,
+    agent: Agent,
+    logdir: str,
+    replay_port: int | None,
+    *,
+    protocol,
+    frames_per_learner_step: int,
+    name: str,
+    eval_protocol=None,
+    greedy_evaluation: bool = False,
+    publish_lag: int = 0,
+    evaluate: bool = True,
+) -> Experiment:
+    """The `Experiment` of a paper config with the run fields every paper's config has (env,
+    seed, num_actors, envs_per_actor, params_pull_interval, total_frames, batch_size,
+    publish_interval, eval_episodes and `common.config.ProcessSettings`'s). The evaluator
+    (when eval_interval_s > 0) plays `eval_protocol` (default: the training protocol) and finds
+    a behaviour selector's saved state under `logdir`; `evaluate=False` runs none."""
+    evaluator = None
+    if evaluate and config.eval_interval_s > 0:
+        evaluator = acting.EvaluatorSettings(
+            env=config.env,
+            protocol=protocol if eval_protocol is None else eval_protocol,
+            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
+            round_episodes=config.eval_round_episodes,
+            final_episodes=config.eval_episodes,
+            interval_s=config.eval_interval_s,
+            frames_per_learner_step=frames_per_learner_step,
+            greedy=greedy_evaluation,
+            seed=config.seed + 10_000,  # choice: evaluation seeds differ from the actors'
+            niceness=config.actor_niceness,
+            state_dir=logdir,
+        )
+    return Experiment(
+        agent=agent,
+        actor=acting.ActorSettings(
+            env=config.env,
+            num_envs=config.envs_per_actor,
+            seed=config.seed,
+            params_pull_interval=config.params_pull_interval,
+            protocol=protocol,
+            state_dir=logdir,
+            niceness=config.actor_niceness,
+        ),
+        num_actors=config.num_actors,
+        learner=learning.LearnerSettings(
+            logdir=logdir,
+            total_frames=config.total_frames,
+            frames_per_batch=frames_per_learner_step,
+            batch_size=config.batch_size,
+            publish_interval=config.publish_interval,
+            publish_lag=publish_lag,
+            checkpoint_interval_s=config.checkpoint_interval_s,
+            log_interval_s=config.log_interval_s,
+            name=name,
+        ),
+        evaluator=evaluator,
+        replay_port=replay_port,
+    )
+
+
 def replay_checkpoint_dir(experiment: Experiment) -> str | None:
     """Where Reverb checkpoints replay whose contents matter (None for a queue)."""
     if not experiment.agent.replay.checkpointed:

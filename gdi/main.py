@@ -81,55 +81,20 @@ def make_learner(config: config_lib.GdiConfig, spec):
 
 
 def build_experiment(config: config_lib.GdiConfig, logdir: str, replay_port: int | None = None):
-    """The launcher's description of a GDI run (imports TensorFlow)."""
-    from common import acting as common_acting
+    """The launcher's description of a GDI run (imports TensorFlow). gdi.md §5: evaluation
+    environments never write to replay; they play actor 0's saved bandits (drawn by `propose`,
+    never updated) or the bandits' best region (--eval_policy=best_region), never an argmax."""
     from common import launch
-    from common import learning
     from gdi import acting
 
-    protocol = acting.protocol(config)
-    evaluator = None
-    if config.eval_interval_s > 0:
-        # gdi.md §5: separate evaluation environments that never write to replay. They play the
-        # behaviour population of actor 0's saved bandits (common.behaviour: drawn by
-        # `propose`, never updated), or the bandits' best region (--eval_policy=best_region).
-        evaluator = common_acting.EvaluatorSettings(
-            env=config.env,
-            protocol=protocol,
-            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
-            round_episodes=config.eval_round_episodes,
-            final_episodes=config.eval_episodes,
-            interval_s=config.eval_interval_s,
-            frames_per_learner_step=config.frames_per_learner_step,
-            greedy=False,  # §4.1: the behaviour policies are evaluated, not an argmax
-            seed=config.seed + 10_000,
-            niceness=config.actor_niceness,
-            state_dir=logdir,
-        )
-    return launch.Experiment(
-        agent=build_agent(config),
-        actor=common_acting.ActorSettings(
-            env=config.env,
-            num_envs=config.envs_per_actor,
-            seed=config.seed,
-            params_pull_interval=config.params_pull_interval,
-            protocol=protocol,
-            state_dir=logdir,
-            niceness=config.actor_niceness,
-        ),
-        num_actors=config.num_actors,
-        learner=learning.LearnerSettings(
-            logdir=logdir,
-            total_frames=config.total_frames,
-            frames_per_batch=config.frames_per_learner_step,
-            batch_size=config.batch_size,
-            publish_interval=config.publish_interval,
-            checkpoint_interval_s=config.checkpoint_interval_s,
-            log_interval_s=config.log_interval_s,
-            name=f"gdi-{config.variant} {config.env}",
-        ),
-        evaluator=evaluator,
-        replay_port=replay_port,
+    return launch.experiment_from_config(
+        config,
+        build_agent(config),
+        logdir,
+        replay_port,
+        protocol=acting.protocol(config),
+        frames_per_learner_step=config.frames_per_learner_step,
+        name=f"gdi-{config.variant} {config.env}",
     )
 
 

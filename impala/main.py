@@ -77,51 +77,20 @@ def build_agent(config: config_lib.ImpalaConfig):
 
 def build_experiment(config: config_lib.ImpalaConfig, logdir: str, replay_port: int | None = None):
     """The launcher's description of an IMPALA run (imports TensorFlow)."""
-    from common import acting
     from common import launch
-    from common import learning
     from impala import acting as impala_acting
 
-    protocol = impala_acting.training_protocol(config)
-    evaluator = None
-    if config.eval_interval_s > 0:
-        evaluator = acting.EvaluatorSettings(
-            env=config.env,
-            protocol=impala_acting.evaluation_protocol(config),
-            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
-            round_episodes=config.eval_round_episodes,
-            final_episodes=config.eval_episodes,
-            interval_s=config.eval_interval_s,
-            frames_per_learner_step=config.frames_per_batch,
-            greedy=config.eval_policy == "greedy",
-            seed=config.seed + 10_000,
-            niceness=config.actor_niceness,
-        )
-    return launch.Experiment(
-        agent=build_agent(config),
-        actor=acting.ActorSettings(
-            env=config.env,
-            num_envs=config.envs_per_actor,
-            seed=config.seed,
-            params_pull_interval=config.params_pull_interval,
-            protocol=protocol,
-            state_dir=logdir,
-            niceness=config.actor_niceness,
-        ),
-        num_actors=config.num_actors,
-        learner=learning.LearnerSettings(
-            logdir=logdir,
-            total_frames=config.total_frames,
-            frames_per_batch=config.frames_per_batch,
-            batch_size=config.batch_size,
-            publish_interval=config.publish_interval,
-            publish_lag=config.publish_lag,
-            checkpoint_interval_s=config.checkpoint_interval_s,
-            log_interval_s=config.log_interval_s,
-            name=f"impala {config.env}",
-        ),
-        evaluator=evaluator,
-        replay_port=replay_port,
+    return launch.experiment_from_config(
+        config,
+        build_agent(config),
+        logdir,
+        replay_port,
+        protocol=impala_acting.training_protocol(config),
+        eval_protocol=impala_acting.evaluation_protocol(config),
+        frames_per_learner_step=config.frames_per_batch,
+        greedy_evaluation=config.eval_policy == "greedy",
+        publish_lag=config.publish_lag,
+        name=f"impala {config.env}",
     )
 
 

@@ -82,54 +82,21 @@ def make_learner(config: config_lib.LbcConfig, spec):
 
 
 def build_experiment(config: config_lib.LbcConfig, logdir: str, replay_port: int | None = None):
-    """The launcher's description of an LBC run (imports TensorFlow)."""
-    from common import acting as common_acting
+    """The launcher's description of an LBC run (imports TensorFlow). §5.1.1: a separate
+    evaluation process plays the bandits' behaviour (App. H.2: never an argmax); with
+    eval_policy=training_episodes the training games' returns are the report (lbc.md §8 #20)."""
     from common import launch
-    from common import learning
     from lbc import acting
 
-    protocol = acting.protocol(config)
-    evaluator = None
-    # §5.1.1: a separate evaluation process plays the bandits' behaviour; with
-    # eval_policy=training_episodes the training games' returns are the report (lbc.md §8 #20).
-    if config.eval_interval_s > 0 and config.eval_policy == "bandits":
-        evaluator = common_acting.EvaluatorSettings(
-            env=config.env,
-            protocol=protocol,
-            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
-            round_episodes=config.eval_round_episodes,
-            final_episodes=config.eval_episodes,
-            interval_s=config.eval_interval_s,
-            frames_per_learner_step=config.frames_per_learner_step,
-            greedy=False,  # App. H.2: the MAB-driven behaviour, never an argmax
-            seed=config.seed + 10_000,
-            niceness=config.actor_niceness,
-            state_dir=logdir,
-        )
-    return launch.Experiment(
-        agent=build_agent(config),
-        actor=common_acting.ActorSettings(
-            env=config.env,
-            num_envs=config.envs_per_actor,
-            seed=config.seed,
-            params_pull_interval=config.params_pull_interval,
-            protocol=protocol,
-            state_dir=logdir,
-            niceness=config.actor_niceness,
-        ),
-        num_actors=config.num_actors,
-        learner=learning.LearnerSettings(
-            logdir=logdir,
-            total_frames=config.total_frames,
-            frames_per_batch=config.frames_per_learner_step,
-            batch_size=config.batch_size,
-            publish_interval=config.publish_interval,
-            checkpoint_interval_s=config.checkpoint_interval_s,
-            log_interval_s=config.log_interval_s,
-            name=f"lbc {config.env}",
-        ),
-        evaluator=evaluator,
-        replay_port=replay_port,
+    return launch.experiment_from_config(
+        config,
+        build_agent(config),
+        logdir,
+        replay_port,
+        protocol=acting.protocol(config),
+        frames_per_learner_step=config.frames_per_learner_step,
+        name=f"lbc {config.env}",
+        evaluate=config.eval_policy == "bandits",
     )
 
 

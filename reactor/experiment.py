@@ -24,52 +24,20 @@ def build_agent(config: config_lib.ReactorConfig):
     )
 
 
-def build_experiment(config: config_lib.ReactorConfig, logdir: str, replay_port=None):
+def build_experiment(config: config_lib.ReactorConfig, logdir: str, replay_port: int | None = None):
     """The launcher's description of a Reactor run (imports TensorFlow)."""
-    from common import acting
     from common import launch
-    from common import learning
     from reactor import acting as reactor_acting
 
-    protocol = reactor_acting.protocol(config)
-    evaluator = None
-    if config.eval_interval_s > 0:
-        evaluator = acting.EvaluatorSettings(
-            env=config.env,
-            protocol=protocol,
-            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
-            round_episodes=config.eval_round_episodes,
-            final_episodes=config.eval_episodes,
-            interval_s=config.eval_interval_s,
-            frames_per_learner_step=config.frames_per_batch,
-            greedy=config.eval_policy == "greedy",
-            seed=config.seed + 10_000,
-            niceness=config.actor_niceness,
-        )
-    return launch.Experiment(
-        agent=build_agent(config),
-        actor=acting.ActorSettings(
-            env=config.env,
-            num_envs=config.envs_per_actor,
-            seed=config.seed,
-            params_pull_interval=config.params_pull_interval,
-            protocol=protocol,
-            state_dir=logdir,
-            niceness=config.actor_niceness,
-        ),
-        num_actors=config.num_actors,
-        learner=learning.LearnerSettings(
-            logdir=logdir,
-            total_frames=config.total_frames,
-            frames_per_batch=config.frames_per_batch,
-            batch_size=config.batch_size,
-            publish_interval=config.publish_interval,
-            checkpoint_interval_s=config.checkpoint_interval_s,
-            log_interval_s=config.log_interval_s,
-            name=f"reactor {config.env}",
-        ),
-        evaluator=evaluator,
-        replay_port=replay_port,
+    return launch.experiment_from_config(
+        config,
+        build_agent(config),
+        logdir,
+        replay_port,
+        protocol=reactor_acting.protocol(config),
+        frames_per_learner_step=config.frames_per_batch,
+        greedy_evaluation=config.eval_policy == "greedy",
+        name=f"reactor {config.env}",
     )
 
 
