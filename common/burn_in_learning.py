@@ -5,6 +5,7 @@ A paper supplies its loss on the trained part of the items; this module supplies
 - `unroll_trained`: burn-in from the stored LSTM state without gradient, then the trained steps
   with gradient (`common.sequences.burn_in_unroll`), for each network of the agent;
 - `trained_steps`: the per-step fields of the trained part (burn-in dropped);
+- `sample_k_replay`: its replay pattern;
 - `make_optimizer`: AdamW with linear warm-up then linear decay of the learning rate, weight
   decay annealed linearly to 0, global-norm clip (dice.md Table 5, A17-A18; gdi.md Table 6;
   lbc.md Table 3), both schedules ending at the run's last update;
@@ -22,11 +23,27 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 from common import acting
+from common import patterns
 from common import replay
 from common import schedules
 from common import sequences
 
 UNROLL_INPUTS = ("observation", "prev_action", "prev_reward", "reset")
+
+
+def sample_k_replay(config) -> patterns.SampleK:
+    """The replay of the burn-in learner (dice.md §5, gdi.md §5, lbc.md §5): uniform, each
+    item of burn-in + sequence + 1 steps sampled `times_sampled` times ("sample reuse"), or once
+    when each batch is trained on `times_sampled` times instead (reuse_mode=repeat)."""
+    pattern = patterns.SampleK(
+        length=config.sequence_length,
+        capacity=config.replay_capacity,
+        burn_in=config.burn_in,
+        times_sampled=config.times_sampled if config.reuse_mode == "replay" else 1,
+        min_size=config.batch_size,
+    )
+    pattern.validate()
+    return pattern
 
 
 def make_optimizer(config) -> schedules.AdamW:

@@ -18,30 +18,15 @@ from dice import ablations
 from dice import config as config_lib
 
 
-def make_replay(config: config_lib.DiceConfig):
-    """dice.md §5: uniform replay, each item sampled `times_sampled` times (A11), or once per
-    learner step that trains on it `times_sampled` times (reuse_mode=repeat)."""
-    from common import patterns
-
-    pattern = patterns.SampleK(
-        length=config.sequence_length,
-        capacity=config.replay_capacity,
-        burn_in=config.burn_in,
-        times_sampled=config.times_sampled if config.reuse_mode == "replay" else 1,
-        min_size=config.batch_size,
-    )
-    pattern.validate()
-    return pattern
-
-
 def build_agent(config: config_lib.DiceConfig):
     """DiCE's pieces on the shared stack (common.agent)."""
     from common import agent
+    from common import burn_in_learning
     from dice import acting
     from dice import networks
 
     return agent.Agent(
-        replay=make_replay(config),
+        replay=burn_in_learning.sample_k_replay(config),
         make_policy=functools.partial(acting.make_policy, config),
         policy_extras=acting.policy_extras,
         make_learner=functools.partial(make_learner, config),
