@@ -50,13 +50,13 @@ def test_two_papers_on_cartpole_give_one_table(tmp_path):
         ["impala", "dice.baseline"],
         "CartPole-v1",
         [0],
-        total_frames=33_000,  # DiCE: 103 updates, past its CartPole warm-up of 100
+        total_frames=8_000,  # DiCE: 25 updates, past its CartPole warm-up of 20
         logdir=logdir,
         argv=["--eval_interval_s=0", "--log_interval_s=1"],
     )
     assert [v.variant for v in summary.variants] == ["impala", "dice.baseline"]
     for variant in summary.variants:
-        assert variant.frames.mean > 20_000 and variant.final_return.mean > 0
+        assert variant.frames.mean > 4_000 and variant.final_return.mean > 0
         assert variant.final_hns is None  # CartPole has no human score
     with open(summary.summary_md) as f:
         table = f.read()
