@@ -88,8 +88,14 @@ def measure(paper: str, env: str, warmup_s: float, seconds: float) -> dict[str, 
             time.sleep(seconds)
             end, t1 = latest_scalars(logdir), time.monotonic()
         finally:
+            # A learner mid-step (DiCE's take tens of seconds on a CPU) then checkpoints its
+            # replay before it exits: give it time, then kill.
             process.terminate()
-            process.wait(60)
+            try:
+                process.wait(300)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         if not all(tag in start for tag in PROGRESS):
             raise RuntimeError(f"{paper} logged no progress in {warmup_s} s of warm-up")
     # The scalars are written every few seconds; rates use their own frame stamps and the
