@@ -104,3 +104,160 @@ class ProcessSettings:
         )
         check_all(self, ">= 0", lambda v: v >= 0, ("eval_interval_s",))
         check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
+
+
+# How the burn-in learner of DiCE, GDI and LBC reads "sample reuse k" (dice.md A11): each item
+# sampled k times, or each batch trained on k times; and where a behaviour controller lives.
+REUSE_MODES = ("replay", "repeat")
+CONTROLLER_SCOPES = ("per_env", "global")
+
+
+class BurnInLearnerSettings:
+    """What the configs of the burn-in learner's papers (DiCE, GDI, LBC) share beyond their
+    fields' defaults, which each paper cites from its own table: the checks of the fields they
+    all have, and the quantities derived from them. A mixin of methods (no dataclass fields);
+    a config sets the class attribute `action_repeat` (each paper's table: 4)."""
+
+    action_repeat: int
+
+    def check_burn_in_learner(self, schedule_source: str) -> None:
+        """Raises ValueError naming the first shared field whose value is not allowed;
+        `schedule_source` cites where the schedules' horizon is defined (e.g. "dice.md A18")."""
+        self.check_process_settings()
+        for name, allowed in (
+            ("network", TORSOS),
+            ("retrace_form", RETRACE_FORMS),
+            ("q_centering", Q_CENTERINGS),
+            ("reuse_mode", REUSE_MODES),
+            ("controller_scope", CONTROLLER_SCOPES),
+        ):
+            check_choice(name, getattr(self, name), allowed)
+        check_all(
+            self,
+            "> 0",
+            lambda v: v > 0,
+            (
+                "total_frames",
+                "max_episode_frames",
+                "lstm_units",
+                "learning_rate",
+                "adam_epsilon",
+                "batch_size",
+                "sequence_length",
+                "times_sampled",
+                "replay_capacity",
+                "learner_microbatches",
+                "num_actors",
+                "envs_per_actor",
+                "params_pull_interval",
+                "publish_interval",
+                "clip_rho_threshold",
+                "eval_episodes",
+            ),
+        )
+        check_all(
+            self,
+            ">= 0",
+            lambda v: v >= 0,
+            (
+                "noop_max",
+                "head_hidden",
+                "v_loss_scale",
+                "q_loss_scale",
+                "pi_loss_scale",
+                "clip_c_threshold",
+                "warmup_steps",
+                "weight_decay",
+                "max_grad_norm",
+                "burn_in",
+            ),
+        )
+        check_all(
+            self,
+            "in [0, 1]",
+            lambda v: 0 <= v <= 1,
+            ("sticky_action_probability", "adam_beta1", "adam_beta2"),
+        )
+        if self.replay_capacity < self.batch_size:
+            raise ValueError(
+                f"--replay_capacity={self.replay_capacity} must be >= "
+                f"--batch_size={self.batch_size}, or the learner never samples"
+            )
+        if self.batch_size % self.learner_microbatches:
+            raise ValueError(
+                f"--learner_microbatches={self.learner_microbatches} must divide "
+                f"--batch_size={self.batch_size}"
+            )
+        if self.warmup_steps >= self.gradient_updates:
+            raise ValueError(
+                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
+                f"optimiser updates of --total_frames={self.total_frames} ({schedule_source})"
+            )
+
+    def check_best_region_learns(self) -> None:
+        """--eval_policy=best_region reads the region bandits learned: they must learn."""
+        if self.eval_policy == "best_region" and (
+            self.bandit_selection != "bandits" or self.fixed_behaviour
+        ):
+            raise ValueError(
+                "--eval_policy=best_region needs bandits that learn (--bandit_selection=bandits, "
+                "no --fixed_behaviour); use --eval_policy=bandits"
+            )
+
+    def protocol_overrides(self) -> dict[str, Any]:
+        """`common.envs.AtariProtocol` fields to replace in the paper's protocol (training and
+        evaluation use the same one)."""
+        return atari_protocol_overrides(self)
+
+    @property
+    def num_envs(self) -> int:
+        return self.num_actors * self.envs_per_actor
+
+    @property
+    def item_length(self) -> int:
+        """Steps per replay item: burn-in + trained steps + 1 bootstrap step (dice.md A15)."""
+        return self.burn_in + self.sequence_length + 1
+
+    @property
+    def frames_per_step(self) -> int:
+        """Environment frames per agent step: the action repeats (1 on CartPole)."""
+        return 1 if self.env == "CartPole" else self.action_repeat
+
+    @property
+    def frames_per_learner_step(self) -> int:
+        """New environment frames per learner step (dice.md §4.3: 10,240 for Table 5). A batch
+        trains batch x length steps; with reuse_mode=replay each step is in `times_sampled`
+        batches, with repeat a batch is new data trained `times_sampled` times in one step."""
+        frames = self.batch_size * self.sequence_length * self.frames_per_step
+        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
+
+    @property
+    def gradient_updates(self) -> int:
+        """Optimiser updates in --total_frames: the horizon of the lr / weight-decay schedules
+        (dice.md A18: 200M / 4 x 2 / (64 x 80) = 19,531 for Table 5)."""
+        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
+        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
+
+
+# choice: CartPole, to check the burn-in agents end to end in minutes on a CPU: an MLP torso, a
+# smaller LSTM and batch, shorter sequences, one actor; each paper's loss, weights and gammas stay
+# its table's. A paper adds its own entries (e.g. its dynamics MLP's size).
+BURN_IN_CARTPOLE: dict[str, Any] = dict(
+    network="mlp",
+    lstm_units=64,
+    total_frames=400_000,
+    learning_rate=1e-3,
+    warmup_steps=20,
+    batch_size=32,
+    learner_microbatches=1,
+    burn_in=10,
+    sequence_length=20,
+    replay_capacity=1024,
+    num_actors=1,
+    envs_per_actor=16,
+    params_pull_interval=16,
+    publish_interval=5,
+    noop_max=0,
+    max_episode_frames=500,
+    eval_episodes=16,
+)

@@ -11,15 +11,13 @@ gymnasium), so flags are validated in milliseconds.
 """
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 from common.config import (
-    TORSOS,
-    Q_CENTERINGS,
-    RETRACE_FORMS,
+    BURN_IN_CARTPOLE,
     REWARD_TRANSFORMS,
+    BurnInLearnerSettings,
     ProcessSettings,
-    atari_protocol_overrides,
     check_all,
     check_choice,
     check_tuple,
@@ -32,8 +30,6 @@ from common.config import (
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
-REUSE_MODES = ("replay", "repeat")
-CONTROLLER_SCOPES = ("per_env", "global")
 EVAL_POLICIES = ("best_region", "bandits")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
@@ -41,8 +37,10 @@ BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class DiceConfig(ProcessSettings):
+class DiceConfig(ProcessSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
+
+    action_repeat: ClassVar[int] = ACTION_REPEAT
 
     # --- Environment (Table 5; the rest of the protocol is `PROTOCOL`) -----------------------
     env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
@@ -155,14 +153,9 @@ class DiceConfig(ProcessSettings):
 
     def validate(self) -> "DiceConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_process_settings()
+        self.check_burn_in_learner("dice.md A18")
         for name, allowed in (
             ("reward_shaping", REWARD_TRANSFORMS),
-            ("network", TORSOS),
-            ("retrace_form", RETRACE_FORMS),
-            ("q_centering", Q_CENTERINGS),
-            ("reuse_mode", REUSE_MODES),
-            ("controller_scope", CONTROLLER_SCOPES),
             ("eval_policy", EVAL_POLICIES),
             ("bandit_space", BANDIT_SPACES),
             ("bandit_edge", BANDIT_EDGES),
@@ -173,55 +166,10 @@ class DiceConfig(ProcessSettings):
             self,
             "> 0",
             lambda v: v > 0,
-            (
-                "total_frames",
-                "max_episode_frames",
-                "lstm_units",
-                "learning_rate",
-                "adam_epsilon",
-                "batch_size",
-                "sequence_length",
-                "times_sampled",
-                "replay_capacity",
-                "learner_microbatches",
-                "num_actors",
-                "envs_per_actor",
-                "params_pull_interval",
-                "publish_interval",
-                "clip_rho_threshold",
-                "bandit_eta_max",
-                "bandit_num_blocks",
-                "bandit_num_bandits",
-                "bandit_num_candidates",
-                "eval_episodes",
-            ),
+            ("bandit_eta_max", "bandit_num_blocks", "bandit_num_bandits", "bandit_num_candidates"),
         )
-        check_all(
-            self,
-            ">= 0",
-            lambda v: v >= 0,
-            (
-                "noop_max",
-                "head_hidden",
-                "v_loss_scale",
-                "q_loss_scale",
-                "pi_loss_scale",
-                "entropy_cost",
-                "clip_c_threshold",
-                "warmup_steps",
-                "weight_decay",
-                "max_grad_norm",
-                "burn_in",
-                "fixed_eta",
-                "bandit_ucb_scale",
-            ),
-        )
-        check_all(
-            self,
-            "in [0, 1]",
-            lambda v: 0 <= v <= 1,
-            ("sticky_action_probability", "discount", "adam_beta1", "adam_beta2"),
-        )
+        check_all(self, ">= 0", lambda v: v >= 0, ("entropy_cost", "fixed_eta", "bandit_ucb_scale"))
+        check_all(self, "in [0, 1]", lambda v: 0 <= v <= 1, ("discount",))
         check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
         check_tuple(
             self, "bandit_widths", "positive integers", lambda v: isinstance(v, int) and v > 0
@@ -231,87 +179,14 @@ class DiceConfig(ProcessSettings):
                 f"--bandit_num_candidates={self.bandit_num_candidates} must be <= "
                 f"--bandit_num_blocks={self.bandit_num_blocks}"
             )
-        if self.replay_capacity < self.batch_size:
-            raise ValueError(
-                f"--replay_capacity={self.replay_capacity} must be >= "
-                f"--batch_size={self.batch_size}, or the learner never samples"
-            )
-        if self.batch_size % self.learner_microbatches:
-            raise ValueError(
-                f"--learner_microbatches={self.learner_microbatches} must divide "
-                f"--batch_size={self.batch_size}"
-            )
-        if self.warmup_steps >= self.gradient_updates:
-            raise ValueError(
-                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
-                f"optimiser updates of --total_frames={self.total_frames} (dice.md A18)"
-            )
-        if self.eval_policy == "best_region" and (
-            self.bandit_selection != "bandits" or self.fixed_behaviour
-        ):
-            raise ValueError(
-                "--eval_policy=best_region needs bandits that learn (--bandit_selection=bandits, "
-                "no --fixed_behaviour); use --eval_policy=bandits"
-            )
+        self.check_best_region_learns()
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `common.bandits.DiceController` (add `seed` per actor)."""
         return prefixed_kwargs(self, "bandit_")
 
-    def protocol_overrides(self) -> dict[str, Any]:
-        """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
-        evaluation use the same protocol)."""
-        return atari_protocol_overrides(self)
 
-    @property
-    def num_envs(self) -> int:
-        return self.num_actors * self.envs_per_actor
-
-    @property
-    def item_length(self) -> int:
-        """Steps per replay item: burn-in + trained steps + 1 bootstrap step (dice.md A15)."""
-        return self.burn_in + self.sequence_length + 1
-
-    @property
-    def frames_per_step(self) -> int:
-        """Environment frames per agent step: the action repeats (1 on CartPole)."""
-        return 1 if self.env == "CartPole" else ACTION_REPEAT
-
-    @property
-    def frames_per_learner_step(self) -> int:
-        """New environment frames per learner step (dice.md §4.3). A batch trains batch x length
-        steps; with reuse_mode=replay each step is in two batches, with repeat a batch is new
-        data trained `times_sampled` times in one learner step."""
-        frames = self.batch_size * self.sequence_length * self.frames_per_step
-        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
-
-    @property
-    def gradient_updates(self) -> int:
-        """Optimiser updates in --total_frames: the horizon of the lr / weight-decay schedules
-        (dice.md A18; ~19,531 for the Table 5 defaults)."""
-        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
-        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
-
-
-# choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
-# LSTM and batch, shorter sequences; the loss, its weights and gamma stay Table 5's.
-CARTPOLE_OVERRIDES: dict[str, Any] = dict(
-    network="mlp",
-    lstm_units=64,
-    total_frames=400_000,
-    learning_rate=1e-3,
-    warmup_steps=20,
-    batch_size=32,
-    learner_microbatches=1,
-    burn_in=10,
-    sequence_length=20,
-    replay_capacity=1024,
-    num_actors=1,
-    envs_per_actor=16,
-    params_pull_interval=16,
-    publish_interval=5,
-    noop_max=0,
-    max_episode_frames=500,
-    eval_episodes=16,
-)
+# choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE); Table 5's loss,
+# weights and gamma stay.
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)

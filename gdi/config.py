@@ -18,15 +18,13 @@ gymnasium), so flags are validated in milliseconds.
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from common.config import (
-    Q_CENTERINGS,
-    TORSOS,
-    RETRACE_FORMS,
+    BURN_IN_CARTPOLE,
     REWARD_TRANSFORMS,
+    BurnInLearnerSettings,
     ProcessSettings,
-    atari_protocol_overrides,
     check_all,
     check_choice,
     check_tuple,
@@ -41,8 +39,6 @@ ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
 VARIANTS = ("i3", "h3")
 PG_MODES = ("tau_free", "log_mixture")
-REUSE_MODES = ("replay", "repeat")
-CONTROLLER_SCOPES = ("per_env", "global")
 EVAL_POLICIES = ("bandits", "best_region")
 # Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names common.bandits.GdiController gives them.
 BEHAVIOUR_PARAMS = ("eta1", "eta2", "epsilon")
@@ -51,8 +47,10 @@ BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class GdiConfig(ProcessSettings):
+class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
+
+    action_repeat: ClassVar[int] = ACTION_REPEAT
 
     variant: str = field("i3", "i3: one network (Eqs. (9)-(10)); h3: two (Eqs. (11)-(12)).")
     # choice: GDI-I3 trains one network, half the learner cost of H3 on a 2-core machine.
@@ -185,17 +183,12 @@ class GdiConfig(ProcessSettings):
 
     def validate(self) -> "GdiConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_process_settings()
+        self.check_burn_in_learner("gdi.md §4.3")
         for name, allowed in (
             ("variant", VARIANTS),
             ("reward_shaping", REWARD_TRANSFORMS),
             ("reward_shaping_2", REWARD_TRANSFORMS),
-            ("network", TORSOS),
-            ("retrace_form", RETRACE_FORMS),
-            ("q_centering", Q_CENTERINGS),
             ("pg_mode", PG_MODES),
-            ("reuse_mode", REUSE_MODES),
-            ("controller_scope", CONTROLLER_SCOPES),
             ("eval_policy", EVAL_POLICIES),
             ("bandit_space", BANDIT_SPACES),
             ("bandit_selection", BANDIT_SELECTIONS),
@@ -206,28 +199,12 @@ class GdiConfig(ProcessSettings):
             "> 0",
             lambda v: v > 0,
             (
-                "total_frames",
-                "max_episode_frames",
-                "lstm_units",
                 "aux_hidden",
-                "learning_rate",
-                "adam_epsilon",
-                "batch_size",
-                "sequence_length",
-                "times_sampled",
-                "replay_capacity",
-                "learner_microbatches",
-                "num_actors",
-                "envs_per_actor",
-                "params_pull_interval",
-                "publish_interval",
-                "clip_rho_threshold",
                 "bandit_eta_max",
                 "bandit_eta_acc",
                 "bandit_epsilon_acc",
                 "bandit_num_bandits",
                 "bandit_num_candidates",
-                "eval_episodes",
             ),
         )
         check_all(
@@ -235,18 +212,8 @@ class GdiConfig(ProcessSettings):
             ">= 0",
             lambda v: v >= 0,
             (
-                "noop_max",
-                "head_hidden",
                 "aux_forward_weight",
                 "aux_inverse_weight",
-                "v_loss_scale",
-                "q_loss_scale",
-                "pi_loss_scale",
-                "clip_c_threshold",
-                "warmup_steps",
-                "weight_decay",
-                "max_grad_norm",
-                "burn_in",
                 "fixed_eta1",
                 "fixed_eta2",
                 "bandit_ucb_scale",
@@ -256,14 +223,7 @@ class GdiConfig(ProcessSettings):
             self,
             "in [0, 1]",
             lambda v: 0 <= v <= 1,
-            (
-                "sticky_action_probability",
-                "discount",
-                "adam_beta1",
-                "adam_beta2",
-                "fixed_epsilon",
-                "bandit_epsilon_acc",
-            ),
+            ("discount", "fixed_epsilon", "bandit_epsilon_acc"),
         )
         check_tuple(self, "bandit_learning_rates", "in (0, 1]", lambda v: 0 < v <= 1)
         for name in ("bandit_num_tilings", "bandit_tile_sizes"):
@@ -280,16 +240,6 @@ class GdiConfig(ProcessSettings):
                 f"--bandit_num_candidates={self.bandit_num_candidates} exceeds the "
                 f"blocks of an axis: {self.axis_blocks} (1/tau_1, 1/tau_2, eps)"
             )
-        if self.replay_capacity < self.batch_size:
-            raise ValueError(
-                f"--replay_capacity={self.replay_capacity} must be >= "
-                f"--batch_size={self.batch_size}, or the learner never samples"
-            )
-        if self.batch_size % self.learner_microbatches:
-            raise ValueError(
-                f"--learner_microbatches={self.learner_microbatches} must divide "
-                f"--batch_size={self.batch_size}"
-            )
         selected = self.selected_params
         if not (
             isinstance(selected, tuple)
@@ -301,18 +251,7 @@ class GdiConfig(ProcessSettings):
                 f"--selected_params={selected!r} must be distinct names among "
                 f"{', '.join(BEHAVIOUR_PARAMS)}"
             )
-        if self.warmup_steps >= self.gradient_updates:
-            raise ValueError(
-                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
-                f"optimiser updates of --total_frames={self.total_frames} (gdi.md §4.3)"
-            )
-        if self.eval_policy == "best_region" and (
-            self.bandit_selection != "bandits" or self.fixed_behaviour
-        ):
-            raise ValueError(
-                "--eval_policy=best_region needs bandits that learn (--bandit_selection=bandits, "
-                "no --fixed_behaviour); use --eval_policy=bandits"
-            )
+        self.check_best_region_learns()
         return self
 
     @property
@@ -325,11 +264,6 @@ class GdiConfig(ProcessSettings):
         `bandit_*` fields, and the parameters not in --selected_params held at --fixed_*."""
         held = {k: v for k, v in self.fixed_params.items() if k not in self.selected_params}
         return dict(prefixed_kwargs(self, "bandit_"), held=held)
-
-    def protocol_overrides(self) -> dict[str, Any]:
-        """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
-        evaluation use the same protocol)."""
-        return atari_protocol_overrides(self)
 
     @property
     def reward_shapings(self) -> tuple[str, ...]:
@@ -345,56 +279,7 @@ class GdiConfig(ProcessSettings):
         eta_blocks = math.ceil(self.bandit_eta_max / self.bandit_eta_acc - 1e-9)
         return eta_blocks, eta_blocks, math.ceil(1 / self.bandit_epsilon_acc - 1e-9)
 
-    @property
-    def num_envs(self) -> int:
-        return self.num_actors * self.envs_per_actor
 
-    @property
-    def item_length(self) -> int:
-        """Steps per replay item: burn-in + trained steps + 1 bootstrap step (gdi.md §5)."""
-        return self.burn_in + self.sequence_length + 1
-
-    @property
-    def frames_per_step(self) -> int:
-        """Environment frames per agent step: the action repeats (1 on CartPole)."""
-        return 1 if self.env == "CartPole" else ACTION_REPEAT
-
-    @property
-    def frames_per_learner_step(self) -> int:
-        """New environment frames per learner step (gdi.md §4.3: 10,240). A batch trains
-        batch x length steps; with reuse_mode=replay each step is in `times_sampled` batches,
-        with repeat a batch is new data trained `times_sampled` times in one learner step."""
-        frames = self.batch_size * self.sequence_length * self.frames_per_step
-        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
-
-    @property
-    def gradient_updates(self) -> int:
-        """Optimiser updates in --total_frames: the horizon of the lr / weight-decay schedules
-        (gdi.md §4.3: 200M / 4 x 2 / (64 x 80) = 19,531)."""
-        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
-        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
-
-
-# choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
-# LSTM, dynamics MLPs and batch, shorter sequences; the loss, its weights and gamma stay Table 6's
-# (as DiCE's CartPole settings).
-CARTPOLE_OVERRIDES: dict[str, Any] = dict(
-    network="mlp",
-    lstm_units=64,
-    aux_hidden=64,
-    total_frames=400_000,
-    learning_rate=1e-3,
-    warmup_steps=100,
-    batch_size=32,
-    learner_microbatches=1,
-    burn_in=10,
-    sequence_length=20,
-    replay_capacity=1024,
-    num_actors=1,
-    envs_per_actor=16,
-    params_pull_interval=16,
-    publish_interval=5,
-    noop_max=0,
-    max_episode_frames=500,
-    eval_episodes=16,
-)
+# choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE) and a dynamics MLP
+# to match; Table 6's loss, weights and gamma stay.
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, aux_hidden=64)

@@ -23,15 +23,13 @@ gymnasium), so flags are validated in milliseconds.
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from common.config import (
-    Q_CENTERINGS,
-    RETRACE_FORMS,
+    BURN_IN_CARTPOLE,
     REWARD_TRANSFORMS,
-    TORSOS,
+    BurnInLearnerSettings,
     ProcessSettings,
-    atari_protocol_overrides,
     check_all,
     check_choice,
     check_tuple,
@@ -45,8 +43,6 @@ PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 3: "Num. Action Repeats 4"
 
 PG_ADVANTAGES = ("vtrace", "retrace")
-REUSE_MODES = ("replay", "repeat")
-CONTROLLER_SCOPES = ("per_env", "global")
 EVAL_POLICIES = ("bandits", "training_episodes")
 BANDIT_ETA_SPACES = ("log1p", "linear")
 BANDIT_PICKS = ("top", "softmax")
@@ -55,8 +51,10 @@ BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class LbcConfig(ProcessSettings):
+class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
+
+    action_repeat: ClassVar[int] = ACTION_REPEAT
 
     # --- Environment (Table 3; the rest of the protocol is `PROTOCOL`) -------------------------
     env: str = field("Pong", "Atari game, e.g. Pong, ChopperCommand.")  # choice: smoke game
@@ -189,14 +187,9 @@ class LbcConfig(ProcessSettings):
 
     def validate(self) -> "LbcConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_process_settings()
+        self.check_burn_in_learner("lbc.md §4.1")
         for name, allowed in (
-            ("network", TORSOS),
-            ("retrace_form", RETRACE_FORMS),
-            ("q_centering", Q_CENTERINGS),
             ("pg_advantage", PG_ADVANTAGES),
-            ("reuse_mode", REUSE_MODES),
-            ("controller_scope", CONTROLLER_SCOPES),
             ("eval_policy", EVAL_POLICIES),
             ("bandit_eta_space", BANDIT_ETA_SPACES),
             ("bandit_pick", BANDIT_PICKS),
@@ -221,21 +214,6 @@ class LbcConfig(ProcessSettings):
             "> 0",
             lambda v: v > 0,
             (
-                "total_frames",
-                "max_episode_frames",
-                "lstm_units",
-                "learning_rate",
-                "adam_epsilon",
-                "batch_size",
-                "sequence_length",
-                "times_sampled",
-                "replay_capacity",
-                "learner_microbatches",
-                "num_actors",
-                "envs_per_actor",
-                "params_pull_interval",
-                "publish_interval",
-                "clip_rho_threshold",
                 "bandit_num_policies",
                 "bandit_eta_max",
                 "bandit_eta_acc",
@@ -243,34 +221,13 @@ class LbcConfig(ProcessSettings):
                 "bandit_num_bandits",
                 "bandit_top_d",
                 "bandit_replace_every",
-                "eval_episodes",
             ),
         )
         check_all(
             self,
             ">= 0",
             lambda v: v >= 0,
-            (
-                "noop_max",
-                "head_hidden",
-                "aux_hidden",
-                "aux_forward_weight",
-                "aux_inverse_weight",
-                "v_loss_scale",
-                "q_loss_scale",
-                "pi_loss_scale",
-                "clip_c_threshold",
-                "warmup_steps",
-                "weight_decay",
-                "max_grad_norm",
-                "burn_in",
-            ),
-        )
-        check_all(
-            self,
-            "in [0, 1]",
-            lambda v: 0 <= v <= 1,
-            ("sticky_action_probability", "adam_beta1", "adam_beta2"),
+            ("aux_hidden", "aux_forward_weight", "aux_inverse_weight"),
         )
         low, high = self.bandit_ucb_range
         if not 0 <= low <= high:
@@ -293,31 +250,11 @@ class LbcConfig(ProcessSettings):
                 f"--bandit_top_d={self.bandit_top_d} exceeds the arms of an axis: "
                 f"{self.axis_arms} (tau_i, omega_i)"
             )
-        if self.replay_capacity < self.batch_size:
-            raise ValueError(
-                f"--replay_capacity={self.replay_capacity} must be >= "
-                f"--batch_size={self.batch_size}, or the learner never samples"
-            )
-        if self.batch_size % self.learner_microbatches:
-            raise ValueError(
-                f"--learner_microbatches={self.learner_microbatches} must divide "
-                f"--batch_size={self.batch_size}"
-            )
-        if self.warmup_steps >= self.gradient_updates:
-            raise ValueError(
-                f"--warmup_steps={self.warmup_steps} must be < the {self.gradient_updates} "
-                f"optimiser updates of --total_frames={self.total_frames}"
-            )
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `common.bandits.LbcController` (add `seed` per actor)."""
         return prefixed_kwargs(self, "bandit_")
-
-    def protocol_overrides(self) -> dict[str, Any]:
-        """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
-        evaluation use the same protocol)."""
-        return atari_protocol_overrides(self)
 
     @property
     def axis_arms(self) -> tuple[int, int]:
@@ -334,61 +271,12 @@ class LbcConfig(ProcessSettings):
         )
 
     @property
-    def num_envs(self) -> int:
-        return self.num_actors * self.envs_per_actor
-
-    @property
-    def item_length(self) -> int:
-        """Steps per replay item: burn-in + trained steps + 1 bootstrap step (lbc.md §4.1)."""
-        return self.burn_in + self.sequence_length + 1
-
-    @property
     def num_networks(self) -> int:
         """Learned networks h_i (3; 1 in the Reducing H ablations)."""
         return len(self.discounts)
 
-    @property
-    def frames_per_step(self) -> int:
-        """Environment frames per agent step: the action repeats (1 on CartPole)."""
-        return 1 if self.env == "CartPole" else ACTION_REPEAT
 
-    @property
-    def frames_per_learner_step(self) -> int:
-        """New environment frames per learner step (lbc.md §4.1). A batch trains batch x length
-        steps; with reuse_mode=replay each step is in two batches, with repeat a batch is new
-        data trained `times_sampled` times in one learner step."""
-        frames = self.batch_size * self.sequence_length * self.frames_per_step
-        return frames // self.times_sampled if self.reuse_mode == "replay" else frames
-
-    @property
-    def gradient_updates(self) -> int:
-        """Optimiser updates of each network in --total_frames: the horizon of the lr /
-        weight-decay schedules (lbc.md §4.1: about 97,656 per learner)."""
-        new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
-        return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
-
-
-# choice: CartPole, to check the agent end to end in minutes on a CPU: an MLP torso, a smaller
-# LSTM, heads and batch, shorter sequences, and a budget and cap for 500-step episodes. The
-# population keeps Table 3's h_i = (gamma_i, RS_i), so that the Reducing H ablations (h_1 of
-# Table 3) train a member of the same population.
-CARTPOLE_OVERRIDES: dict[str, Any] = dict(
-    network="mlp",
-    lstm_units=64,
-    head_hidden=64,
-    aux_hidden=64,
-    total_frames=400_000,
-    learning_rate=1e-3,
-    warmup_steps=100,
-    batch_size=32,
-    burn_in=10,
-    sequence_length=20,
-    replay_capacity=1024,
-    num_actors=1,
-    envs_per_actor=16,
-    params_pull_interval=16,
-    publish_interval=5,
-    noop_max=0,
-    max_episode_frames=500,
-    eval_episodes=16,
-)
+# choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE), with heads and a
+# dynamics MLP to match. The population keeps Table 3's h_i = (gamma_i, RS_i), so that the Reducing
+# H ablations (h_1 of Table 3) train a member of the same population.
+CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, head_hidden=64, aux_hidden=64)

@@ -227,9 +227,16 @@ def numpy_gdi(hp, advs, values, components, eta, eps, a, log_mu, rewards, d, mas
         vs, G = np.zeros((T, B)), np.zeros((T, B))
         for b in range(B):
             vs[:, b], G[:, b] = vtrace_retrace_numpy(
-                q_a[:, b], q[:, b], pi[:, b], v[:, b], rho[:, b], c[:, b], r[:, b], d[:, b],
+                q_a[:, b],
+                q[:, b],
+                pi[:, b],
+                v[:, b],
+                rho[:, b],
+                c[:, b],
+                r[:, b],
+                d[:, b],
                 hp.retrace_form,
-            )  # fmt: skip
+            )
         vs_next = np.concatenate([vs[1:], v[-1:]], 0)
         pg_advantages.append(rho[:-1] * (r + d * vs_next - v[:-1]))
         total += hp.v_loss_scale * mean(0.5 * (vs - v[:-1]) ** 2)
@@ -306,9 +313,18 @@ def test_total_loss_equals_the_papers_sums(components, retrace_form, pg_mode):
     x = random_inputs(len(components) + len(retrace_form), networks=max(components) + 1)
     total, stats = tf_loss(hp, components, x)
     expected = numpy_gdi(
-        hp, x["advs"], x["values"], components, x["eta"], x["eps"], x["a"], x["log_mu"],
-        x["rewards"], x["d"], x["mask"],
-    )  # fmt: skip
+        hp,
+        x["advs"],
+        x["values"],
+        components,
+        x["eta"],
+        x["eps"],
+        x["a"],
+        x["log_mu"],
+        x["rewards"],
+        x["d"],
+        x["mask"],
+    )
     assert float(total) == pytest.approx(expected, rel=1e-4)
     # Table 6 assembly: sum_i (1 L_V^i + 10 L_Q^i) + 10 L_pi.
     parts = sum(
@@ -328,9 +344,16 @@ def test_i3_with_eps_one_is_dices_loss():
         entropy_cost=0.0,
     )
     dice_total, _ = dice_losses.dice_loss(
-        dice_hp, x["advs"][0], x["values"][0], x["eta"][..., 0], tf.constant(x["a"], tf.int32),
-        x["log_mu"], x["rewards"][0], x["d"], x["mask"],
-    )  # fmt: skip
+        dice_hp,
+        x["advs"][0],
+        x["values"][0],
+        x["eta"][..., 0],
+        tf.constant(x["a"], tf.int32),
+        x["log_mu"],
+        x["rewards"][0],
+        x["d"],
+        x["mask"],
+    )
     assert float(total) == pytest.approx(float(dice_total), rel=1e-5)
 
 
