@@ -12,11 +12,13 @@ the learner (dice.md §2.5 steps 4-8; gdi.md §2.5 and lbc.md §2.6 per network)
 Each loss is returned per step [T, B]; the paper's module masks and weights them.
 """
 
+import dataclasses
 from typing import NamedTuple
 
 import tensorflow as tf
 
 from common import returns
+from common import sequences
 from common.config import Q_CENTERINGS
 
 # Q_CENTERINGS: "policy_mean": Q = V + A − sum_k sg(pi(k)) A(k), so that E_pi Q = V (GDI Eq. (9),
@@ -101,3 +103,84 @@ def vtrace_retrace(
         q_targets=q_targets,
         q_taken=q_taken,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class CriticHyperparameters:
+    """The loss weights and trace settings DiCE, GDI and LBC share (a paper's loss adds its own
+    fields by subclassing); `from_config` reads the fields of the same names."""
+
+    v_loss_scale: float  # xi
+    q_loss_scale: float  # alpha
+    pi_loss_scale: float  # beta
+    clip_rho_threshold: float
+    clip_c_threshold: float
+    retrace_form: str
+    q_centering: str
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
+
+
+def log_ratios(log_pi, actions, behaviour_log_probs) -> tf.Tensor:
+    """[T, B] log pi(a_t|x_t) − log mu(a_t|x_t) under stop-gradient, from the target policy's
+    log-probabilities [T+1, B, A] and the log mu the actor stored [T+1, B]."""
+    taken = tf.gather(log_pi, actions, batch_dims=2)
+    return tf.stop_gradient(taken - behaviour_log_probs)[:-1]
+
+
+def network_losses(
+    hparams: CriticHyperparameters,
+    values,
+    advantages,
+    target_probs,
+    actions,
+    log_rhos,
+    rewards,
+    discounts,
+    mask,
+    suffix: str = "",
+) -> tuple[CriticOutputs, tf.Tensor, dict]:
+    """One network's critic: (outputs, xi L_V + alpha L_Q as masked means, its statistics
+    named `loss/v<suffix>`, `loss/q<suffix>`, `value/*<suffix>`)."""
+    q_values = dueling_q(values, advantages, target_probs, hparams.q_centering)
+    outputs = vtrace_retrace(
+        values,
+        q_values,
+        target_probs,
+        actions,
+        log_rhos,
+        rewards,
+        discounts,
+        hparams.clip_rho_threshold,
+        hparams.clip_c_threshold,
+        hparams.retrace_form,
+    )
+    v_loss = sequences.masked_mean(outputs.v_loss, mask)
+    q_loss = sequences.masked_mean(outputs.q_loss, mask)
+    stats = {
+        f"loss/v{suffix}": v_loss,
+        f"loss/q{suffix}": q_loss,
+        f"value/v{suffix}": sequences.masked_mean(values[:-1], mask),
+        f"value/q_taken{suffix}": sequences.masked_mean(outputs.q_taken, mask),
+        f"value/vtrace_target{suffix}": sequences.masked_mean(outputs.vs, mask),
+    }
+    return outputs, hparams.v_loss_scale * v_loss + hparams.q_loss_scale * q_loss, stats
+
+
+def target_entropy(log_pi, mask) -> tf.Tensor:
+    """Masked mean of H[pi] over the trained steps, from log-probabilities [T+1, B, A]: where
+    pi(a) underflows to 0 (eta 50 times a large advantage gap), p log p has an infinite
+    gradient that would turn every weight into NaN through even a zero coefficient."""
+    return sequences.masked_mean(-tf.reduce_sum(tf.exp(log_pi) * log_pi, -1)[:-1], mask)
+
+
+def ratio_stats(log_rhos, mask, clip_rho_threshold: float) -> dict:
+    """Mean log ratio (a stale behaviour can give ratios beyond float32) and the share of steps
+    whose ratio rho-bar clips."""
+    clipped = tf.cast(log_rhos > tf.math.log(clip_rho_threshold), tf.float32)
+    return {
+        "policy/log_rho": sequences.masked_mean(log_rhos, mask),
+        "policy/rho_clipped_fraction": sequences.masked_mean(clipped, mask),
+    }

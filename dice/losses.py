@@ -12,23 +12,11 @@ import tensorflow as tf
 from common import critics
 from common import policies
 from common import sequences
-from dice import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True)
-class LossHyperparameters:
-    v_loss_scale: float  # xi
-    q_loss_scale: float  # alpha
-    pi_loss_scale: float  # beta
-    entropy_cost: float
-    clip_rho_threshold: float
-    clip_c_threshold: float
-    retrace_form: str
-    q_centering: str
-
-    @classmethod
-    def from_config(cls, config: config_lib.DiceConfig) -> "LossHyperparameters":
-        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
+class LossHyperparameters(critics.CriticHyperparameters):
+    entropy_cost: float  # the `entropy` ablation (dice.md A12); Table 5: 0
 
 
 def dice_loss(
@@ -56,52 +44,24 @@ def dice_loss(
         (dice.md A5).
     """
     log_pi = policies.inverse_temperature_log_softmax(advantages, etas)  # [T+1, B, A]
-    target_probs = tf.exp(log_pi)
-    taken_log_pi = tf.gather(log_pi, actions, batch_dims=2)
-    log_rhos = tf.stop_gradient(taken_log_pi - behaviour_log_probs)[:-1]
-    q_values = critics.dueling_q(values, advantages, target_probs, hparams.q_centering)
-    critic = critics.vtrace_retrace(
-        values,
-        q_values,
-        target_probs,
-        actions,
-        log_rhos,
-        rewards,
-        discounts,
-        hparams.clip_rho_threshold,
-        hparams.clip_c_threshold,
-        hparams.retrace_form,
+    log_rhos = critics.log_ratios(log_pi, actions, behaviour_log_probs)
+    critic, critic_loss, stats = critics.network_losses(
+        hparams, values, advantages, tf.exp(log_pi), actions, log_rhos, rewards, discounts, mask
     )
     pi_loss = policies.tau_free_policy_gradient_loss(
         advantages[:-1], etas[:-1], actions[:-1], critic.pg_advantages
     )
-    v_loss = sequences.masked_mean(critic.v_loss, mask)
-    q_loss = sequences.masked_mean(critic.q_loss, mask)
     pi_loss = sequences.masked_mean(pi_loss, mask)
-    # H from the log-probabilities: at eta = 50, softmax(eta A) underflows to exact zeros, where
-    # the gradient of p log p is infinite, and 0 * inf would poison every weight.
-    entropy = sequences.masked_mean(-tf.reduce_sum(target_probs * log_pi, -1)[:-1], mask)
-    total = (
-        hparams.v_loss_scale * v_loss
-        + hparams.q_loss_scale * q_loss
-        + hparams.pi_loss_scale * pi_loss
-    )
+    entropy = critics.target_entropy(log_pi, mask)
+    total = critic_loss + hparams.pi_loss_scale * pi_loss
     if hparams.entropy_cost:
         # dice.md A12: the `entropy` ablation adds −coef · H[pi_tau] after the scalings.
         total -= hparams.entropy_cost * entropy
     return total, {
+        **stats,
+        **critics.ratio_stats(log_rhos, mask, hparams.clip_rho_threshold),
         "loss/total": total,
-        "loss/v": v_loss,
-        "loss/q": q_loss,
         "loss/pi": pi_loss,
         "policy/entropy": entropy,
         "policy/eta": sequences.masked_mean(etas[:-1], mask),
-        # log rho, not rho: a step the stale policy took with a tiny mu has a ratio beyond float32.
-        "policy/log_rho": sequences.masked_mean(log_rhos, mask),
-        "policy/rho_clipped_fraction": sequences.masked_mean(
-            tf.cast(log_rhos > tf.math.log(hparams.clip_rho_threshold), tf.float32), mask
-        ),
-        "value/v": sequences.masked_mean(values[:-1], mask),
-        "value/q_taken": sequences.masked_mean(critic.q_taken, mask),
-        "value/vtrace_target": sequences.masked_mean(critic.vs, mask),
     }

@@ -29,23 +29,11 @@ import tensorflow as tf
 from common import critics
 from common import policies
 from common import sequences
-from gdi import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True)
-class LossHyperparameters:
-    v_loss_scale: float  # xi
-    q_loss_scale: float  # alpha
-    pi_loss_scale: float  # beta
-    clip_rho_threshold: float
-    clip_c_threshold: float
-    retrace_form: str
-    q_centering: str
-    pg_mode: str
-
-    @classmethod
-    def from_config(cls, config: config_lib.GdiConfig) -> "LossHyperparameters":
-        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
+class LossHyperparameters(critics.CriticHyperparameters):
+    pg_mode: str  # PG_LOSSES
 
 
 def lambda_mixture(behaviour, stack: Callable = tf.stack):
@@ -102,57 +90,39 @@ def gdi_loss(
     component_logits = tf.stack([advantages[i] for i in components], -2)  # [T+1, B, 2, A]
     log_pi = policies.mixture_log_policy(component_logits, etas, weights)
     target_probs = tf.exp(log_pi)
-    taken_log_pi = tf.gather(log_pi, actions, batch_dims=2)
-    log_rhos = tf.stop_gradient(taken_log_pi - behaviour_log_probs)[:-1]
+    log_rhos = critics.log_ratios(log_pi, actions, behaviour_log_probs)
     total, stats = 0.0, {}
     critic_outputs = []
     for i, (advantage, value, reward) in enumerate(zip(advantages, values, rewards), start=1):
-        q_values = critics.dueling_q(value, advantage, target_probs, hparams.q_centering)
-        critic = critics.vtrace_retrace(
+        critic, critic_loss, critic_stats = critics.network_losses(
+            hparams,
             value,
-            q_values,
+            advantage,
             target_probs,
             actions,
             log_rhos,
             reward,
             discounts,
-            hparams.clip_rho_threshold,
-            hparams.clip_c_threshold,
-            hparams.retrace_form,
+            mask,
+            suffix=f"_{i}",
         )
         critic_outputs.append(critic)
-        v_loss = sequences.masked_mean(critic.v_loss, mask)
-        q_loss = sequences.masked_mean(critic.q_loss, mask)
-        total += hparams.v_loss_scale * v_loss + hparams.q_loss_scale * q_loss
-        stats.update(
-            {
-                f"loss/v_{i}": v_loss,
-                f"loss/q_{i}": q_loss,
-                f"value/v_{i}": sequences.masked_mean(value[:-1], mask),
-                f"value/q_taken_{i}": sequences.masked_mean(critic.q_taken, mask),
-                f"value/vtrace_target_{i}": sequences.masked_mean(critic.vs, mask),
-            }
-        )
+        total += critic_loss
+        stats.update(critic_stats)
     pg_advantages = tf.stack([critic_outputs[i].pg_advantages for i in components], -1)
     pi_loss = PG_LOSSES[hparams.pg_mode](
         component_logits[:-1], etas[:-1], weights[:-1], actions[:-1], pg_advantages
     )
     pi_loss = sequences.masked_mean(pi_loss, mask)
     total += hparams.pi_loss_scale * pi_loss
-    rhos = tf.exp(log_rhos)
     stats.update(
         {
+            **critics.ratio_stats(log_rhos, mask, hparams.clip_rho_threshold),
             "loss/pi": pi_loss,
-            "policy/entropy": sequences.masked_mean(
-                policies.entropy(probs=target_probs[:-1]), mask
-            ),
+            "policy/entropy": critics.target_entropy(log_pi, mask),
             "policy/eta1": sequences.masked_mean(etas[:-1, :, 0], mask),
             "policy/eta2": sequences.masked_mean(etas[:-1, :, 1], mask),
             "policy/epsilon": sequences.masked_mean(weights[:-1, :, 0], mask),
-            "policy/rho": sequences.masked_mean(rhos, mask),
-            "policy/rho_clipped_fraction": sequences.masked_mean(
-                tf.cast(rhos > hparams.clip_rho_threshold, tf.float32), mask
-            ),
         }
     )
     return total, stats
