@@ -17,6 +17,7 @@ importance ratios need only that number, and the log keeps it finite where eta Â
 smaller than float32 can hold. The core state is a tuple with one entry per network.
 """
 
+import functools
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -131,3 +132,30 @@ class AdvantageMixturePolicy:
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         acting.assign_weights(self.variables, weights)
+
+
+def policy_extras(spec) -> dict:
+    """`Agent.policy_extras` of every agent acting with `AdvantageMixturePolicy`."""
+    del spec  # log mu(a|x) is one number whatever the env
+    return AdvantageMixturePolicy.extras_spec()
+
+
+def policy_factory(
+    make_networks: Callable[[int], Sequence], mixture: Mixture, component_networks, jit_compile
+) -> Callable[..., AdvantageMixturePolicy]:
+    """A picklable `common.acting.PolicyFactory`: `make_networks(num_actions)` builds the
+    networks, the rest is `AdvantageMixturePolicy`'s."""
+    return functools.partial(
+        _make_policy, make_networks, mixture, tuple(component_networks), jit_compile
+    )
+
+
+def _make_policy(make_networks, mixture, components, jit_compile, num_actions, *args, **kw):
+    return AdvantageMixturePolicy(
+        make_networks(num_actions),
+        mixture,
+        components,
+        *args,
+        jit_compile=jit_compile,
+        **kw,
+    )

@@ -21,29 +21,14 @@ def one_temperature(params) -> tuple[np.ndarray, np.ndarray]:
     return eta, np.ones_like(eta)
 
 
-def make_policy(
-    config: config_lib.DiceConfig,
-    num_actions: int,
-    observation_shape: tuple,
-    observation_dtype,
-    seed: int,
-    greedy: bool,
-) -> advantage_policy.AdvantageMixturePolicy:
-    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
-    return advantage_policy.AdvantageMixturePolicy(
-        [networks.make_network(config, num_actions)],
+def make_policy(config):
+    """The actors' `common.acting.PolicyFactory` of `config`: one network, one component."""
+    return advantage_policy.policy_factory(
+        functools.partial(networks.make_network_list, config),
         one_temperature,
         [0],
-        observation_shape,
-        observation_dtype,
-        seed,
-        greedy=greedy,
-        jit_compile=config.jit_compile,
+        config.jit_compile,
     )
-
-
-def policy_extras(spec) -> dict:
-    return advantage_policy.AdvantageMixturePolicy.extras_spec()
 
 
 def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:

@@ -23,6 +23,11 @@ def make_network(config: config_lib.DiceConfig, num_actions: int) -> networks.Ac
     )
 
 
+def make_network_list(config: config_lib.DiceConfig, num_actions: int) -> list:
+    """The acting policy's networks: DiCE's one."""
+    return [make_network(config, num_actions)]
+
+
 def core_state_spec(config: config_lib.DiceConfig):
     """Per-env state stored at each item's first step (Table 5 "Burn-in Stored Recurrent State"):
     one (h, c) per network of `common.advantage_policy` (DiCE has one)."""

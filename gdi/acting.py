@@ -16,7 +16,6 @@ from common import advantage_policy
 from common import bandits
 from common import behaviour
 from common import envs
-from common import networks as common_networks
 from gdi import config as config_lib
 from gdi import losses
 from gdi import networks
@@ -28,32 +27,14 @@ def numpy_mixture(params) -> tuple[np.ndarray, np.ndarray]:
     return losses.lambda_mixture(params, np.stack)
 
 
-def make_policy(
-    config: config_lib.GdiConfig,
-    num_actions: int,
-    observation_shape: tuple,
-    observation_dtype,
-    seed: int,
-    greedy: bool,
-) -> advantage_policy.AdvantageMixturePolicy:
-    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
-    nets = common_networks.build_in_precision(
-        "float32", lambda: networks.make_networks(config, num_actions)
-    )
-    return advantage_policy.AdvantageMixturePolicy(
-        nets,
+def make_policy(config):
+    """The actors' `common.acting.PolicyFactory` of `config`: Eq. (2) over one (I3) or two (H3) networks."""
+    return advantage_policy.policy_factory(
+        functools.partial(networks.make_networks, config),
         numpy_mixture,
         networks.component_networks(config),
-        observation_shape,
-        observation_dtype,
-        seed,
-        greedy=greedy,
-        jit_compile=config.jit_compile,
+        config.jit_compile,
     )
-
-
-def policy_extras(spec) -> dict:
-    return advantage_policy.AdvantageMixturePolicy.extras_spec()
 
 
 def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:

@@ -35,30 +35,14 @@ def component_networks(config: config_lib.LbcConfig) -> list[int]:
     return list(range(config.bandit_num_policies))
 
 
-def make_policy(
-    config: config_lib.LbcConfig,
-    num_actions: int,
-    observation_shape: tuple,
-    observation_dtype,
-    seed: int,
-    greedy: bool,
-) -> advantage_policy.AdvantageMixturePolicy:
-    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial). It runs all
-    networks at every step (lbc.md §3) and bootstraps a truncation with each network's V_i."""
-    return advantage_policy.AdvantageMixturePolicy(
-        networks.make_population(config, num_actions),
+def make_policy(config):
+    """The actors' `common.acting.PolicyFactory` of `config`: all networks at every step (lbc.md §3), each bootstrapping a truncation with its own V_i."""
+    return advantage_policy.policy_factory(
+        functools.partial(networks.make_population, config),
         psi_mixture,
         component_networks(config),
-        observation_shape,
-        observation_dtype,
-        seed,
-        greedy=greedy,
-        jit_compile=config.jit_compile,
+        config.jit_compile,
     )
-
-
-def policy_extras(spec) -> dict:
-    return advantage_policy.AdvantageMixturePolicy.extras_spec()
 
 
 def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:

@@ -21,6 +21,7 @@ from lbc import config as config_lib
 
 def build_agent(config: config_lib.LbcConfig):
     """LBC's pieces on the shared stack (common.agent)."""
+    from common import advantage_policy
     from common import agent
     from common import burn_in_learning
     from lbc import acting
@@ -28,8 +29,8 @@ def build_agent(config: config_lib.LbcConfig):
 
     return agent.Agent(
         replay=burn_in_learning.sample_k_replay(config),
-        make_policy=functools.partial(acting.make_policy, config),
-        policy_extras=acting.policy_extras,
+        make_policy=acting.make_policy(config),
+        policy_extras=advantage_policy.policy_extras,
         make_learner=functools.partial(make_learner, config),
         core_state_spec=networks.core_state_spec(config),
         behaviour=acting.behaviour_spec(config),

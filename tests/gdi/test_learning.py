@@ -254,7 +254,7 @@ def test_dynamics_losses_against_numpy():
 
 @pytest.mark.parametrize("config", [CONFIG, H3_CONFIG], ids=["i3", "h3"])
 def test_actor_stores_log_mu_of_eq_2(config):
-    policy = acting.make_policy(config, NUM_ACTIONS, (4,), np.float32, seed=0, greedy=False)
+    policy = acting.make_policy(config)(NUM_ACTIONS, (4,), np.float32, seed=0, greedy=False)
     assert policy.value_heads == len(config.reward_shapings)
     B = 4
     rng = np.random.default_rng(1)

@@ -132,7 +132,7 @@ def test_make_policy_runs_the_population_and_bootstraps_each_value():
     config = dataclasses.replace(
         config_lib.LbcConfig(env="CartPole", **config_lib.CARTPOLE_OVERRIDES), lstm_units=8
     ).validate()
-    policy = acting.make_policy(config, 2, (4,), np.float32, seed=0, greedy=False)
+    policy = acting.make_policy(config)(2, (4,), np.float32, seed=0, greedy=False)
     assert len(policy.networks) == policy.value_heads == 3
     assert policy.component_networks == [0, 1, 2]
     state = policy.initial_state(5)
