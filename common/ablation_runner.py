@@ -44,6 +44,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from absl import flags
@@ -623,24 +624,38 @@ class CommandLine:
         return self
 
 
-def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
-    """The flags before `--` and the arguments after it (they go to every run); cli.FlagError
-    with one line on a bad flag. `--help` prints the flags and exits."""
+def parse_tool_command_line(
+    argv: Sequence[str], command_line: type, module: str, doc: str
+) -> tuple[Any, list[str]]:
+    """A runner tool's flags (the dataclass `command_line`) before `--` and the arguments after
+    it (they go to every run); cli.FlagError with one line on a bad flag. `--help` prints `doc`
+    and the flags, and exits."""
     own, extra = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
     flag_values = flags.FlagValues()
-    cli.define_dataclass_flags(CommandLine, flag_values, module_name="common.ablation_runner")
+    cli.define_dataclass_flags(command_line, flag_values, module_name=module)
     if any(arg in ("-h", "--help", "--helpshort", "--helpfull") for arg in own):
-        print(f"{__doc__}\nflags:\n{flag_values.get_help()}")
+        print(f"{doc}\nflags:\n{flag_values.get_help()}")
         sys.exit(0)
-    rest = cli.parse_flags(["python -m common.ablation_runner", *own], flag_values)
+    rest = cli.parse_flags([f"python -m {module}", *own], flag_values)
     if len(rest) > 1:
         raise cli.FlagError(
             f"unexpected arguments {rest[1:]}; flags are written --name=value, "
             "and the arguments of every run follow --"
         )
-    return CommandLine(**cli.given_values(CommandLine, flag_values)).validate(), list(extra)
+    return command_line(**cli.given_values(command_line, flag_values)).validate(), list(extra)
+
+
+def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
+    """This tool's flags and the arguments of every run (`parse_tool_command_line`)."""
+    return parse_tool_command_line(argv, CommandLine, "common.ablation_runner", __doc__)
+
+
+def print_summary(summary: AblationSummary) -> None:
+    with open(summary.summary_md) as f:
+        print(f.read())
+    print(f"wrote {summary.curves_csv}, {summary.summary_md} and {summary.curves_png}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -668,9 +683,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     except (AblationRunError, ValueError) as error:
         sys.exit(f"error: {error}")
-    with open(summary.summary_md) as f:
-        print(f.read())
-    print(f"wrote {summary.curves_csv}, {summary.summary_md} and {summary.curves_png}")
+    print_summary(summary)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ import shlex
 import sys
 from typing import Sequence
 
-from absl import flags
-
 from common import ablation_runner
 from common import cli
 from common import metrics
@@ -132,19 +130,10 @@ def compare(
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    own, extra = (
-        (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
-    )
-    flag_values = flags.FlagValues()
-    cli.define_dataclass_flags(CommandLine, flag_values, module_name="common.compare")
-    if any(arg in ("-h", "--help", "--helpshort", "--helpfull") for arg in own):
-        print(f"{__doc__}\nflags:\n{flag_values.get_help()}")
-        sys.exit(0)
     try:
-        rest = cli.parse_flags(["python -m common.compare", *own], flag_values)
-        if len(rest) > 1:
-            raise cli.FlagError(f"unexpected arguments {rest[1:]}; run arguments follow --")
-        args = CommandLine(**cli.given_values(CommandLine, flag_values)).validate()
+        args, extra = ablation_runner.parse_tool_command_line(
+            argv, CommandLine, "common.compare", __doc__
+        )
         for name in args.agents:
             AgentRun.parse(name)
         cli.normalise_env(args.env)
@@ -164,9 +153,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     except (ablation_runner.AblationRunError, ValueError) as error:
         sys.exit(f"error: {error}")
-    with open(summary.summary_md) as f:
-        print(f.read())
-    print(f"wrote {summary.curves_csv}, {summary.summary_md} and {summary.curves_png}")
+    ablation_runner.print_summary(summary)
 
 
 if __name__ == "__main__":

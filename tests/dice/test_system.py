@@ -33,12 +33,13 @@ FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
 
 
 def run(logdir, steps, timeout_s=240) -> str:
-    process, output_path = test_system.run_main(
-        logdir, f"--total_frames={steps * FRAMES_PER_STEP}", flags=FLAGS, module="dice.main"
+    return test_system.run_to_completion(
+        logdir,
+        f"--total_frames={steps * FRAMES_PER_STEP}",
+        flags=FLAGS,
+        module="dice.main",
+        timeout_s=timeout_s,
     )
-    output = test_system.finish(process, output_path, timeout_s)
-    assert process.returncode == 0, output
-    return output
 
 
 def scalars(logdir) -> dict[str, list[float]]:

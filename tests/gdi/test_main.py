@@ -7,7 +7,7 @@ import pytest
 from common import bandits
 from gdi import ablations
 from gdi import config as config_lib
-from tests.impala.test_main import run_main
+from tests.impala import test_main as impala_test_main
 
 
 @pytest.mark.parametrize(
@@ -26,11 +26,7 @@ from tests.impala.test_main import run_main
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    result, messages, imported = run_main(*flags, module="gdi.main")
-    assert result.returncode == 2
-    assert len(messages) == 1 and messages[0].startswith("error: "), messages
-    assert message in messages[0], messages
-    assert not {"tensorflow", "reverb"} & imported
+    impala_test_main.assert_one_line_error("gdi.main", flags, message)
 
 
 def controller_of(config):

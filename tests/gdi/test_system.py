@@ -29,16 +29,14 @@ FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
 
 
 def run(logdir, variant, steps, timeout_s=240) -> str:
-    process, output_path = test_system.run_main(
+    return test_system.run_to_completion(
         logdir,
         f"--variant={variant}",
         f"--total_frames={steps * FRAMES_PER_STEP}",
         flags=FLAGS,
         module="gdi.main",
+        timeout_s=timeout_s,
     )
-    output = test_system.finish(process, output_path, timeout_s)
-    assert process.returncode == 0, output
-    return output
 
 
 def check_lambda_varies_per_game(logged) -> None:

@@ -27,6 +27,17 @@ def run_main(*flags, timeout=60, module="impala.main"):
     return result, messages, imported
 
 
+def assert_one_line_error(module: str, flags, message: str) -> None:
+    """`python -m <module> <flags>` exits 2 with one stderr line naming `message`, before
+    TensorFlow or Reverb is imported."""
+    result, messages, imported = run_main(*flags, module=module)
+    assert result.returncode == 2
+    assert len(messages) == 1 and messages[0].startswith("error: "), messages
+    assert message in messages[0], messages
+    assert "absl.flags" in imported  # the import log was read
+    assert not {"tensorflow", "reverb"} & imported
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -57,12 +68,7 @@ def run_main(*flags, timeout=60, module="impala.main"):
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    result, messages, imported = run_main(*flags)
-    assert result.returncode == 2
-    assert len(messages) == 1 and messages[0].startswith("error: "), messages
-    assert message in messages[0], messages
-    assert "absl.flags" in imported  # the import log was read
-    assert not {"tensorflow", "reverb"} & imported
+    assert_one_line_error("impala.main", flags, message)
 
 
 def test_unreachable_replay_address_names_the_flag():

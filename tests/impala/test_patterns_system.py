@@ -31,10 +31,7 @@ FLAGS = [
 
 def run_to_budget(logdir, *extra, timeout_s=240) -> str:
     """Runs `python -m impala.main` with this module's flags to its frame budget; its output."""
-    process, output_path = test_system.run_main(logdir, *extra, flags=FLAGS)
-    output = test_system.finish(process, output_path, timeout_s)
-    assert process.returncode == 0, output
-    return output
+    return test_system.run_to_completion(logdir, *extra, flags=FLAGS, timeout_s=timeout_s)
 
 
 def episode_rows(logdir) -> list[dict]:

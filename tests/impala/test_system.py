@@ -87,6 +87,17 @@ def run_main(logdir, *extra, flags=FLAGS, module="impala.main") -> tuple[subproc
     return process, output_path
 
 
+def run_to_completion(
+    logdir, *extra, flags=FLAGS, module="impala.main", timeout_s: float = 240
+) -> str:
+    """Runs `python -m <module>` with `flags` and `extra` until it exits; asserts it succeeded
+    and returns its output."""
+    process, output_path = run_main(logdir, *extra, flags=flags, module=module)
+    output = finish(process, output_path, timeout_s)
+    assert process.returncode == 0, output
+    return output
+
+
 def finish(process: subprocess.Popen, output_path: str, timeout_s: float) -> str:
     """Waits for `process` (killing it after `timeout_s`) and returns its output."""
     try:

@@ -3,7 +3,7 @@ Table 12 variant is a valid config."""
 
 import pytest
 
-from tests.impala.test_main import run_main
+from tests.impala import test_main as impala_test_main
 
 
 @pytest.mark.parametrize(
@@ -24,11 +24,7 @@ from tests.impala.test_main import run_main
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    result, messages, imported = run_main(*flags, module="lbc.main")
-    assert result.returncode == 2
-    assert len(messages) == 1 and messages[0].startswith("error: "), messages
-    assert message in messages[0], messages
-    assert not {"tensorflow", "reverb"} & imported
+    impala_test_main.assert_one_line_error("lbc.main", flags, message)
 
 
 def test_every_ablation_is_a_valid_config():

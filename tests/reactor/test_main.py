@@ -23,9 +23,4 @@ from tests.impala import test_main as impala_test_main
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    result, messages, imported = impala_test_main.run_main(*flags, module="reactor.main")
-    assert result.returncode == 2
-    assert len(messages) == 1 and messages[0].startswith("error: "), messages
-    assert message in messages[0], messages
-    assert "absl.flags" in imported  # the import log was read
-    assert not {"tensorflow", "reverb"} & imported
+    impala_test_main.assert_one_line_error("reactor.main", flags, message)

@@ -39,12 +39,13 @@ FRAMES_PER_STEP = 5  # --acting_steps_per_learner_step, CartPole has no action r
 
 
 def run_to_budget(logdir, steps) -> str:
-    process, output_path = test_system.run_main(
-        logdir, f"--total_frames={steps * FRAMES_PER_STEP}", flags=FLAGS, module="reactor.main"
+    return test_system.run_to_completion(
+        logdir,
+        f"--total_frames={steps * FRAMES_PER_STEP}",
+        flags=FLAGS,
+        module="reactor.main",
+        timeout_s=180,
     )
-    output = test_system.finish(process, output_path, timeout_s=180)
-    assert process.returncode == 0, output
-    return output
 
 
 def test_main_trains_checkpoints_and_resumes_with_the_replay(tmp_path):
