@@ -20,18 +20,17 @@ nothing.
 
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
-import glob
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
-import tensorflow as tf
 from absl import app
 from absl import flags
 
 from benchmarks.machine import cpu_line
+from common.runlog import read_scalars
 
 _AGENTS = flags.DEFINE_list("agents", ["impala", "dice"], "Papers to measure, one at a time.")
 _ENV = flags.DEFINE_string("env", "Pong", "Game (or CartPole).")
@@ -43,13 +42,7 @@ PROGRESS = ("progress/learner_step", "progress/actor_frames")
 
 def latest_scalars(logdir: str) -> dict[str, tuple[int, float]]:
     """The last value of each progress scalar, with its step (the learner's frame count)."""
-    latest: dict[str, tuple[int, float]] = {}
-    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag in PROGRESS:
-                    latest[value.tag] = (event.step, float(tf.make_ndarray(value.tensor)))
-    return latest
+    return {tag: points[-1] for tag, points in read_scalars(logdir).items() if tag in PROGRESS}
 
 
 def steps_per_update(paper: str, env: str) -> tuple[int, int]:

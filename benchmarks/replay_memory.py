@@ -17,6 +17,9 @@ Patterns (measured capacity: room for every item written, nothing is evicted):
   one item every 80 steps, mask field, burn-in padding); error_buffer 1e9 so that inserts are
   never rate-limited while nothing samples;
 - prioritized: `Prioritized(length=32)`, Reactor's 33-step sequences, one item per step;
+- reactor: the same pattern with Reactor's own record (reactor/acting.py): one 84x84 frame per
+  step (Table 3), `behaviour_probs` [18] float32 and four LSTM vectors (policy and Q, h and c,
+  128 each) as first-step extras of every item;
 - queue_with_replay: `QueueWithReplay(length=20)`, IMPALA's 21-step unrolls, one every 20 steps,
   each item in both tables (the queue is sized like the replay so that it never blocks; its
   copies are item metadata only, measured by resetting it at the end).
@@ -55,6 +58,7 @@ import ctypes
 import gc
 import multiprocessing
 import time
+from typing import Callable, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -70,6 +74,7 @@ from common import patterns
 from common import replay
 from dice import config as dice_config
 from impala import config as impala_config
+from reactor import acting as reactor_acting
 from reactor import config as reactor_config
 
 _NUM_ENVS = flags.DEFINE_integer("num_envs", 2, "Environments stepped together (one writer).")
@@ -77,7 +82,7 @@ _WINDOWS = flags.DEFINE_integer("windows", 4, "Measured windows per pattern (the
 _WINDOW_STEPS = flags.DEFINE_integer("window_steps", 2500, "Steps per env in each window.")
 _PATTERNS = flags.DEFINE_list(
     "patterns",
-    ["sample_k", "prioritized", "queue_with_replay"],
+    ["sample_k", "prioritized", "reactor", "queue_with_replay"],
     "Patterns to measure, each in its own process.",
 )
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the environments and the random actions.")
@@ -96,12 +101,31 @@ MIB = 2.0**20
 # Patterns and the record
 
 
-def policy_extras(spec: agent_lib.EnvSpec) -> dict:
-    return acting.CategoricalPolicy.extras_spec(spec.num_actions)
+class Record(NamedTuple):
+    """What an agent's actors write per step besides the common fields."""
+
+    protocol: str | envs.AtariProtocol
+    observation_shape: tuple
+    policy_extras: Callable[[agent_lib.EnvSpec], dict]
+    core_state: tuple  # of tf.TensorSpec, one env's
 
 
-def core_state_spec():
-    return (tf.TensorSpec([LSTM_UNITS], tf.float32), tf.TensorSpec([LSTM_UNITS], tf.float32))
+ATARI_RECORD = Record(
+    PROTOCOL,
+    (84, 84, 4),
+    lambda spec: acting.CategoricalPolicy.extras_spec(spec.num_actions),
+    (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2,
+)
+REACTOR_RECORD = Record(
+    reactor_acting.protocol(reactor_config.ReactorConfig()),
+    (84, 84, 1),
+    reactor_acting.policy_extras,
+    reactor_acting.core_state_spec(reactor_config.ReactorConfig()),
+)
+
+
+def record_of(kind: str) -> Record:
+    return REACTOR_RECORD if kind == "reactor" else ATARI_RECORD
 
 
 def measured_pattern(kind: str, capacity: int) -> patterns.Pattern:
@@ -118,6 +142,9 @@ def measured_pattern(kind: str, capacity: int) -> patterns.Pattern:
             error_buffer=1e9,
         ),
         "prioritized": lambda: patterns.Prioritized(
+            length=reactor.sequence_length - 1, capacity=capacity
+        ),
+        "reactor": lambda: patterns.Prioritized(
             length=reactor.sequence_length - 1, capacity=capacity
         ),
         "queue_with_replay": lambda: patterns.QueueWithReplay(
@@ -152,6 +179,13 @@ def default_patterns() -> list[tuple[str, str, patterns.Pattern]]:
             ),
         ),
         (
+            "Reactor, its own record",
+            "reactor",
+            patterns.Prioritized(
+                length=reactor.sequence_length - 1, capacity=reactor.replay_capacity
+            ),
+        ),
+        (
             "IMPALA queue_with_replay",
             "queue_with_replay",
             patterns.QueueWithReplay(
@@ -168,23 +202,23 @@ def default_patterns() -> list[tuple[str, str, patterns.Pattern]]:
     ]
 
 
-def make_agent(pattern: patterns.Pattern) -> agent_lib.Agent:
+def make_agent(pattern: patterns.Pattern, record: Record) -> agent_lib.Agent:
     return agent_lib.Agent(
         replay=pattern,
         make_policy=None,
-        policy_extras=policy_extras,
+        policy_extras=record.policy_extras,
         make_learner=None,
-        core_state_spec=core_state_spec(),
+        core_state_spec=record.core_state,
     )
 
 
-ATARI_SPEC = agent_lib.EnvSpec(NUM_ACTIONS, (84, 84, 4), np.dtype(np.uint8))
+def env_spec(record: Record) -> agent_lib.EnvSpec:
+    return agent_lib.EnvSpec(NUM_ACTIONS, record.observation_shape, np.dtype(np.uint8))
 
 
-def raw_bytes_per_step(pattern: patterns.Pattern, spec: agent_lib.EnvSpec) -> float:
-    return patterns.estimated_bytes(pattern, make_agent(pattern).signature(spec)) / (
-        pattern.unique_steps()
-    )
+def raw_bytes_per_step(pattern: patterns.Pattern, record: Record) -> float:
+    signature = make_agent(pattern, record).signature(env_spec(record))
+    return patterns.estimated_bytes(pattern, signature) / pattern.unique_steps()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -230,15 +264,18 @@ def measure(
     """Writes `windows` x `window_steps` real Pong steps per env through the pattern's writer;
     returns the RSS and table size after each window (module docstring)."""
     acting.configure_threads(1)
-    env = envs.make_env(ENV, num_envs, seed, PROTOCOL)
+    record_kind = record_of(kind)
+    env = envs.make_env(ENV, num_envs, seed, record_kind.protocol)
     spec = agent_lib.EnvSpec(
         env.num_actions, tuple(env.observation_shape), np.dtype(env.observation_dtype)
     )
-    if spec != ATARI_SPEC:
-        raise ValueError(f"expected {ATARI_SPEC}, got {spec}")
+    if spec != env_spec(record_kind):
+        raise ValueError(f"expected {env_spec(record_kind)}, got {spec}")
     # Room for every item written (at most one per step): nothing is evicted.
     pattern = measured_pattern(kind, capacity=num_envs * windows * window_steps)
-    agent = make_agent(pattern)
+    agent = make_agent(pattern, record_kind)
+    extras = record_kind.policy_extras(spec)
+    state_sizes = [s.shape[0] for s in record_kind.core_state]
     table = (
         patterns.REPLAY_TABLE
         if isinstance(pattern, patterns.QueueWithReplay)
@@ -274,10 +311,13 @@ def measure(
                 reward=result.reward.astype(np.float32),
                 params_step=params_step,
                 truncation_value=truncation_value,
-                behaviour_logits=rng.standard_normal((num_envs, NUM_ACTIONS), np.float32),
+                **{
+                    name: rng.standard_normal((num_envs, *e.shape), np.float32)
+                    for name, e in extras.items()
+                },
             )
             core_state = tuple(
-                rng.standard_normal((num_envs, LSTM_UNITS), np.float32) for _ in range(2)
+                rng.standard_normal((num_envs, size), np.float32) for size in state_sizes
             )
             writer.append(
                 record,
@@ -317,7 +357,7 @@ def measure(
         write_s=write_s,
         item_length=pattern.item_length,
         steps_per_window=num_envs * window_steps,
-        raw_per_step=raw_bytes_per_step(pattern, spec),
+        raw_per_step=raw_bytes_per_step(pattern, record_kind),
         queue_item_bytes=queue_item_bytes,
     )
 
@@ -405,7 +445,7 @@ def main(argv):
     for label, kind, pattern in default_patterns():
         if kind not in per_step:
             continue
-        raw_step = raw_bytes_per_step(pattern, ATARI_SPEC)
+        raw_step = raw_bytes_per_step(pattern, record_of(kind))
         resident = per_step[kind] * pattern.unique_steps()
         items = (
             f"{pattern.replay_capacity:,} (+{pattern.capacity} queue)"

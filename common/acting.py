@@ -14,6 +14,9 @@ Per-step record (every field batched over envs), time index t:
   params_step (the learner step of the weights that chose a_t), truncation_value, the policy's
   extras (e.g. IMPALA's `behaviour_logits`, impala.md §5.4) and, for agents with a behaviour
   selector, `behaviour`: the parameters of the game being played (`common.behaviour`).
+An extra named `BEHAVIOUR_ENTROPY` (H[mu(.|x_t)], [B]) is not stored: the actor averages it over
+each game and reports the mean with the game, which the learner logs as `behaviour/entropy`
+(the behaviour entropy per episode of lbc.md §5 and Fig. 4).
 
 Time-limit truncation bootstraps (DESIGN §3) although the auto-reset replaces the final
 observation x_final by the next game's first one: where step t was truncated (and not terminated),
@@ -49,6 +52,7 @@ from common import runlog as run_logging
 PARAMS_TABLE = "params"
 CORE_STATE = "core_state"
 BEHAVIOUR = "behaviour"
+BEHAVIOUR_ENTROPY = "behaviour_entropy"
 
 
 class Policy(Protocol):
@@ -323,12 +327,14 @@ def run_actor(
     state = policy.initial_state(B)
     steps = params_updates = 0
     game_returns: list[float] = []
+    game_entropy = GameMean(B)
     try:
         while not should_stop() and (max_steps is None or steps < max_steps):
             params = None if selector is None else selector.params
             action, extras, new_state = policy.step(
                 observation, inputs.prev_action, inputs.prev_reward, inputs.reset, state, params
             )
+            step_entropy = extras.pop(BEHAVIOUR_ENTROPY, None)
             result = env.step(action)
             record = dict(
                 observation=observation,
@@ -349,6 +355,7 @@ def run_actor(
                 result.episode_return,
                 result.episode_length,
                 () if params is None else [params[k] for k in sorted(params)],
+                None if step_entropy is None else game_entropy.add(step_entropy, result),
             )
             game_returns.extend(result.episode_return[~np.isnan(result.episode_return)])
             if selector is not None:
@@ -379,6 +386,21 @@ def run_actor(
         params_step=params_step,
         game_returns=game_returns,
     )
+
+
+class GameMean:
+    """A per-step quantity of each env averaged over its game: `add` returns, after a batched
+    step, the mean over the steps of each game that ended there (garbage elsewhere)."""
+
+    def __init__(self, num_envs: int):
+        self._sums = np.zeros(num_envs)
+
+    def add(self, values: np.ndarray, result: envs_lib.StepResult) -> np.ndarray:
+        self._sums += values
+        ended = ~np.isnan(result.episode_return)
+        means = self._sums / np.maximum(result.episode_length, 1)
+        self._sums[ended] = 0.0
+        return means
 
 
 def truncation_values(

@@ -14,7 +14,9 @@ advantage heads A_i of one or more networks, each at its own inverse temperature
 into `(etas [B, N], weights [B, N])`; `component_networks[n]` is the network component n reads.
 The actor stores log mu(a_t|x_t) of the action it took (`behaviour_log_prob`): the learner's
 importance ratios need only that number, and the log keeps it finite where eta · A makes mu(a)
-smaller than float32 can hold. The core state is a tuple with one entry per network.
+smaller than float32 can hold. Each step also returns H[mu(.|x_t)] (`acting.BEHAVIOUR_ENTROPY`,
+not stored), whose per-game mean the learner logs (lbc.md §5, Fig. 4). The core state is a tuple
+with one entry per network.
 """
 
 import functools
@@ -98,7 +100,9 @@ class AdvantageMixturePolicy:
             seed = tf.cast(self._rng.make_seeds(1)[:, 0], tf.int32)
             actions = policies.sample_actions(logits=log_mu, seed=seed)
         taken = tf.gather(log_mu, actions, batch_dims=1)
-        return actions, taken, tuple(new_state)
+        # mu(a) log mu(a) -> 0 where mu(a) underflows (log mu(a) = -inf would make 0 · inf).
+        entropy = -tf.reduce_sum(tf.math.multiply_no_nan(log_mu, tf.exp(log_mu)), -1)
+        return actions, taken, entropy, tuple(new_state)
 
     def _value_graph(self, observation, prev_action, prev_reward, state):
         reset = tf.zeros(tf.shape(prev_action), tf.bool)
@@ -115,7 +119,7 @@ class AdvantageMixturePolicy:
         if behaviour is None:
             raise ValueError("AdvantageMixturePolicy acts with the game's behaviour parameters")
         etas, weights = self.mixture(behaviour)
-        actions, log_mu, new_state = self._step(
+        actions, log_mu, entropy, new_state = self._step(
             observation,
             prev_action,
             prev_reward,
@@ -126,7 +130,7 @@ class AdvantageMixturePolicy:
         )
         return (
             actions.numpy(),
-            {BEHAVIOUR_LOG_PROB: log_mu.numpy()},
+            {BEHAVIOUR_LOG_PROB: log_mu.numpy(), acting.BEHAVIOUR_ENTROPY: entropy.numpy()},
             tf.nest.map_structure(lambda x: x.numpy(), new_state),
         )
 

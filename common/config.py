@@ -110,6 +110,8 @@ class ProcessSettings:
 # sampled k times, or each batch trained on k times; and where a behaviour controller lives.
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")
+# How `common.dynamics` scores the forward-dynamics prediction (GDI, LBC).
+FORWARD_LOSSES = ("half_sum_squares", "mse")
 
 
 class BurnInLearnerSettings:

@@ -1,9 +1,11 @@
 """Auxiliary forward and inverse dynamics tasks on a network's torso embeddings (GDI Table 6
 "Auxiliary Forward Dynamic Task Yes", "Auxiliary Inverse Dynamic Task Yes"; LBC lists the same).
 
-The papers name the tasks only; gdi.md §3 fixes their form [CHOICE], which this module follows:
+The papers name the tasks only; the specs fix their form [CHOICE], which this module follows:
 - inverse dynamics: an MLP of [e_t, e_{t+1}] gives logits of a_t; cross-entropy with a_t;
-- forward dynamics: an MLP of [e_t, one-hot a_t] predicts e_{t+1}; ½‖ê_{t+1} − sg(e_{t+1})‖².
+- forward dynamics: an MLP of [e_t, one-hot a_t] predicts e_{t+1}, scored by
+  ½‖ê_{t+1} − sg(e_{t+1})‖² (`half_sum_squares`, gdi.md §3) or by the mean over the D features of
+  (ê_{t+1} − sg(e_{t+1}))² (`mse`, lbc.md §3): the same direction, D/2 times smaller.
 Each is summed over the transitions (t, t+1) between real steps of one episode and divided by
 the number of real steps t, the denominator of the RL losses: a batch's mean is then exactly
 the weighted sum of its slices' means (`common.burn_in_learning`'s micro-batches). The heads are
@@ -14,6 +16,7 @@ with the learner only.
 import tensorflow as tf
 
 from common import sequences
+from common.config import FORWARD_LOSSES
 
 
 def _mlp(hidden: int, outputs: int, inputs: int) -> tf.keras.Sequential:
@@ -28,9 +31,19 @@ def _mlp(hidden: int, outputs: int, inputs: int) -> tf.keras.Sequential:
 class DynamicsHeads(tf.keras.Model):
     """The two auxiliary heads of one network (gdi.md §3: hidden size 256)."""
 
-    def __init__(self, num_actions: int, feature_units: int, hidden: int = 256, **kwargs):
+    def __init__(
+        self,
+        num_actions: int,
+        feature_units: int,
+        hidden: int = 256,
+        forward_loss: str = "half_sum_squares",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        if forward_loss not in FORWARD_LOSSES:
+            raise ValueError(f"forward_loss={forward_loss!r} must be one of {FORWARD_LOSSES}")
         self.num_actions = num_actions
+        self.forward_loss = forward_loss
         self.inverse_model = _mlp(hidden, num_actions, 2 * feature_units)
         self.forward_model = _mlp(hidden, feature_units, feature_units + num_actions)
 
@@ -49,7 +62,11 @@ class DynamicsHeads(tf.keras.Model):
         inverse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=taken, logits=logits)
         one_hot = tf.one_hot(taken, self.num_actions, dtype=current.dtype)
         predicted = self.forward_model(tf.concat([current, one_hot], -1))
-        forward = 0.5 * tf.reduce_sum(tf.square(predicted - tf.stop_gradient(following)), -1)
+        squares = tf.square(predicted - tf.stop_gradient(following))
+        if self.forward_loss == "mse":
+            forward = tf.reduce_mean(squares, -1)
+        else:
+            forward = 0.5 * tf.reduce_sum(squares, -1)
         pair_mask = tf.cast(pair_mask, forward.dtype)
         return (
             sequences.masked_mean(forward * pair_mask, step_mask),

@@ -280,12 +280,15 @@ class Learner:
         for report in self.reports.drain():
             self.actor_frames.assign_add(report.frames)
             if report.is_game:
+                behaviour = dict(zip(self._behaviour_names, report.behaviour))
+                if not np.isnan(report.behaviour_entropy):
+                    behaviour["entropy"] = report.behaviour_entropy
                 self.logger.episode(
                     int(self.actor_frames.numpy()),
                     report.episode_return,
                     report.episode_length,
                     wall_time,
-                    dict(zip(self._behaviour_names, report.behaviour)),
+                    behaviour,
                 )
                 self.games_logged += 1
 

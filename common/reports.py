@@ -4,7 +4,8 @@ Whatever a replay pattern does with the steps (a queue consumes each once; prior
 samples overlapping sequences many times; sample-k items are padded and sampled k times), each
 finished game must be logged once, when it finished. So games do not travel with the experience:
 each actor inserts a small report per finished game (raw whole-game score, length in agent steps,
-the game's behaviour parameters) into the `reports` table, plus a heartbeat every
+the game's mean behaviour entropy where the policy reports one, the game's behaviour parameters)
+into the `reports` table, plus a heartbeat every
 `heartbeat_steps` steps; every report carries the environment frames the actor produced since
 its previous report. The learner reads the table (each report is sampled once and then
 removed), adds up the produced frames and logs each game at the produced-frame count when its
@@ -42,6 +43,8 @@ class Report(NamedTuple):
     episode_return: float  # raw whole-game score; NaN for a heartbeat
     episode_length: int  # agent steps of the game
     behaviour: tuple[np.ndarray, ...]  # the game's behaviour parameters (empty without any)
+    # H[mu(.|x_t)] averaged over the game's steps; NaN for a heartbeat or a policy without it.
+    behaviour_entropy: float = float("nan")
 
     @property
     def is_game(self) -> bool:
@@ -72,10 +75,12 @@ class Reporter:
         episode_returns: np.ndarray,
         episode_lengths: np.ndarray,
         behaviour: Sequence[np.ndarray] = (),
+        behaviour_entropy: np.ndarray | None = None,
     ) -> None:
         """After one batched env step: `episode_returns[i]` is the raw score where env i's game
         ended (NaN elsewhere); `behaviour` holds the batched parameters that game was played
-        with (`[num_envs, ...]` arrays, the same every step)."""
+        with (`[num_envs, ...]` arrays, the same every step); `behaviour_entropy[i]`, where
+        given, the game's mean behaviour entropy."""
         self._param_shapes = [np.shape(b)[1:] for b in behaviour]
         self._pending_frames += self._frames_per_batch
         self._steps_since_report += 1
@@ -84,6 +89,7 @@ class Reporter:
                 float(episode_returns[env]),
                 int(episode_lengths[env]),
                 [np.asarray(b[env], np.float32) for b in behaviour],
+                float("nan") if behaviour_entropy is None else float(behaviour_entropy[env]),
             )
         if self._steps_since_report >= self._heartbeat_steps:
             self.heartbeat()
@@ -92,12 +98,21 @@ class Reporter:
         """Reports the frames produced since the last report, without a game."""
         if self._pending_frames:
             self._insert(
-                float("nan"), 0, [np.zeros(shape, np.float32) for shape in self._param_shapes]
+                float("nan"),
+                0,
+                [np.zeros(shape, np.float32) for shape in self._param_shapes],
+                float("nan"),
             )
 
-    def _insert(self, episode_return: float, length: int, params: list) -> None:
+    def _insert(self, episode_return: float, length: int, params: list, entropy: float) -> None:
         self._writer.append(
-            [np.int64(self._pending_frames), np.float32(episode_return), np.int32(length), *params]
+            [
+                np.int64(self._pending_frames),
+                np.float32(episode_return),
+                np.int32(length),
+                np.float32(entropy),
+                *params,
+            ]
         )
         self._writer.create_item(self._table, 1.0, [c[-1] for c in self._writer.history])
         self._pending_frames = 0
@@ -129,13 +144,14 @@ class ReportReader:
         try:
             # choice: no end; the thread blocks between reports and ends with the server.
             for sample in client.sample(table, 2**62, emit_timesteps=False):
-                frames, episode_return, length, *params = sample.data
+                frames, episode_return, length, entropy, *params = sample.data
                 self._received.put(
                     Report(
                         int(frames),
                         float(episode_return),
                         int(length),
                         tuple(np.asarray(p) for p in params),
+                        float(entropy),
                     )
                 )
         except Exception as error:  # the server went away: nothing more will arrive

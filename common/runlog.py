@@ -5,7 +5,8 @@ Files under a run's logdir (common.ablation_runner reads the CSVs; each row is f
   (raw whole-game score; `frames` = environment frames the actors had produced then;
   `wall_time` = seconds since the run started, continued across resumes);
 - `eval.csv`: `frames,episode_return,hns,wall_time`, one row per evaluation episode;
-- TensorBoard events in the logdir (learner) and `eval/` (evaluator), x-axis = frames.
+- TensorBoard events in the logdir (learner) and `eval/` (evaluator), x-axis = frames
+  (`read_scalars` reads them back).
 
 The file names, CSV headers and number formats are defined here once; TensorFlow is imported only
 by the loggers that write TensorBoard events, so the ablation runner reads these names without it.
@@ -203,3 +204,19 @@ class EvalLogger:
     def close(self) -> None:
         self._summary.close()
         self._csv.close()
+
+
+def read_scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
+    """Every TensorBoard scalar written under `logdir` (not its subdirectories): {tag: [(step,
+    value), ...]} in the order written."""
+    import glob
+
+    import tensorflow as tf
+
+    points: dict[str, list[tuple[int, float]]] = collections.defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "scalars":
+                    points[value.tag].append((event.step, float(tf.make_ndarray(value.tensor))))
+    return dict(points)

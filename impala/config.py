@@ -226,7 +226,7 @@ class ImpalaConfig(ProcessSettings):
 # choice: CartPole is the fast smoke test, not a paper setting. A 2-layer MLP without LSTM and one
 # actor of 16 Python envs; with the summed loss (Table D.1 note) and Table G.1's optimiser, a
 # learning rate of 1e-2 reaches a mean return of ~480 in ~600K frames (lr 6e-4 is at ~60 after
-# 400K frames); benchmarks/impala_learning.py measures it.
+# 400K frames); benchmarks/learning.py measures it.
 CARTPOLE_OVERRIDES: dict[str, typing.Any] = dict(
     network="mlp",
     use_lstm=False,

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from common.config import (
     BURN_IN_CARTPOLE,
+    FORWARD_LOSSES,
     REWARD_TRANSFORMS,
     BurnInLearnerSettings,
     ProcessSettings,
@@ -86,6 +87,12 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     # choice (lbc.md §3): Agent57's dueling streams, Dense 512 - ReLU - Dense.
     aux_hidden: int = field(512, "Hidden units of the forward- and inverse-dynamics MLPs.")
     # choice (lbc.md §3): MLP(... -> 512 -> ReLU -> ...), the head width.
+    aux_forward_loss: str = field(
+        "mse",
+        "Forward-dynamics score: mse (mean over the embedding's features) or half_sum_squares "
+        "(GDI's 1/2 squared norm).",
+    )
+    # choice (lbc.md §3): "MSE against stop_grad(e_{t+1})"; gdi.md §3 writes 1/2 ||.||^2.
     aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
     # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice (lbc.md §8 #15): weight 1.
     aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
@@ -195,6 +202,7 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
             ("bandit_pick", BANDIT_PICKS),
             ("bandit_ucb_sum", BANDIT_UCB_SUMS),
             ("bandit_selection", BANDIT_SELECTIONS),
+            ("aux_forward_loss", FORWARD_LOSSES),
         ):
             check_choice(name, getattr(self, name), allowed)
         check_tuple(

@@ -43,10 +43,11 @@ def core_state_spec(config: config_lib.LbcConfig):
 
 
 def make_dynamics_heads(config: config_lib.LbcConfig, network, index: int):
-    """Network `index`'s auxiliary heads (`common.dynamics`, lbc.md §3: hidden 512)."""
+    """Network `index`'s auxiliary heads (`common.dynamics`, lbc.md §3: hidden 512, MSE)."""
     return dynamics.DynamicsHeads(
         network.num_actions,
         network.torso.output_units,
         config.aux_hidden,
+        config.aux_forward_loss,
         name=f"dynamics_{index + 1}",
     )

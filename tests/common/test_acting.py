@@ -111,6 +111,30 @@ class CountdownEnv:
         )
 
 
+def test_game_mean_averages_each_envs_steps_over_its_own_games():
+    """Env 0's games last 2 and 3 steps, env 1's one game 4 steps (a game's length counts the
+    step that ended it); the sums restart after each game."""
+    from types import SimpleNamespace
+
+    nan = np.nan
+    ends = [  # (episode_return, episode_length) per step, per env
+        ([nan, nan], [0, 0]),
+        ([1.0, nan], [2, 0]),
+        ([nan, nan], [0, 0]),
+        ([nan, 7.0], [0, 4]),
+        ([2.0, nan], [3, 0]),
+    ]
+    values = np.array([[1.0, 10.0], [3.0, 20.0], [4.0, 30.0], [5.0, 40.0], [9.0, 50.0]])
+    mean = acting.GameMean(2)
+    got = {}
+    for t, ((returns, lengths), value) in enumerate(zip(ends, values)):
+        result = SimpleNamespace(episode_return=np.array(returns), episode_length=np.array(lengths))
+        means = mean.add(value, result)
+        for env in np.flatnonzero(~np.isnan(result.episode_return)):
+            got[(t, env)] = means[env]
+    assert got == {(1, 0): 2.0, (3, 1): 25.0, (4, 0): 6.0}
+
+
 def test_evaluate_takes_each_envs_quota_not_the_first_to_finish():
     policy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=0)
     scores = acting.evaluate(CountdownEnv(2), policy, num_episodes=5)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import acting
 from common import advantage_policy
 from common import networks
 
@@ -60,6 +61,12 @@ def test_one_component_stores_log_softmax_of_eta_times_a():
         extras["behaviour_log_prob"], np.log(pi[np.arange(B), actions]), rtol=1e-5, atol=1e-6
     )
     assert extras["behaviour_log_prob"][0] == pytest.approx(np.log(0.25))  # eta = 0: uniform
+    # The behaviour entropy of each env's step (not stored; averaged per game by the actor):
+    # log 4 for the uniform eta = 0, finite where eta = 50 may underflow mu(a) to 0.
+    entropy = extras[acting.BEHAVIOUR_ENTROPY]
+    expected = [-(p * np.log(np.where(p > 0, p, 1))).sum() for p in pi]
+    np.testing.assert_allclose(entropy, expected, rtol=1e-4, atol=1e-6)
+    assert entropy[0] == pytest.approx(np.log(4)) and np.isfinite(entropy).all()
     assert len(new_state) == 1 and new_state[0][0].shape == (B, 8)
 
 
@@ -85,6 +92,9 @@ def test_mixture_of_two_networks_and_greedy():
     )
     np.testing.assert_allclose(
         np.exp(extras["behaviour_log_prob"]), mu[np.arange(B), actions], rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        extras[acting.BEHAVIOUR_ENTROPY], -(mu * np.log(mu)).sum(-1), rtol=1e-5
     )
     greedy = advantage_policy.AdvantageMixturePolicy(
         networks_, two_networks, [0, 1], (4,), np.float32, seed=0, greedy=True
@@ -118,8 +128,6 @@ def test_bad_arguments():
 
 def test_each_network_bootstraps_its_own_truncated_value():
     from types import SimpleNamespace
-
-    from common import acting
 
     networks_ = [net(1), net(2)]
     policy = advantage_policy.AdvantageMixturePolicy(

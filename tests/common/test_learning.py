@@ -70,6 +70,8 @@ def queue():
             reporter.step(
                 np.full(NUM_ENVS, ret, np.float32),
                 np.full(NUM_ENVS, 0 if np.isnan(ret) else 5, np.int32),
+                # env 0's policy reports its game's mean behaviour entropy, env 1's none (NaN).
+                behaviour_entropy=np.array([t / 10, np.nan]),
             )
     reporter.close()
     yield client, address, AGENT.signature(SPEC)
@@ -122,6 +124,10 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     assert {int(r["episode_length"]) for r in rows} == {5}
     assert learner.games_logged == 6
     assert int(learner.actor_frames.numpy()) == STEPS_PER_ENV * NUM_ENVS * 4
+    # Only the games that came with a behaviour entropy log one, in order.
+    logged = runlog.read_scalars(str(tmp_path))["behaviour/entropy"]
+    assert [step for step, _ in logged] == [6 * 8, 11 * 8, 16 * 8]
+    np.testing.assert_allclose([value for _, value in logged], [0.5, 1.0, 1.5])
 
     resumed, net2, extra2 = make_learner(tmp_path, queue)
     assert resumed.restored_from

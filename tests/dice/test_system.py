@@ -4,13 +4,12 @@ feeds its return back; items are trained on at most twice (on average between 1 
 batch is drawn); the bandits' state and the replay survive a resume. Learning curves live in
 benchmarks/ and the README."""
 
-import glob
 import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from common import runlog
 from tests.impala import test_system
 
 pytestmark = pytest.mark.slow
@@ -44,13 +43,7 @@ def run(logdir, steps, timeout_s=240) -> str:
 
 def scalars(logdir) -> dict[str, list[float]]:
     """Every scalar written to TensorBoard under `logdir` (not its subdirectories), by tag."""
-    values: dict[str, list[float]] = {}
-    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.metadata.plugin_data.plugin_name == "scalars":
-                    values.setdefault(value.tag, []).append(float(tf.make_ndarray(value.tensor)))
-    return values
+    return {tag: [v for _, v in points] for tag, points in runlog.read_scalars(logdir).items()}
 
 
 def bandit_counts(logdir) -> np.ndarray:
@@ -66,6 +59,9 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     logged = scalars(logdir)
     etas = logged["behaviour/eta"]  # one point per game, at its start's draw
     assert len(set(etas)) > 5 and all(0.0 <= eta <= 50.0 for eta in etas)
+    # Each game's mean behaviour entropy, H[softmax(eta A)] <= ln 2 with CartPole's two actions.
+    entropies = logged["behaviour/entropy"]
+    assert len(entropies) == len(etas) and all(0.0 <= h <= np.log(2) + 1e-6 for h in entropies)
     # Each item is trained on at most twice, and many reach their second sample.
     times = logged["replay/times_sampled"]
     assert all(1.0 <= t <= 2.0 for t in times) and max(times) > 1.2

@@ -244,6 +244,13 @@ def test_dynamics_losses_against_numpy():
     sq = 0.5 * ((predicted - features[1:]) ** 2).sum(-1)
     assert float(inverse) == pytest.approx((ce * pairs).sum() / steps.sum(), rel=1e-5)
     assert float(forward) == pytest.approx((sq * pairs).sum() / steps.sum(), rel=1e-5)
+    # LBC's reading (lbc.md §3): the mean squared error over the D features, D/2 times smaller.
+    mse_head = dynamics.DynamicsHeads(NUM_ACTIONS, D, hidden=6, forward_loss="mse")
+    mse_head.set_weights(head.get_weights())
+    mse, _ = mse_head.losses(tf.constant(features), tf.constant(actions), pairs, steps)
+    assert float(mse) == pytest.approx((sq * 2 / D * pairs).sum() / steps.sum(), rel=1e-5)
+    with pytest.raises(ValueError, match="forward_loss='l1' must be one of"):
+        dynamics.DynamicsHeads(NUM_ACTIONS, D, forward_loss="l1")
     # The forward target is stop-gradient: e_{t+1} gets gradient from the inverse task only.
     e = tf.Variable(features)
     with tf.GradientTape() as tape:

@@ -81,6 +81,7 @@ def make_batch(seed=0, heads=3):
 
 def test_each_network_s_losses_reach_only_its_own_network():
     population, dynamics = make_learner_parts()
+    assert [d.forward_loss for d in dynamics] == ["mse"] * 3  # lbc.md §3 (GDI: 1/2 sum)
     loss_fn = learning.make_loss_fn(population, dynamics, CONFIG)
     groups = learning.trained_variables(population, dynamics, CONFIG)
     with tf.GradientTape(persistent=True) as tape:

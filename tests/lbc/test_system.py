@@ -62,6 +62,9 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     omegas = np.array([logged[f"behaviour/omega_{i}"] for i in range(3)])
     assert len(set(taus[0])) > 5 and ((0 <= taus) & (taus <= np.e**4)).all()
     np.testing.assert_allclose(omegas.sum(0), 1.0, atol=1e-5)
+    # Fig. 4's behaviour entropy H[mu_psi], one mean per game, at most ln 2 on CartPole.
+    entropies = np.array(logged["behaviour/entropy"])
+    assert entropies.shape == taus[0].shape and ((0 <= entropies) & (entropies <= 0.6932)).all()
     # The three networks learn and are logged apart.
     for i in (1, 2, 3):
         for part in ("v", "q", "pi", "aux_inverse", "aux_forward", "total"):

@@ -1,15 +1,15 @@
-"""IMPALA learning benchmarks: runs `python -m impala.main` and reads its episodes.csv.
+"""Learning benchmarks of any paper: runs `python -m <agent>.main` and reads its episodes.csv.
 
-    python -m benchmarks.impala_learning --task=cartpole            # frames / time to mean 450
-    python -m benchmarks.impala_learning --task=pong --total_frames=10000000   # curve -> PNG
+    python -m benchmarks.learning --agent=impala --task=cartpole      # frames / time to mean 450
+    python -m benchmarks.learning --agent=lbc --task=cartpole --total_frames=400000
+    python -m benchmarks.learning --agent=impala --task=pong --total_frames=10000000
 
-cartpole: trains CartPole with its defaults (impala/config.py) and stops as soon as the mean
-  return of the last 100 training episodes reaches --target (450), printing the frames and wall
-  time it took (or the best mean if --total_frames ran out first).
-pong: trains Pong with the paper's deep network (Table G.1 defaults) for --total_frames and plots
-  the return curve (training episodes, mean of the last 20, against frames) to
-  <logdir>/returns.png.
-Extra flags after `--` go to impala.main (e.g. `-- --num_actors=1`).
+cartpole: trains CartPole with the agent's CartPole defaults (<agent>/config.py) and stops as
+  soon as the mean return of the last 100 training episodes reaches --target (450), printing the
+  frames and wall time it took (or the best mean if --total_frames ran out first).
+pong: trains Pong with the paper's defaults for --total_frames.
+Both plot the return curve (training episodes and the trailing mean, against frames) to
+<logdir>/returns.png. Extra flags after `--` go to the agent's main (e.g. `-- --variant=h3`).
 """
 
 import csv
@@ -23,15 +23,18 @@ from absl import app
 from absl import flags
 from matplotlib.figure import Figure
 
+_AGENT = flags.DEFINE_enum(
+    "agent", "impala", ["impala", "reactor", "dice", "gdi", "lbc"], "Paper whose main trains."
+)
 _TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", "pong"], "Which benchmark.")
 _TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
 _TOTAL_FRAMES = flags.DEFINE_integer(
     "total_frames", None, "Frame budget (default: cartpole 1M, pong 10M)."
 )
 _PLOT_ONLY = flags.DEFINE_bool(
-    "plot_only", False, "Pong: only plot the run in --logdir (e.g. one in progress)."
+    "plot_only", False, "Only plot the run in --logdir (e.g. one in progress)."
 )
-_LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<task>).")
+_LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<agent>_<task>).")
 _WINDOW = 100  # CartPole's usual "solved" window
 
 
@@ -57,7 +60,7 @@ def start(env: str, logdir: str, total_frames: int, extra: list[str]) -> subproc
     command = [
         sys.executable,
         "-m",
-        "impala.main",
+        f"{_AGENT.value}.main",
         f"--env={env}",
         f"--logdir={logdir}",
         f"--total_frames={total_frames}",
@@ -92,6 +95,7 @@ def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
     else:
         best = trailing_mean(returns, _WINDOW).max() if len(returns) else float("nan")
         print(f"\nCartPole: target not reached in {total_frames:,} frames (best mean {best:.1f})")
+    plot_returns(logdir, "CartPole", _WINDOW)
 
 
 def pong(logdir: str, total_frames: int, extra: list[str]) -> None:
@@ -101,11 +105,11 @@ def pong(logdir: str, total_frames: int, extra: list[str]) -> None:
     except KeyboardInterrupt:
         process.terminate()
         process.wait(60)
-    plot_pong(logdir)
+    plot_returns(logdir, "Pong", 20)
 
 
-def plot_pong(logdir: str) -> None:
-    """The return curve of the Pong run in `logdir` (finished or still going) -> returns.png."""
+def plot_returns(logdir: str, env: str, window: int) -> None:
+    """The return curve of the run in `logdir` (finished or still going) -> returns.png."""
     frames, returns, wall = read_episodes(os.path.join(logdir, "episodes.csv"))
     if not len(returns):
         print("no finished episodes")
@@ -113,27 +117,28 @@ def plot_pong(logdir: str) -> None:
     figure = Figure(figsize=(7, 4))
     axes = figure.subplots()
     axes.plot(frames, returns, ".", alpha=0.2, label="episode")
-    axes.plot(frames, trailing_mean(returns, 20), label="mean of last 20")
+    axes.plot(frames, trailing_mean(returns, window), label=f"mean of last {window}")
     axes.set(
         xlabel="environment frames",
         ylabel="episode return (raw score)",
-        title=f"IMPALA deep, Pong, {wall[-1] / 3600:.1f} h",
+        title=f"{_AGENT.value}, {env}, {wall[-1] / 3600:.2f} h",
     )
     axes.legend()
     path = os.path.join(logdir, "returns.png")
     figure.savefig(path, dpi=100, bbox_inches="tight")
     print(
-        f"\nPong: {len(returns)} episodes, {frames[-1]:,.0f} frames, {wall[-1]:.0f} s; last 20 "
-        f"mean {returns[-20:].mean():.1f}; curve in {path}"
+        f"\n{env}: {len(returns)} episodes, {frames[-1]:,.0f} frames, {wall[-1]:.0f} s; last "
+        f"{window} mean {returns[-window:].mean():.1f}; curve in {path}"
     )
 
 
 def main(argv):
     extra = argv[1:]
     task = _TASK.value
-    logdir = _LOGDIR.value or os.path.join("runs", f"bench_{task}")
+    logdir = _LOGDIR.value or os.path.join("runs", f"bench_{_AGENT.value}_{task}")
     if _PLOT_ONLY.value:
-        plot_pong(logdir)
+        env, window = ("CartPole", _WINDOW) if task == "cartpole" else ("Pong", 20)
+        plot_returns(logdir, env, window)
     elif task == "cartpole":
         cartpole(logdir, _TOTAL_FRAMES.value or 1_000_000, extra)
     else:
