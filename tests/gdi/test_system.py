@@ -1,7 +1,9 @@
 """GDI end to end on CartPole through `python -m gdi.main`: real launcher, actor process, Reverb
 server, learner and evaluator. Each game draws its own lambda = (1/tau_1, 1/tau_2, eps) from its
-env's bandits and feeds its return back; GDI-H3 trains two networks whose losses are both logged;
-the bandits' state, both networks and the replay survive a resume."""
+env's bandits and feeds its return back; GDI-H3 trains two networks whose losses are both logged.
+Resume (the bandits' state, every network and the replay) is the shared launcher's: the DiCE and
+LBC system tests resume through it, and tests/gdi/test_learning.py checks that GDI-H3's
+checkpoint holds both networks."""
 
 import pytest
 
@@ -21,18 +23,19 @@ FLAGS = [
     "--replay_capacity=256",
     "--warmup_steps=2",
     "--log_interval_s=1",
-    "--eval_interval_s=30",  # the final evaluation only: fewer processes on a shared CPU
+    "--eval_interval_s=30",  # the final evaluation only (H3; I3 runs none)
     "--eval_round_episodes=2",
     "--eval_episodes=4",
 ]
 FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
 
 
-def run(logdir, variant, steps, timeout_s=240) -> str:
+def run(logdir, variant, steps, timeout_s=240, extra=()) -> str:
     return test_system.run_to_completion(
         logdir,
         f"--variant={variant}",
         f"--total_frames={steps * FRAMES_PER_STEP}",
+        *extra,
         flags=FLAGS,
         module="gdi.main",
         timeout_s=timeout_s,
@@ -47,7 +50,7 @@ def check_lambda_varies_per_game(logged) -> None:
 
 def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
     logdir = str(tmp_path)
-    run(logdir, "i3", steps=10)
+    run(logdir, "i3", steps=10, extra=("--eval_interval_s=0",))
     assert test_system.checkpoint_step(logdir) == 10
     logged = scalars(logdir)
     check_lambda_varies_per_game(logged)
@@ -56,7 +59,7 @@ def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
     assert (bandit_counts(logdir) > 0).all()  # every env's games fed its own bandits
 
 
-def test_gdi_h3_trains_two_networks_and_resumes(tmp_path):
+def test_gdi_h3_trains_two_networks(tmp_path):
     logdir = str(tmp_path)
     run(logdir, "h3", steps=10)
     assert test_system.checkpoint_step(logdir) == 10
@@ -66,15 +69,6 @@ def test_gdi_h3_trains_two_networks_and_resumes(tmp_path):
         assert name in logged, name
     times = logged["replay/times_sampled"]  # "Replay 2": each item trained on at most twice
     assert all(1.0 <= t <= 2.0 for t in times)
-    first = bandit_counts(logdir)
-    assert (first > 0).all()
+    assert (bandit_counts(logdir) > 0).all()
     with open(f"{logdir}/eval.csv") as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation
-
-    output = run(logdir, "h3", steps=20)
-    assert f"resumed {logdir}/checkpoints/ckpt-10 (step 10" in output
-    assert "Successfully loaded 3 tables" in output  # the replay came back
-    assert test_system.checkpoint_step(logdir) == 20
-    second = bandit_counts(logdir)
-    # The bandits continued from their saved statistics rather than starting over.
-    assert (second >= first).all() and second.sum() > first.sum()

@@ -39,20 +39,7 @@ def episode_rows(logdir) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize(
-    "replay, extra, frames_per_step",
-    [
-        ("queue", [], 8 * 10),
-        ("queue_with_replay", [], 4 * 10),  # half of each batch is replayed
-        ("prioritized", [], 8 * 10),
-        ("sample_k", ["--burn_in=4"], 8 * 10 // 2),  # each item is trained on twice
-    ],
-)
-def test_each_pattern_trains_through_the_launcher(replay, extra, frames_per_step, tmp_path):
-    logdir = str(tmp_path)
-    output = run_to_budget(
-        logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}", *extra
-    )
+def check_six_steps_of(replay: str, logdir: str, output: str) -> None:
     assert f"[replay] {replay}:" in output  # capacity and memory estimate at start
     assert test_system.checkpoint_step(logdir) == 6
     rows = episode_rows(logdir)
@@ -62,10 +49,26 @@ def test_each_pattern_trains_through_the_launcher(replay, extra, frames_per_step
     assert os.path.isdir(os.path.join(logdir, "replay")) == (replay != "queue")
 
 
-def test_resume_restores_the_replay_and_the_counters(tmp_path):
+@pytest.mark.parametrize(
+    "replay, frames_per_step",
+    [
+        ("queue", 8 * 10),
+        ("queue_with_replay", 4 * 10),  # half of each batch is replayed
+        ("prioritized", 8 * 10),
+        # sample_k: the first run of the resume test below.
+    ],
+)
+def test_each_pattern_trains_through_the_launcher(replay, frames_per_step, tmp_path):
     logdir = str(tmp_path)
-    budget = 6 * 40
-    run_to_budget(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={budget}")
+    output = run_to_budget(logdir, f"--replay={replay}", f"--total_frames={6 * frames_per_step}")
+    check_six_steps_of(replay, logdir, output)
+
+
+def test_sample_k_trains_and_resume_restores_the_replay_and_the_counters(tmp_path):
+    logdir = str(tmp_path)
+    budget = 6 * 40  # 8 x 10 steps per batch, each item trained on twice
+    output = run_to_budget(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={budget}")
+    check_six_steps_of("sample_k", logdir, output)
     games = len(episode_rows(logdir))
     last_frames = int(episode_rows(logdir)[-1]["frames"])
     output = run_to_budget(
