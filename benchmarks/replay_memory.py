@@ -18,7 +18,7 @@ Patterns (measured capacity: room for every item written, nothing is evicted):
   never rate-limited while nothing samples;
 - prioritized: `Prioritized(length=32)`, Reactor's 33-step sequences, one item per step;
 - reactor: the same pattern with Reactor's own record (reactor/acting.py): one 84x84 frame per
-  step (Table 3), `behaviour_probs` [18] float32 and four LSTM vectors (policy and Q, h and c,
+  step (Table 3), Pong's minimal action set, `behaviour_probs` [6] float32 and four LSTM vectors (policy and Q, h and c,
   128 each) as first-step extras of every item;
 - queue_with_replay: `QueueWithReplay(length=20)`, IMPALA's 21-step unrolls, one every 20 steps,
   each item in both tables (the queue is sized like the replay so that it never blocks; its
@@ -105,6 +105,7 @@ class Record(NamedTuple):
     """What an agent's actors write per step besides the common fields."""
 
     protocol: str | envs.AtariProtocol
+    num_actions: int  # Pong's under the protocol
     observation_shape: tuple
     policy_extras: Callable[[agent_lib.EnvSpec], dict]
     core_state: tuple  # of tf.TensorSpec, one env's
@@ -112,12 +113,14 @@ class Record(NamedTuple):
 
 ATARI_RECORD = Record(
     PROTOCOL,
+    NUM_ACTIONS,
     (84, 84, 4),
     lambda spec: acting.CategoricalPolicy.extras_spec(spec.num_actions),
     (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2,
 )
 REACTOR_RECORD = Record(
     reactor_acting.protocol(reactor_config.ReactorConfig()),
+    6,  # Pong's minimal action set (reactor.md §8 #17)
     (84, 84, 1),
     reactor_acting.policy_extras,
     reactor_acting.core_state_spec(reactor_config.ReactorConfig()),
@@ -213,7 +216,7 @@ def make_agent(pattern: patterns.Pattern, record: Record) -> agent_lib.Agent:
 
 
 def env_spec(record: Record) -> agent_lib.EnvSpec:
-    return agent_lib.EnvSpec(NUM_ACTIONS, record.observation_shape, np.dtype(np.uint8))
+    return agent_lib.EnvSpec(record.num_actions, record.observation_shape, np.dtype(np.uint8))
 
 
 def raw_bytes_per_step(pattern: patterns.Pattern, record: Record) -> float:
