@@ -13,6 +13,7 @@ import tensorflow as tf
 from common import advantage_policy
 from common import burn_in_learning
 from common import dynamics
+from common import learning as common_learning
 from common import replay
 from common import sequences
 from common import transforms
@@ -80,4 +81,24 @@ def make_train_step(nets: Sequence, heads: Sequence, optimizer, config: config_l
     """The compiled learner step `step(batch, frames) -> stats`."""
     return burn_in_learning.make_train_step(
         make_loss_fn(nets, heads, config), trainable_variables(nets, heads), optimizer, config
+    )
+
+
+def make_learner_parts(config: config_lib.GdiConfig, spec):
+    """Networks, dynamics heads, compiled train step and AdamW of the learner process."""
+    tf.random.set_seed(config.seed)
+    nets = gdi_networks.make_networks(config, spec.num_actions)
+    for net in nets:
+        net.create_variables(spec.observation_shape, spec.observation_dtype)
+    heads = gdi_networks.make_dynamics(config, spec.num_actions, nets)
+    optimizer = make_optimizer(config)
+    checkpointables = {"optimizer": optimizer}
+    for i, (net, head) in enumerate(zip(nets, heads), start=1):
+        checkpointables[f"network_{i}"] = net
+        checkpointables[f"dynamics_{i}"] = head
+    return common_learning.LearnerParts(
+        train_step=make_train_step(nets, heads, optimizer, config),
+        checkpointables=checkpointables,
+        # The order of AdvantageMixturePolicy.set_weights: network by network.
+        acting_variables=[v for net in nets for v in net.variables],
     )

@@ -41,29 +41,11 @@ def build_agent(config: config_lib.GdiConfig):
 
 
 def make_learner(config: config_lib.GdiConfig, spec):
-    """Networks, dynamics heads, compiled train step and AdamW of the learner process."""
-    import tensorflow as tf
-
-    from common import learning as common_learning
+    """The learner process's parts (`gdi.learning.make_learner_parts`; imports TensorFlow, so
+    only there: flags are checked before it loads)."""
     from gdi import learning
-    from gdi import networks
 
-    tf.random.set_seed(config.seed)
-    nets = networks.make_networks(config, spec.num_actions)
-    for net in nets:
-        net.create_variables(spec.observation_shape, spec.observation_dtype)
-    heads = networks.make_dynamics(config, spec.num_actions, nets)
-    optimizer = learning.make_optimizer(config)
-    checkpointables = {"optimizer": optimizer}
-    for i, (net, head) in enumerate(zip(nets, heads), start=1):
-        checkpointables[f"network_{i}"] = net
-        checkpointables[f"dynamics_{i}"] = head
-    return common_learning.LearnerParts(
-        train_step=learning.make_train_step(nets, heads, optimizer, config),
-        checkpointables=checkpointables,
-        # The order of AdvantageMixturePolicy.set_weights: network by network.
-        acting_variables=[v for net in nets for v in net.variables],
-    )
+    return learning.make_learner_parts(config, spec)
 
 
 def build_experiment(config: config_lib.GdiConfig, logdir: str, replay_port: int | None = None):

@@ -297,17 +297,16 @@ def test_h3_learner_checkpoint_restores_both_networks_their_heads_and_adamw(tmp_
     """What the launcher checkpoints and resumes for GDI-H3 (the resume itself runs end to end
     in the DiCE and LBC system tests, through the same launcher)."""
     from common.agent import EnvSpec
-    from gdi import main
 
     spec = EnvSpec(NUM_ACTIONS, (4,), np.dtype(np.float32))
-    saved = main.make_learner(H3_CONFIG, spec).checkpointables
+    saved = learning.make_learner_parts(H3_CONFIG, spec).checkpointables
     assert sorted(saved) == ["dynamics_1", "dynamics_2", "network_1", "network_2", "optimizer"]
     rng = np.random.default_rng(0)
     for part in saved.values():
         for v in part.variables:  # moved away from the (seeded) initial values
             v.assign_add(rng.normal(size=v.shape).astype(v.dtype.as_numpy_dtype) + 1)
     path = tf.train.Checkpoint(**saved).save(str(tmp_path / "ckpt"))
-    restored = main.make_learner(H3_CONFIG, spec).checkpointables
+    restored = learning.make_learner_parts(H3_CONFIG, spec).checkpointables
     tf.train.Checkpoint(**restored).restore(path).assert_consumed()
     for name, part in saved.items():
         assert len(part.variables) == len(restored[name].variables) > 0, name
