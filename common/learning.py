@@ -116,7 +116,8 @@ class Learner:
         if self.restored_from:
             print(
                 f"[{settings.name}] resumed {self.restored_from} (step "
-                f"{int(self.step.numpy())}, {int(self.frames.numpy())} frames)",
+                f"{int(self.step.numpy())}, {int(self.frames.numpy())} frames; actors had "
+                f"produced {int(self.actor_frames.numpy())} frames)",
                 flush=True,
             )
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)

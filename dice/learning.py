@@ -6,13 +6,17 @@ the discounts of episode ends and padding; AdamW with Table 5's schedules.
 
 from typing import Callable
 
+import tensorflow as tf
+
 from common import advantage_policy
 from common import burn_in_learning
+from common import learning as common_learning
 from common import replay
 from common import sequences
 from common import transforms
 from dice import config as config_lib
 from dice import losses
+from dice import networks
 
 make_optimizer = burn_in_learning.make_optimizer
 
@@ -47,4 +51,17 @@ def make_train_step(network, optimizer, config: config_lib.DiceConfig):
     """The compiled learner step `step(batch, frames) -> stats`."""
     return burn_in_learning.make_train_step(
         make_loss_fn(network, config), network.trainable_variables, optimizer, config
+    )
+
+
+def make_learner_parts(config: config_lib.DiceConfig, spec):
+    """Network, compiled train step and AdamW of the learner process."""
+    tf.random.set_seed(config.seed)
+    network = networks.make_network(config, spec.num_actions)
+    network.create_variables(spec.observation_shape, spec.observation_dtype)
+    optimizer = make_optimizer(config)
+    return common_learning.LearnerParts(
+        train_step=make_train_step(network, optimizer, config),
+        checkpointables={"network": network, "optimizer": optimizer},
+        acting_variables=network.variables,
     )

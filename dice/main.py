@@ -37,22 +37,11 @@ def build_agent(config: config_lib.DiceConfig):
 
 
 def make_learner(config: config_lib.DiceConfig, spec):
-    """Network, compiled train step and AdamW of the learner process."""
-    import tensorflow as tf
-
-    from common import learning as common_learning
+    """The learner process's parts (`dice.learning.make_learner_parts`; imports TensorFlow, so
+    only there: flags are checked before it loads)."""
     from dice import learning
-    from dice import networks
 
-    tf.random.set_seed(config.seed)
-    network = networks.make_network(config, spec.num_actions)
-    network.create_variables(spec.observation_shape, spec.observation_dtype)
-    optimizer = learning.make_optimizer(config)
-    return common_learning.LearnerParts(
-        train_step=learning.make_train_step(network, optimizer, config),
-        checkpointables={"network": network, "optimizer": optimizer},
-        acting_variables=network.variables,
-    )
+    return learning.make_learner_parts(config, spec)
 
 
 def build_experiment(config: config_lib.DiceConfig, logdir: str, replay_port: int | None = None):

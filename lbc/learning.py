@@ -17,11 +17,13 @@ import tensorflow as tf
 from common import advantage_policy
 from common import burn_in_learning
 from common import dynamics
+from common import learning as common_learning
 from common import replay
 from common import sequences
 from common import transforms
 from lbc import config as config_lib
 from lbc import losses
+from lbc import networks
 
 
 class PopulationOptimizer(tf.Module):
@@ -138,4 +140,25 @@ def make_train_step(population, aux_heads, optimizer, config: config_lib.LbcConf
     variables = [v for group in trained_variables(population, aux_heads, config) for v in group]
     return burn_in_learning.make_train_step(
         make_loss_fn(population, aux_heads, config), variables, optimizer, config
+    )
+
+
+def make_learner_parts(config: config_lib.LbcConfig, spec):
+    """The population, its auxiliary heads, the compiled train step and one AdamW per network."""
+    tf.random.set_seed(config.seed)
+    population = networks.make_population(config, spec.num_actions)
+    for network in population:
+        network.create_variables(spec.observation_shape, spec.observation_dtype)
+    aux_heads = [
+        networks.make_dynamics_heads(config, network, i) for i, network in enumerate(population)
+    ]
+    optimizer = PopulationOptimizer(config, trained_variables(population, aux_heads, config))
+    checkpointables = {"optimizer": optimizer}
+    for i, (network, heads) in enumerate(zip(population, aux_heads)):
+        checkpointables.update({f"network_{i + 1}": network, f"dynamics_{i + 1}": heads})
+    return common_learning.LearnerParts(
+        train_step=make_train_step(population, aux_heads, optimizer, config),
+        checkpointables=checkpointables,
+        # The order AdvantageMixturePolicy.set_weights takes: network by network.
+        acting_variables=[v for network in population for v in network.variables],
     )

@@ -39,32 +39,11 @@ def build_agent(config: config_lib.LbcConfig):
 
 
 def make_learner(config: config_lib.LbcConfig, spec):
-    """The population, its auxiliary heads, the compiled train step and one AdamW per network."""
-    import tensorflow as tf
-
-    from common import learning as common_learning
+    """The learner process's parts (`lbc.learning.make_learner_parts`; imports TensorFlow, so
+    only there: flags are checked before it loads)."""
     from lbc import learning
-    from lbc import networks
 
-    tf.random.set_seed(config.seed)
-    population = networks.make_population(config, spec.num_actions)
-    for network in population:
-        network.create_variables(spec.observation_shape, spec.observation_dtype)
-    dynamics = [
-        networks.make_dynamics_heads(config, network, i) for i, network in enumerate(population)
-    ]
-    optimizer = learning.PopulationOptimizer(
-        config, learning.trained_variables(population, dynamics, config)
-    )
-    checkpointables = {"optimizer": optimizer}
-    for i, (network, heads) in enumerate(zip(population, dynamics)):
-        checkpointables.update({f"network_{i + 1}": network, f"dynamics_{i + 1}": heads})
-    return common_learning.LearnerParts(
-        train_step=learning.make_train_step(population, dynamics, optimizer, config),
-        checkpointables=checkpointables,
-        # The order AdvantageMixturePolicy.set_weights takes: network by network.
-        acting_variables=[v for network in population for v in network.variables],
-    )
+    return learning.make_learner_parts(config, spec)
 
 
 def build_experiment(config: config_lib.LbcConfig, logdir: str, replay_port: int | None = None):

@@ -73,9 +73,15 @@ def test_compiled_step_equals_eager(overrides):
         stats_e = eager[3].python_function(batch, tf.constant(0, tf.int64))
         np.testing.assert_allclose(stats_c["loss/total"], stats_e["loss/total"], rtol=1e-4)
         np.testing.assert_allclose(stats_c["priorities"], stats_e["priorities"], rtol=1e-4)
-    for a, b in zip(weights(compiled[0]), weights(eager[0])):
-        np.testing.assert_allclose(a, b, atol=1e-5)
-    assert any(np.any(a != b) for a, b in zip(before, weights(compiled[0])))  # it learned
+    # Adam with beta1 = 0 moves each weight by about lr * sign(g) per step, so an element whose
+    # gradient is ~0 can step either way under XLA's and eager's rounding: every element agrees
+    # to within those two steps, and all but a few in 10^3 to 1e-5.
+    compiled_weights, eager_weights = weights(compiled[0]), weights(eager[0])
+    for a, b in zip(compiled_weights, eager_weights):
+        np.testing.assert_allclose(a, b, atol=2 * 2 * config.learning_rate)
+    differing = sum(np.sum(np.abs(a - b) > 1e-5) for a, b in zip(compiled_weights, eager_weights))
+    assert differing <= 1e-3 * sum(a.size for a in compiled_weights)
+    assert any(np.any(a != b) for a, b in zip(before, compiled_weights))  # it learned
 
 
 def test_target_network_copied_every_period_only():
