@@ -460,8 +460,8 @@ class EvaluatorSettings:
     # protocol the papers evaluate with (e.g. impala.md §4.3 "[1, 30]"); the C++ batch draws
     # 0..noop_max-1 and is only faster, which an evaluator of a few envs does not need.
     backend: str = "gym"
-    # Agents with a behaviour selector: the run directory whose saved controller state (actor 0's,
-    # common.behaviour) the evaluator loads before each round to play the controllers' best choice.
+    # Agents with a behaviour selector: the run directory of the controllers' saved state
+    # (actor 0's, or the evaluator's own: common.behaviour.evaluation_selector).
     state_dir: str | None = None
 
 
@@ -525,8 +525,8 @@ def run_evaluator(
 ) -> None:
     """Every `interval_s`, evaluates the latest published weights; when `finished` is set (the
     learner reached its budget), runs the full protocol once. Writes eval.csv + TensorBoard.
-    With a `behaviour` selector, each round plays the controllers' best choice (evaluation mode
-    of `common.behaviour`, state of actor 0 loaded anew each round)."""
+    With a `behaviour` selector, each round draws the games' parameters as `behaviour.evaluation`
+    says (`common.behaviour.evaluation_selector`)."""
     configure_threads(intra_op_threads)
     keep_on_cpu()
     os.nice(settings.niceness)
@@ -547,6 +547,7 @@ def run_evaluator(
     )
     log = run_logging.EvalLogger(logdir)
     last_round = time.monotonic()  # choice: the first round after one interval, not at start
+    selector = None
     try:
         while not should_stop():
             final = finished is not None and finished.is_set()
@@ -561,20 +562,16 @@ def run_evaluator(
             learner_step, weights = latest
             policy.set_weights(weights)
             episodes = settings.final_episodes if final else settings.round_episodes
-            selector = None
             if behaviour is not None:
-                path = (
-                    None
-                    if settings.state_dir is None
-                    else behaviour_lib.state_path(settings.state_dir, 0)
-                )
-                selector = behaviour_lib.Behaviour(
-                    behaviour, settings.num_envs, settings.seed, path, evaluation=True
+                selector = behaviour_lib.evaluation_selector(
+                    behaviour, settings.num_envs, settings.seed, settings.state_dir, selector
                 )
             frames = learner_step * settings.frames_per_learner_step
             if selector is not None:
                 log.scalars({f"bandits/{k}": v for k, v in selector.summary().items()}, frames)
             scores = evaluate(env, policy, episodes, should_stop, selector)
+            if selector is not None:
+                selector.save()  # "own" controllers only (a frozen selector writes nothing)
             hns = [human_normalized_or_nan(settings.env, s) for s in scores]
             for score, h in zip(scores, hns):
                 log.episode(frames, score, h, time.time() - start_time)

@@ -13,9 +13,14 @@ game's. (DiCE, GDI and LBC do not end episodes at a life loss, so for them the t
 Controller state survives restarts: `Behaviour` saves every controller's `state_dict` to one
 `.npz` file per actor (atomically: a temporary file, then a rename) at most every
 `save_interval_s` and when the actor closes, and a new actor process with the same file loads
-it, so a restarted actor or a resumed run continues the bandits' statistics. Evaluation mode
-loads a saved state, picks each controller's best choice (`propose_best`, where the controller
-has one) and never updates.
+it, so a restarted actor or a resumed run continues the bandits' statistics.
+
+The evaluator plays one of `EVALUATIONS` (`BehaviourSpec.evaluation`): "best" and "training"
+load actor 0's saved state and never update it ("best" draws each controller's best choice,
+`propose_best`, where the controller has one, e.g. DiCE's best region, dice.md A9; "training"
+draws as the actors do); "own" gives the evaluator controllers of its own that learn from the
+evaluation games and persist across rounds and restarts in their own file (gdi.md §5: evaluation
+actors "run their own bandit ensembles").
 """
 
 import dataclasses
@@ -28,6 +33,7 @@ import numpy as np
 from common import bandits
 
 SCOPES = ("per_env", "global")
+EVALUATIONS = ("best", "training", "own")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +49,16 @@ class BehaviourSpec:
     make_controller: Callable[..., bandits.Controller]
     param_shapes: Mapping[str, tuple]
     scope: str = "per_env"
-    # Evaluation plays the controllers' best choice (`propose_best`, e.g. DiCE's best region,
-    # dice.md A9); False evaluates the training distribution (`propose`), still without updates.
-    evaluate_best: bool = True
+    # What the evaluator plays (module docstring): "best", "training" or "own".
+    evaluation: str = "best"
 
     def __post_init__(self):
         if self.scope not in SCOPES:
             raise ValueError(f"behaviour scope {self.scope!r} is not one of {', '.join(SCOPES)}")
+        if self.evaluation not in EVALUATIONS:
+            raise ValueError(
+                f"behaviour evaluation {self.evaluation!r} is not one of {', '.join(EVALUATIONS)}"
+            )
         if not self.param_shapes:
             raise ValueError("param_shapes must name at least one behaviour parameter")
 
@@ -91,7 +100,8 @@ class Behaviour:
 
     def _choose(self, env: int) -> None:
         controller = self.controller_of(env)
-        if self.evaluation and self.spec.evaluate_best and hasattr(controller, "propose_best"):
+        best = self.spec.evaluation == "best" and hasattr(controller, "propose_best")
+        if self.evaluation and best:
             chosen = controller.propose_best()
         else:
             chosen = controller.propose()
@@ -163,3 +173,24 @@ class Behaviour:
 def state_path(directory: str, actor_id: int) -> str:
     """Where actor `actor_id` keeps its controllers' state under a run directory."""
     return os.path.join(directory, "behaviour", f"actor_{actor_id}.npz")
+
+
+def evaluator_state_path(directory: str) -> str:
+    """Where the evaluator keeps its own controllers' state (`evaluation="own"`)."""
+    return os.path.join(directory, "behaviour", "evaluator.npz")
+
+
+def evaluation_selector(
+    spec: BehaviourSpec, num_envs: int, seed: int, directory: str | None, current=None
+) -> Behaviour:
+    """The selector an evaluation round plays (module docstring). "own": `current` (the last
+    round's) or, in the first round, the evaluator's controllers, restored from their file if a
+    resumed run left one; they learn from every evaluation game. "best" / "training": actor 0's
+    latest saved state, loaded anew each round, frozen."""
+    if spec.evaluation == "own":
+        if current is None:
+            path = None if directory is None else evaluator_state_path(directory)
+            current = Behaviour(spec, num_envs, seed, path)
+        return current
+    path = None if directory is None else state_path(directory, 0)
+    return Behaviour(spec, num_envs, seed, path, evaluation=True)

@@ -47,7 +47,7 @@ def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
         make_controller=make,
         param_shapes={name: () for name in config_lib.BEHAVIOUR_PARAMS},
         scope=config.controller_scope,
-        evaluate_best=config.eval_policy == "best_region",
+        evaluation="best" if config.eval_policy == "best_region" else "own",
     )
 
 

@@ -176,9 +176,14 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     # --- Evaluation (§4.1, gdi.md §8.1 #9) -----------------------------------------------------
     eval_episodes: int = field(32, "Episodes per evaluation.")
     # §4.1: "undiscounted episode returns averaged over 32 environments with different seeds".
-    eval_policy: str = field("bandits", "bandits: evaluators run their own bandit ensembles.")
-    # choice (gdi.md §8.1 #9): the paper evaluates in "additional environments"; `best_region`
-    # is DiCE's rule (dice.md A9).
+    eval_policy: str = field(
+        "bandits",
+        "bandits: the evaluator runs its own bandit ensembles, learning from its games; "
+        "best_region: lambda from the best block of actor 0's ensembles, frozen.",
+    )
+    # choice (gdi.md §5, §8.1 #9): the paper evaluates in "additional environments"; its own
+    # ensembles evaluate the adaptive behaviour population. `best_region` is DiCE's rule
+    # (dice.md A9).
     seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "GdiConfig":

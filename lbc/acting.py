@@ -53,7 +53,7 @@ def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:
         make_controller=functools.partial(bandits.LbcController, **config.bandit_kwargs()),
         param_shapes={"eta": shape, "omega": shape},
         scope=config.controller_scope,
-        evaluate_best=False,
+        evaluation="training",
     )
 
 

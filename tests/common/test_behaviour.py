@@ -2,6 +2,7 @@
 saved and restored across processes, and an evaluation mode that plays the best choice."""
 
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -64,9 +65,11 @@ def test_state_survives_a_restart_and_evaluation_plays_the_best_region(tmp_path)
     ]
 
 
-def test_bad_scope_is_refused():
+def test_bad_scope_or_evaluation_is_refused():
     with pytest.raises(ValueError, match="behaviour scope 'shared' is not one of per_env, global"):
         behaviour_lib.BehaviourSpec(SPEC.make_controller, SPEC.param_shapes, scope="shared")
+    with pytest.raises(ValueError, match="evaluation 'greedy' is not one of best, training, own"):
+        behaviour_lib.BehaviourSpec(SPEC.make_controller, SPEC.param_shapes, evaluation="greedy")
 
 
 def test_evaluation_can_play_the_training_distribution(tmp_path):
@@ -76,19 +79,42 @@ def test_evaluation_can_play_the_training_distribution(tmp_path):
         trained.end_games(trained.params["eta"].copy())  # return = eta: the top region pays
     trained.save()
     draws = {}
-    for best in (True, False):
-        spec = behaviour_lib.BehaviourSpec(
-            SPEC.make_controller, SPEC.param_shapes, evaluate_best=best
-        )
-        evaluation = behaviour_lib.Behaviour(spec, 1, seed=1, state_path=path, evaluation=True)
-        draws[best] = []
+    for mode in ("best", "training"):
+        spec = behaviour_lib.BehaviourSpec(SPEC.make_controller, SPEC.param_shapes, evaluation=mode)
+        evaluation = behaviour_lib.evaluation_selector(spec, 1, seed=1, directory=str(tmp_path))
+        assert evaluation.evaluation  # actor 0's controllers, frozen
+        draws[mode] = []
         for _ in range(40):
             evaluation.end_games(np.array([0.0]))
-            draws[best].append(float(evaluation.params["eta"][0]))
+            draws[mode].append(float(evaluation.params["eta"][0]))
         assert evaluation.games_updated == 0
+        assert counts(evaluation, 0) == counts(trained, 0) == 30
     # The best region is one tile (of 10 on x = log(1 + eta)); propose() still explores.
-    x_best, x_all = np.log1p(draws[True]), np.log1p(draws[False])
+    x_best, x_all = np.log1p(draws["best"]), np.log1p(draws["training"])
     assert np.ptp(x_best) <= np.log(51) / 10 < np.ptp(x_all)
+
+
+def test_evaluator_with_own_controllers_learns_from_its_games_and_resumes(tmp_path):
+    """gdi.md §5: evaluation actors run bandit ensembles of their own."""
+    trained = behaviour_lib.Behaviour(
+        SPEC, 2, seed=0, state_path=behaviour_lib.state_path(str(tmp_path), 0)
+    )
+    trained.end_games(np.array([1.0, 1.0]))
+    trained.save()  # actor 0's file exists, and the evaluator must not read or write it
+    spec = behaviour_lib.BehaviourSpec(SPEC.make_controller, SPEC.param_shapes, evaluation="own")
+    first = behaviour_lib.evaluation_selector(spec, 3, seed=7, directory=str(tmp_path))
+    assert not first.evaluation and [counts(first, env) for env in range(3)] == [0, 0, 0]
+    for _ in range(5):
+        first.end_games(np.array([2.0, NAN, 3.0]))
+    second_round = behaviour_lib.evaluation_selector(spec, 3, 7, str(tmp_path), current=first)
+    assert second_round is first  # the controllers carry over between rounds
+    assert [counts(first, env) for env in range(3)] == [5, 0, 5]
+    first.save()
+    assert os.path.exists(behaviour_lib.evaluator_state_path(str(tmp_path)))
+    resumed = behaviour_lib.evaluation_selector(spec, 3, seed=8, directory=str(tmp_path))
+    assert [counts(resumed, env) for env in range(3)] == [5, 0, 5]
+    with np.load(behaviour_lib.state_path(str(tmp_path), 0)) as saved:
+        assert saved["0/selector0/bandit0/counts"].sum() == 1
 
 
 def test_fixed_controller_never_moves_and_guards_its_saved_value(tmp_path):

@@ -6,6 +6,7 @@ import pytest
 
 from common import bandits
 from gdi import ablations
+from gdi import acting
 from gdi import config as config_lib
 from tests.impala import test_main as impala_test_main
 
@@ -71,6 +72,14 @@ def test_table_20_variants():
     # eps-greedy Selection: only eps varies, with 1/tau_1 = 0 and 1/tau_2 large.
     lam = draws("epsilon_greedy_selection")
     assert len(set(lam[:, 2])) > 5 and (lam[:, 0] == 0.0).all() and (lam[:, 1] == 1e4).all()
+
+
+def test_evaluator_runs_its_own_ensembles_or_the_best_blocks():
+    """gdi.md §5: the evaluator's own bandit ensembles by default; DiCE's best region as the
+    option (tests/common/test_behaviour.py tests both modes)."""
+    assert acting.behaviour_spec(config_lib.GdiConfig()).evaluation == "own"
+    best_region = config_lib.GdiConfig(eval_policy="best_region")
+    assert acting.behaviour_spec(best_region).evaluation == "best"
 
 
 def test_best_region_evaluation_plays_the_best_blocks():

@@ -5,6 +5,9 @@ Resume (the bandits' state, every network and the replay) is the shared launcher
 LBC system tests resume through it, and tests/gdi/test_learning.py checks that GDI-H3's
 checkpoint holds both networks."""
 
+import os
+
+import numpy as np
 import pytest
 
 from tests.dice.test_system import bandit_counts, scalars
@@ -72,3 +75,8 @@ def test_gdi_h3_trains_two_networks(tmp_path):
     assert (bandit_counts(logdir) > 0).all()
     with open(f"{logdir}/eval.csv") as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation
+    # gdi.md §5: the evaluator's environments ran bandit ensembles of their own, which learned
+    # from its games (each game updates the ensemble of the env that played it).
+    with np.load(os.path.join(logdir, "behaviour", "evaluator.npz")) as state:
+        games = sum(state[k].sum() for k in state if k.endswith("/selector0/bandit0/counts"))
+    assert games >= 4

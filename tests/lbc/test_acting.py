@@ -119,7 +119,7 @@ def test_psi_of_the_bandits_is_stored_per_step_and_played(name, size):
     config = config_lib.LbcConfig(**ablations.ABLATIONS[name]).validate()
     spec = acting.behaviour_spec(config)
     assert dict(spec.param_shapes) == {"eta": (size,), "omega": (size,)}
-    assert not spec.evaluate_best  # the evaluator plays the training behaviour (App. H.2)
+    assert spec.evaluation == "training"  # the evaluator plays the training behaviour (App. H.2)
     controller = spec.make_controller(seed=0)
     assert isinstance(controller, bandits.LbcController)
     params = controller.propose()
