@@ -313,7 +313,7 @@ def _format_stat(stat: SeedStat | None) -> str:
     return f"{stat.mean:.2f}" if len(stat.per_seed) == 1 else f"{stat.mean:.2f} ± {stat.std:.2f}"
 
 
-def _summary_markdown(summary: AblationSummary, command: str | None) -> str:
+def _summary_markdown(summary: AblationSummary, command: str | None, heading: str) -> str:
     columns = [
         ("variant", lambda v: v.variant),
         ("seeds", lambda v: ", ".join(map(str, v.seeds))),
@@ -334,7 +334,7 @@ def _summary_markdown(summary: AblationSummary, command: str | None) -> str:
         ("frames (mean)", lambda v: f"{v.frames.mean:,.0f}"),
         ("wall time (mean)", lambda v: runlog.format_duration(v.wall_time.mean)),
     ]
-    lines = ["# Ablation summary", ""]
+    lines = [f"# {heading}", ""]
     if command:
         lines += [f"Each run: `{command}`", ""]
     if summary.game:
@@ -380,7 +380,7 @@ def _plot_curves(path: str, runs: Sequence[Run], variants: Sequence[str], title:
                 seeds.mean(axis=0).filled(np.nan),
                 marker="o" if source == "eval" else None,
                 markersize=3,
-                label=f"{variant} ({len(curves)} seeds)",
+                label=f"{variant} ({len(curves)} seed{'' if len(curves) == 1 else 's'})",
             )
             axes.fill_between(
                 grid,
@@ -405,12 +405,13 @@ def write_reports(
     game: str | None = None,
     normaliser: str = metrics.DEFAULT_NORMALISER,
     command: str | None = None,
+    heading: str = "Ablation summary",
 ) -> AblationSummary:
     """Write curves.csv, summary.md and curves.png into `logdir` from its run directories.
 
     variants / seeds: the runs to report (every <variant>/seed<N>/episodes.csv under `logdir` when None).
     game: an Atari-57 or DMLab-30 name known to `common.metrics`; adds HNS with `normaliser`.
-    command: the run command template, quoted in summary.md.
+    command: the run command template, quoted in summary.md; heading: its title.
     """
     if not os.path.isdir(logdir):
         raise ValueError(f"logdir {logdir!r} is not a directory")
@@ -445,7 +446,7 @@ def write_reports(
     )
     _write_curves_csv(summary.curves_csv, runs, hns)
     with open(summary.summary_md, "w") as f:
-        f.write(_summary_markdown(summary, command))
+        f.write(_summary_markdown(summary, command, heading))
     _plot_curves(
         summary.curves_png, runs, variants, game or os.path.basename(os.path.abspath(logdir))
     )

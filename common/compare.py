@@ -124,7 +124,13 @@ def compare(
     )
     template = shlex.join(AgentRun("AGENT", "PAPER", None).command(0, logdir, shared))
     return ablation_runner.write_reports(
-        logdir, list(agents), list(seeds), game, normaliser, command=template
+        logdir,
+        list(agents),
+        list(seeds),
+        game,
+        normaliser,
+        command=template,
+        heading=f"Agents compared on {env}",
     )
 
 

@@ -112,6 +112,7 @@ def test_write_reports_on_synthetic_runs(tmp_path):
 
     # Final scores: mean ± sample std over seeds, against numpy.
     md = pathlib.Path(summary.summary_md).read_text()
+    assert md.startswith("# Ablation summary\n")
     assert "`agent57`" in md and "final HNS % (agent57)" in md and "last 10%" in md
     assert summary.game == "pong" and summary.normaliser == "agent57"
     for variant in ("a", "b"):

@@ -60,5 +60,6 @@ def test_two_papers_on_cartpole_give_one_table(tmp_path):
         assert variant.final_hns is None  # CartPole has no human score
     with open(summary.summary_md) as f:
         table = f.read()
+    assert table.startswith("# Agents compared on CartPole\n")
     assert "impala" in table and "dice.baseline" in table and "python -m PAPER.main" in table
     assert os.path.getsize(summary.curves_png) > 0
