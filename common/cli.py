@@ -102,6 +102,9 @@ class RunSettings:
         "--ablations do (default: one run with --seed).",
     )
     parallel: int = field(1, "Runs of --ablations / --seeds at a time.")
+    check_flags: bool = field(
+        False, "Validate every flag, print what would run, and exit without running it."
+    )
 
     def validate(self) -> "RunSettings":
         """Raises FlagError naming the first flag whose value is not allowed."""
@@ -530,7 +533,10 @@ def _main(paper: Paper, argv: Sequence[str]) -> None:
         plan = plan_from_flags(paper, argv)
     except FlagError as error:
         fail(str(error))
-    if plan.several_runs:
+    if plan.settings.check_flags:
+        description = f": {paper.describe(plan.config)}" if paper.describe else ""
+        print(f"[{paper.name}] flags ok, {plan.config.env}{description}")
+    elif plan.several_runs:
         run_several(paper, plan)
     else:
         run_one(paper, plan)

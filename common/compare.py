@@ -11,6 +11,16 @@ paper's named variants). Each run is `python -m <paper>.main [--ablation=<ablati
 `--`; every paper takes its own defaults for the rest (its network, batch, replay), so the
 comparison is of the papers' agents as published, on one budget of environment frames.
 
+An argument after `--` written `<agent or paper>:--flag=value` goes to that agent's runs only,
+for a flag the other papers do not have, e.g. a budget too short for the burn-in learners'
+4,000 warm-up updates:
+
+    python -m common.compare --agents=impala,dice --env=Pong --total_frames=120000 \
+        --logdir=runs/compare_pong -- --eval_interval_s=0 dice:--warmup_steps=2
+
+Before the first run starts, every agent's command is checked (`--check_flags`), so a flag one
+paper refuses fails at once with its one line, not hours into the comparison.
+
 The reports are `common.ablation_runner`'s (`curves.csv`, `summary.md`, `curves.png`): final
 scores over seeds, learning curves on one frame grid, and HNS named by its normaliser for Atari
 games.
@@ -21,6 +31,7 @@ import importlib
 import importlib.util
 import logging
 import shlex
+import subprocess
 import sys
 from typing import Sequence
 
@@ -66,8 +77,49 @@ class AgentRun:
             *ablation,
             f"--seed={seed}",
             f"--logdir={ablation_runner.run_logdir(logdir, self.name, seed)}",
-            *argv,
+            *self.arguments(argv),
         ]
+
+    def arguments(self, argv: Sequence[str]) -> list[str]:
+        """The arguments after `--` that reach this agent: the shared ones, and those written
+        `<agent or paper>:--flag` that name this agent or its paper (module docstring)."""
+        kept = []
+        for arg in argv:
+            target, flag = split_targeted(arg)
+            if target is None or target in (self.name, self.paper):
+                kept.append(flag)
+        return kept
+
+
+def split_targeted(arg: str) -> tuple[str | None, str]:
+    """`dice:--warmup_steps=2` -> ("dice", "--warmup_steps=2"); a shared argument -> (None, arg)."""
+    target, colon, flag = arg.partition(":")
+    if colon and not arg.startswith("-") and flag.startswith("-"):
+        return target, flag
+    return None, arg
+
+
+def check_targets(runs: Sequence[AgentRun], argv: Sequence[str]) -> None:
+    """FlagError unless every `<target>:--flag` names one of the agents or their papers."""
+    names = {name for run in runs for name in (run.name, run.paper)}
+    for arg in argv:
+        target, _ = split_targeted(arg)
+        if target is not None and target not in names:
+            raise cli.FlagError(
+                f"{arg!r}: {target!r} is none of the agents or papers compared "
+                f"({', '.join(sorted(names))})"
+            )
+
+
+def check_flags(runs: Sequence[AgentRun], seed: int, logdir: str, argv: Sequence[str]) -> None:
+    """Runs each agent's command with `--check_flags` (it validates and exits, before
+    TensorFlow); FlagError with the agent and its one-line error on the first that refuses."""
+    for run in runs:
+        command = [*run.command(seed, logdir, argv), "--check_flags"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            lines = result.stderr.strip().splitlines() or [f"exit status {result.returncode}"]
+            raise cli.FlagError(f"--agents: {run.name} refuses its flags: {lines[-1]}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +167,8 @@ def compare(
     env = cli.normalise_env(env)
     game = None if env == "CartPole" else env
     shared = [f"--env={env}", f"--total_frames={total_frames}", *argv]
+    check_targets(list(runs.values()), argv)
+    check_flags(list(runs.values()), seeds[0], logdir, shared)
     ablation_runner.run_all(
         lambda name, seed: runs[name].command(seed, logdir, shared),
         list(agents),
@@ -122,7 +176,8 @@ def compare(
         logdir,
         parallel,
     )
-    template = shlex.join(AgentRun("AGENT", "PAPER", None).command(0, logdir, shared))
+    # Targeted arguments are quoted as written (`dice:--warmup_steps=2`).
+    template = shlex.join([*AgentRun("AGENT", "PAPER", None).command(0, logdir, shared[:2]), *argv])
     return ablation_runner.write_reports(
         logdir,
         list(agents),
@@ -157,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.parallel,
             args.normaliser,
         )
+    except cli.FlagError as error:
+        cli.fail(str(error))
     except (ablation_runner.AblationRunError, ValueError) as error:
         sys.exit(f"error: {error}")
     ablation_runner.print_summary(summary)

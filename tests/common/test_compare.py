@@ -32,6 +32,47 @@ def test_agent_names_and_their_commands():
             compare.AgentRun.parse(name)
 
 
+def test_arguments_for_one_agent_reach_only_that_agent_or_paper():
+    dice, impala = compare.AgentRun.parse("dice.baseline"), compare.AgentRun.parse("impala")
+    argv = [
+        "--eval_interval_s=0",
+        "--replay_address=host:8000",  # a flag whose value holds a colon is shared
+        "dice:--warmup_steps=2",
+        "dice.baseline:--bandit_num_blocks=5",
+        "lbc:--warmup_steps=3",
+    ]
+    assert dice.arguments(argv) == [
+        "--eval_interval_s=0",
+        "--replay_address=host:8000",
+        "--warmup_steps=2",
+        "--bandit_num_blocks=5",
+    ]
+    assert impala.arguments(argv) == ["--eval_interval_s=0", "--replay_address=host:8000"]
+    compare.check_targets([dice, impala], argv[:4])
+    with pytest.raises(cli.FlagError, match="'lbc' is none of the agents or papers compared"):
+        compare.check_targets([dice, impala], argv)
+
+
+def test_every_agent_is_checked_before_the_first_run(tmp_path):
+    """Pong on 120K frames: IMPALA accepts it, DiCE refuses it (Table 5's 4,000 warm-up updates
+    do not fit in its 11) unless given a shorter warm-up; nothing is written by the check."""
+    runs = [compare.AgentRun.parse("impala"), compare.AgentRun.parse("dice")]
+    logdir = str(tmp_path / "compare")
+    shared = ["--env=Pong", "--total_frames=120000"]
+    with pytest.raises(cli.FlagError, match=r"dice refuses its flags: error: --warmup_steps=4000"):
+        compare.check_flags(runs, 0, logdir, shared)
+    compare.check_flags(runs, 0, logdir, [*shared, "dice:--warmup_steps=2"])
+    assert not os.path.exists(logdir)
+    result = subprocess.run(
+        [sys.executable, "-m", "dice.main", *shared, "--warmup_steps=2", "--check_flags"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("[dice] flags ok, Pong: 2 actors x 80 envs")
+
+
 def test_bad_flags_fail_on_one_line():
     result = subprocess.run(
         [sys.executable, "-m", "common.compare", "--agents=impala,dice.x", "--logdir=/tmp/none"],
