@@ -6,10 +6,12 @@ Two estimators of the priority of keys that were never through the learner ("unk
 1. `ContextualPriorityTree`: the paper's Contextual Priority Tree, with the rules of Fig. 5
    (image lost) as reactor.md §2.8 reconstructs them: every node's summary is the count-weighted
    mean of the known parts of its subtree; an unknown part inherits the estimate of the smallest
-   enclosing subtree that knows something. Keys are in time order on a balanced tree whose node
-   for the keys [lo, hi] is key (lo + hi + 1) // 2: a fixed, priority-independent partition
-   (allowed by reactor.md §8 #4; it is exactly Test 13's tree). The paper's AVL insert/delete
-   with "a key whose priority is set becomes a leaf" is not implemented.
+   enclosing subtree that knows something. Keys are in time order in an AVL tree whose summaries
+   are recomputed after every change and rotation; insert, delete, sampling and the probability
+   query are O(log n), and a key whose priority is set is removed and put back as a leaf (App.
+   6.3). The partition is the tree's shape: it depends on which keys were inserted, deleted and
+   set, not on the values written (the condition of §3.3 for unbiased estimates; reactor.md
+   §8 #4). `ContextualPriorityTree.balanced` builds Test 13's tree directly.
 
 2. The Reverb mapping (`horvitz_thompson_mean`, `sampling_priorities`): Reverb cannot list the
    keys it holds nor keep an "unknown" priority, so the learner cannot re-estimate unknown keys in
@@ -35,97 +37,258 @@ from __future__ import annotations
 import numpy as np
 
 
-class ContextualPriorityTree:
-    """CPT estimates and sampling probabilities of keys in time order (module docstring).
+class Node:
+    """One key of the tree: its priority (NaN: unknown) and its subtree's summary (Fig. 5)."""
 
-    `priorities[k]` is key k's priority, NaN where unknown. Known priorities must be > 0 where
-    all are 0 no mass is left to sample (the replay adds a floor).
+    __slots__ = ("key", "priority", "left", "right", "height", "count", "mean")
+
+    def __init__(self, key, priority: float):
+        self.key = key
+        self.priority = float(priority)
+        self.left: Node | None = None
+        self.right: Node | None = None
+        self.height = 1
+        self.count = 1  # keys in the subtree (always known)
+        self.mean = self.priority  # count-weighted mean of its known parts (NaN: none known)
+
+    def summarise(self) -> None:
+        """Recompute height, count and mean from the children (after any change below or a
+        rotation): reactor.md §2.8's reconstruction of rules a-f."""
+        parts = [(1, self.priority)]
+        height = 0
+        for child in (self.left, self.right):
+            if child is not None:
+                parts.append((child.count, child.mean))
+                height = max(height, child.height)
+        self.height = height + 1
+        self.count = sum(count for count, _ in parts)
+        known = [(count, mean) for count, mean in parts if not np.isnan(mean)]
+        weight = sum(count for count, _ in known)
+        self.mean = sum(count * mean for count, mean in known) / weight if known else np.nan
+
+    def masses(self, inherited: float) -> tuple[float, np.ndarray]:
+        """(this node's effective mean, the masses of left subtree / own key / right subtree),
+        unknowns filled with the effective mean (the orange proportions of Fig. 5)."""
+        estimate = inherited if np.isnan(self.mean) else self.mean
+
+        def mass(child: Node | None) -> float:
+            if child is None:
+                return 0.0
+            return child.count * (estimate if np.isnan(child.mean) else child.mean)
+
+        own = estimate if np.isnan(self.priority) else self.priority
+        return estimate, np.array([mass(self.left), own, mass(self.right)])
+
+
+def _height(node: Node | None) -> int:
+    return 0 if node is None else node.height
+
+
+def _rotate_right(node: Node) -> Node:
+    top = node.left
+    node.left, top.right = top.right, node
+    node.summarise()
+    top.summarise()
+    return top
+
+
+def _rotate_left(node: Node) -> Node:
+    top = node.right
+    node.right, top.left = top.left, node
+    node.summarise()
+    top.summarise()
+    return top
+
+
+def _rebalance(node: Node) -> Node:
+    """Summarise `node` and restore the AVL condition at it (one single or double rotation)."""
+    node.summarise()
+    balance = _height(node.left) - _height(node.right)
+    if balance > 1:
+        if _height(node.left.left) < _height(node.left.right):
+            node.left = _rotate_left(node.left)
+        return _rotate_right(node)
+    if balance < -1:
+        if _height(node.right.right) < _height(node.right.left):
+            node.right = _rotate_right(node.right)
+        return _rotate_left(node)
+    return node
+
+
+def _insert(node: Node | None, new: Node) -> Node:
+    if node is None:
+        return new
+    if new.key < node.key:
+        node.left = _insert(node.left, new)
+    elif new.key > node.key:
+        node.right = _insert(node.right, new)
+    else:
+        raise KeyError(f"key {new.key!r} is already in the tree")
+    return _rebalance(node)
+
+
+def _pop_min(node: Node) -> tuple[Node, Node | None]:
+    """(the leftmost node, the subtree without it)."""
+    if node.left is None:
+        return node, node.right
+    smallest, node.left = _pop_min(node.left)
+    return smallest, _rebalance(node)
+
+
+def _delete(node: Node | None, key) -> Node | None:
+    if node is None:
+        raise KeyError(f"key {key!r} is not in the tree")
+    if key < node.key:
+        node.left = _delete(node.left, key)
+    elif key > node.key:
+        node.right = _delete(node.right, key)
+    else:
+        if node.left is None or node.right is None:
+            return node.left or node.right
+        successor, right = _pop_min(node.right)  # the next key in time takes the node's place
+        successor.left, successor.right = node.left, right
+        node = successor
+    return _rebalance(node)
+
+
+class ContextualPriorityTree:
+    """The CPT (App. 6.3): keys in an AVL tree ordered by time, each with a priority or NaN
+    (unknown), every node summarising its subtree (module docstring).
+
+    Insert, delete, set, sample, estimate and probability query are O(log n) (the tree's height
+    stays below 1.45 log2(n + 2)). Keys are any ordered values (the replay's time steps). Where
+    every known priority is 0 there is no mass to sample (the replay adds a floor).
     """
 
-    def __init__(self, priorities):
-        self.priorities = np.asarray(priorities, dtype=np.float64)
-        if self.priorities.ndim != 1 or len(self.priorities) == 0:
-            raise ValueError(f"priorities must be a non-empty vector, got {self.priorities.shape}")
-        known = self.priorities[~np.isnan(self.priorities)]
-        if np.any(known < 0):
-            raise ValueError("known priorities must be >= 0")
-        n = len(self.priorities)
-        self._count = np.zeros(n, np.int64)  # keys in the subtree rooted at each key
-        self._mean = np.full(n, np.nan)  # count-weighted mean of its known parts (NaN: none)
-        self._summarise(0, n - 1)
-        self.estimates = np.empty(n)
-        self.tree_probabilities = np.empty(n)
-        # The root's inherited estimate is arbitrary (reactor.md §2.8): with nothing known every
-        # key gets it, i.e. uniform sampling.
-        self._descend(0, n - 1, inherited=1.0, probability=1.0)
+    def __init__(self, root_estimate: float = 1.0):
+        self.root: Node | None = None
+        # reactor.md §2.8: the estimate the root passes down is arbitrary; with nothing known
+        # every key gets it, i.e. uniform sampling.
+        self.root_estimate = root_estimate
 
-    @staticmethod
-    def root_of(lo: int, hi: int) -> int:
-        return (lo + hi + 1) // 2
+    @classmethod
+    def balanced(cls, priorities, keys=None) -> ContextualPriorityTree:
+        """The perfectly balanced tree over `keys` (default 0..n-1) in one pass: the node of the
+        keys [lo, hi] is key (lo + hi + 1) // 2 (reactor.md §9 Test 13's tree)."""
+        priorities = np.asarray(priorities, dtype=np.float64)
+        if priorities.ndim != 1 or len(priorities) == 0:
+            raise ValueError(f"priorities must be a non-empty vector, got {priorities.shape}")
+        for priority in priorities:
+            _check_priority(priority)
+        keys = list(range(len(priorities)) if keys is None else keys)
+        if len(keys) != len(priorities) or any(a >= b for a, b in zip(keys, keys[1:])):
+            raise ValueError("keys must be strictly increasing, one per priority")
 
-    def _summary(self, lo: int, hi: int) -> tuple[int, float]:
-        if lo > hi:
-            return 0, np.nan
-        root = self.root_of(lo, hi)
-        return int(self._count[root]), float(self._mean[root])
+        def build(lo: int, hi: int) -> Node | None:
+            if lo > hi:
+                return None
+            middle = (lo + hi + 1) // 2
+            node = Node(keys[middle], priorities[middle])
+            node.left, node.right = build(lo, middle - 1), build(middle + 1, hi)
+            node.summarise()
+            return node
 
-    def _summarise(self, lo: int, hi: int) -> None:
-        if lo > hi:
-            return
-        root = self.root_of(lo, hi)
-        self._summarise(lo, root - 1)
-        self._summarise(root + 1, hi)
-        parts = [self._summary(lo, root - 1), (1, self.priorities[root])]
-        parts.append(self._summary(root + 1, hi))
-        known = [(c, m) for c, m in parts if c > 0 and not np.isnan(m)]
-        self._count[root] = sum(c for c, _ in parts)
-        if known:
-            self._mean[root] = sum(c * m for c, m in known) / sum(c for c, _ in known)
+        tree = cls()
+        tree.root = build(0, len(keys) - 1)
+        return tree
 
-    def _descend(self, lo: int, hi: int, inherited: float, probability: float) -> None:
-        """Estimates and path-product probabilities of the subtree [lo, hi]: at each node choose
-        left subtree / own key / right subtree in proportion to their estimated mass."""
-        root = self.root_of(lo, hi)
-        own_mean = self._mean[root]
-        estimate = inherited if np.isnan(own_mean) else own_mean
-        children = [(lo, root - 1), (root + 1, hi)]
-        masses = []
-        for child in children:
-            count, mean = self._summary(*child)
-            masses.append(count * (estimate if np.isnan(mean) else mean))
-        own = self.priorities[root]
-        own = estimate if np.isnan(own) else own
-        total = own + sum(masses)
-        self.estimates[root] = own
-        self.tree_probabilities[root] = probability * own / total
-        for child, mass in zip(children, masses):
-            if child[0] <= child[1]:
-                self._descend(*child, estimate, probability * mass / total)
+    def __len__(self) -> int:
+        return 0 if self.root is None else self.root.count
+
+    def insert(self, key, priority: float = np.nan) -> None:
+        """Add `key`; a new sequence enters with its priority unknown (§3.3)."""
+        _check_priority(priority)
+        self.root = _insert(self.root, Node(key, priority))
+
+    def delete(self, key) -> None:
+        """Remove `key` (the replay's eviction of its oldest sequence)."""
+        self.root = _delete(self.root, key)
+
+    def set_priority(self, key, priority: float) -> None:
+        """Set or update `key`'s priority after the learner saw it. App. 6.3: the key is removed
+        and placed back so that it becomes a leaf, next to the keys whose estimates it should
+        inform. Inserting makes it a leaf; when that insertion needs a double rotation, the
+        rotation lifts it to the parent of two leaves (AVL rebalancing, which the paper keeps)."""
+        _check_priority(priority)
+        self.delete(key)
+        self.insert(key, priority)
+
+    def _locate(self, key) -> tuple[float, float]:
+        """(key's estimated priority, its tree probability): the walk from the root to it, with
+        the product of the branch probabilities along the path."""
+        node, inherited, probability = self.root, self.root_estimate, 1.0
+        while node is not None:
+            estimate, masses = node.masses(inherited)
+            branch = 1 if key == node.key else (0 if key < node.key else 2)
+            probability *= masses[branch] / masses.sum()
+            if branch == 1:
+                return float(masses[1]), probability
+            node, inherited = (node.left if branch == 0 else node.right), estimate
+        raise KeyError(f"key {key!r} is not in the tree")
+
+    def estimate(self, key) -> float:
+        """p_hat: the key's priority if known, else the estimate of Eq. (H) its context gives."""
+        return self._locate(key)[0]
+
+    def probability(self, key, uniform_epsilon: float = 0.0) -> float:
+        """P(k) = eps / N + (1 - eps) * tree probability of k (§3.3)."""
+        return uniform_epsilon / len(self) + (1.0 - uniform_epsilon) * self._locate(key)[1]
+
+    def sample(self, rng: np.random.Generator, uniform_epsilon: float = 0.0):
+        """One key: uniformly with probability eps, else by walking down from the root choosing
+        left subtree / own key / right subtree in proportion to their estimated masses."""
+        if self.root is None:
+            raise ValueError("cannot sample from an empty tree")
+        if rng.random() < uniform_epsilon:
+            return self._select(int(rng.integers(len(self))))
+        node, inherited = self.root, self.root_estimate
+        while True:
+            estimate, masses = node.masses(inherited)
+            branch = rng.choice(3, p=masses / masses.sum())
+            if branch == 1:
+                return node.key
+            node, inherited = (node.left if branch == 0 else node.right), estimate
+
+    def _select(self, rank: int):
+        """The key with `rank` earlier keys (subtree counts make this O(log n))."""
+        node = self.root
+        while True:
+            before = 0 if node.left is None else node.left.count
+            if rank == before:
+                return node.key
+            if rank < before:
+                node = node.left
+            else:
+                rank -= before + 1
+                node = node.right
+
+    def table(self) -> tuple[list, np.ndarray, np.ndarray]:
+        """(keys in time order, their estimates, their tree probabilities) in one O(n) pass."""
+        rows: list[tuple] = []
+
+        def descend(node: Node, inherited: float, probability: float) -> None:
+            estimate, masses = node.masses(inherited)
+            shares = probability * masses / masses.sum()
+            if node.left is not None:
+                descend(node.left, estimate, shares[0])
+            rows.append((node.key, masses[1], shares[1]))
+            if node.right is not None:
+                descend(node.right, estimate, shares[2])
+
+        if self.root is not None:
+            descend(self.root, self.root_estimate, 1.0)
+        keys = [key for key, _, _ in rows]
+        return keys, np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
 
     def probabilities(self, uniform_epsilon: float = 0.0) -> np.ndarray:
-        """P(k) = eps / N + (1 - eps) * tree probability of k (§3.3)."""
-        n = len(self.priorities)
-        return uniform_epsilon / n + (1.0 - uniform_epsilon) * self.tree_probabilities
+        """P(k) of every key in time order."""
+        _, _, tree_probabilities = self.table()
+        return uniform_epsilon / len(self) + (1.0 - uniform_epsilon) * tree_probabilities
 
-    def sample(self, rng: np.random.Generator, uniform_epsilon: float = 0.0) -> int:
-        """One key: uniformly with probability eps, else by walking down from the root."""
-        n = len(self.priorities)
-        if rng.random() < uniform_epsilon:
-            return int(rng.integers(n))
-        lo, hi = 0, n - 1
-        while True:
-            root = self.root_of(lo, hi)
-            left, right = (lo, root - 1), (root + 1, hi)
-            masses = np.array(
-                [self._subtree_mass(*left), self.estimates[root], self._subtree_mass(*right)]
-            )
-            choice = rng.choice(3, p=masses / masses.sum())
-            if choice == 1:
-                return root
-            lo, hi = left if choice == 0 else right
 
-    def _subtree_mass(self, lo: int, hi: int) -> float:
-        return float(self.estimates[lo : hi + 1].sum()) if lo <= hi else 0.0
+def _check_priority(priority: float) -> None:
+    if not (np.isnan(priority) or (np.isfinite(priority) and priority >= 0)):
+        raise ValueError(f"a priority must be NaN (unknown) or finite and >= 0, got {priority}")
 
 
 def importance_weights(
