@@ -11,6 +11,9 @@ import pytest
 import common  # noqa: F401
 
 
+# tryfirst: xdist's own hook turns the group mark into the node id's "@group" suffix, which is
+# what `--dist loadgroup` schedules by, so the mark must be there before that hook runs.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("slow"):
