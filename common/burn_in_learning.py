@@ -136,7 +136,10 @@ def make_train_step(
         for part in split_batch(batch, parts):
             weight = tf.reduce_sum(tf.cast(part[replay.MASK][config.burn_in : -1], tf.float32))
             weight /= total
-            with tf.GradientTape() as tape:
+            # The slices share no data, so without this edge the graph may run their forward
+            # passes at once and hold every slice's activations: no memory would be saved. Each
+            # slice starts once the previous slice's gradients exist.
+            with tf.control_dependencies(summed_gradients or []), tf.GradientTape() as tape:
                 loss, stats = loss_fn(part)
             grads = [g * weight for g in tape.gradient(loss, variables)]
             stats = {k: v * weight for k, v in stats.items()}
