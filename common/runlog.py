@@ -146,7 +146,9 @@ class RunLogger:
 
     def progress(self, step: int, frames: int, fps: float, loss: float, extra: str = "") -> str:
         """Prints and returns one console line."""
-        remaining = (self.total_frames - frames) / fps if fps > 0 else float("inf")
+        # The last update may overshoot the budget by part of a batch: nothing is left then.
+        left = max(self.total_frames - frames, 0)
+        remaining = left / fps if fps > 0 else float("inf")
         line = (
             f"[{self.name}] step {step} | frames {format_count(frames)}/"
             f"{format_count(self.total_frames)} ({100 * frames / self.total_frames:.1f}%) | "
