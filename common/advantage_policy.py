@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import acting
+from common import networks as networks_lib
 from common import policies
 
 BEHAVIOUR_LOG_PROB = "behaviour_log_prob"
@@ -75,8 +76,9 @@ class AdvantageMixturePolicy:
 
     @property
     def variables(self) -> list[tf.Variable]:
-        """Every network's variables, network by network: the order `set_weights` takes."""
-        return [v for network in self.networks for v in network.variables]
+        """Every network's variables, network by network (a shared torso's once): the order
+        `set_weights` takes."""
+        return networks_lib.unique_variables(v for net in self.networks for v in net.variables)
 
     def initial_state(self, batch_size: int):
         return tuple(
@@ -86,9 +88,10 @@ class AdvantageMixturePolicy:
 
     def _step_graph(self, observation, prev_action, prev_reward, reset, state, etas, weights):
         advantages, new_state = [], []
-        for network, network_state in zip(self.networks, state):
+        features = networks_lib.torso_outputs(self.networks, observation)
+        for network, network_state, torso_output in zip(self.networks, state, features):
             (advantage, _), next_state = network.step(
-                observation, prev_action, prev_reward, reset, network_state
+                None, prev_action, prev_reward, reset, network_state, features=torso_output
             )
             advantages.append(advantage)
             new_state.append(next_state)
@@ -106,9 +109,10 @@ class AdvantageMixturePolicy:
 
     def _value_graph(self, observation, prev_action, prev_reward, state):
         reset = tf.zeros(tf.shape(prev_action), tf.bool)
+        features = networks_lib.torso_outputs(self.networks, observation)
         values = [
-            network.step(observation, prev_action, prev_reward, reset, network_state)[0][1]
-            for network, network_state in zip(self.networks, state)
+            network.step(None, prev_action, prev_reward, reset, s, features=f)[0][1]
+            for network, s, f in zip(self.networks, state, features)
         ]
         return values[0] if len(values) == 1 else tf.stack(values, -1)
 

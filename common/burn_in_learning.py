@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 from common import acting
+from common import networks as networks_lib
 from common import patterns
 from common import replay
 from common import schedules
@@ -71,13 +72,26 @@ def unroll_trained(
     """Each network's outputs on the trained steps, `[(advantages [T+1, B, A], values
     [T+1, B]), ...]`, from the core state each stored at the item's first step (one entry per
     network in `batch["core_state"]`, `common.advantage_policy`). `return_features` adds each
-    network's torso embeddings [T+1, B, D] (auxiliary tasks, `common.dynamics`)."""
-    inputs = [batch[name] for name in UNROLL_INPUTS]
+    network's torso embeddings [T+1, B, D] (auxiliary tasks, `common.dynamics`).
+
+    The torso runs once per distinct torso (`common.networks.torso_outputs`: GDI-H3's shared
+    torso serves both networks), on the burn-in and on the trained steps apart: only the trained
+    steps' pass is on the gradient's path."""
+    observation = batch[UNROLL_INPUTS[0]]
+    burn_in_features = networks_lib.torso_outputs(networks, observation[:burn_in], True)
+    trained_features = networks_lib.torso_outputs(networks, observation[burn_in:], True)
+    other_inputs = [batch[name] for name in UNROLL_INPUTS[1:]]
     outputs = []
-    for network, core_state in zip(networks, batch[acting.CORE_STATE]):
-        unroll = functools.partial(network.unroll, return_features=return_features)
+    for network, core_state, burn, trained in zip(
+        networks, batch[acting.CORE_STATE], burn_in_features, trained_features
+    ):
+        features = tf.concat([tf.stop_gradient(burn), trained], 0)
+
+        def unroll(features, *rest, network=network):
+            return network.unroll(None, *rest, return_features=return_features, features=features)
+
         output, _ = sequences.burn_in_unroll(
-            unroll, inputs, core_state, burn_in, batch[replay.MASK]
+            unroll, [features, *other_inputs], core_state, burn_in, batch[replay.MASK]
         )
         outputs.append(output)
     return outputs

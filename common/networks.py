@@ -13,7 +13,7 @@ uint8 and are scaled by 1/255 inside the torso (§3.1).
 from __future__ import annotations
 
 import zlib
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 import tensorflow as tf
@@ -223,6 +223,26 @@ def _fold_time(fn, x: tf.Tensor) -> tf.Tensor:
     return tf.reshape(y, tf.concat([outer, tf.shape(y)[1:]], 0))
 
 
+def torso_outputs(networks: Sequence, observation: tf.Tensor, time_major: bool = False) -> list:
+    """Each network's torso output on `observation` ([B, ...], or [T, B, ...] with
+    `time_major`), one pass per distinct torso: networks built on one torso layer (GDI-H3's
+    shared-torso option) get the same tensor, so acting and learning pay for the torso once."""
+    outputs = {}
+    for network in networks:
+        if id(network.torso) not in outputs:
+            torso = network.torso
+            outputs[id(torso)] = (
+                _fold_time(torso, observation) if time_major else torso(observation)
+            )
+    return [outputs[id(network.torso)] for network in networks]
+
+
+def unique_variables(variables: Iterable[tf.Variable]) -> list[tf.Variable]:
+    """`variables` in order, each once (a shared torso's belong to two networks)."""
+    seen = set()
+    return [v for v in variables if not (v.ref() in seen or seen.add(v.ref()))]
+
+
 def _head(units: int, hidden: int | None) -> tf.keras.layers.Layer:
     """Linear (§3.1), or Dense(hidden)-ReLU-Dense when `hidden` is set (lbc.md §3)."""
     if hidden is None:
@@ -242,7 +262,9 @@ class ActorCriticNet(tf.keras.Model):
 
     Args:
       num_actions: size of the policy.
-      torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16) or "mlp" (vector inputs).
+      torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16) or "mlp" (vector inputs), or
+        a torso layer of another network to share it (GDI-H3's shared-torso option, gdi.md §3;
+        `torso_outputs` then runs it once for both).
       use_lstm: the LSTM core (DMLab, §3; DiCE/GDI/LBC); False for IMPALA's Atari nets (A17).
       lstm_units: §3.1: 256.
       prev_reward_clip: A21: 1.0; None feeds the previous reward unclipped.
@@ -257,7 +279,7 @@ class ActorCriticNet(tf.keras.Model):
     def __init__(
         self,
         num_actions: int,
-        torso: str = "deep",
+        torso: str | tf.keras.layers.Layer = "deep",
         use_lstm: bool = True,
         lstm_units: int = 256,
         prev_reward_clip: float | None = 1.0,
@@ -267,7 +289,7 @@ class ActorCriticNet(tf.keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if torso not in TORSOS:
+        if not isinstance(torso, tf.keras.layers.Layer) and torso not in TORSOS:
             raise ValueError(f"unknown torso {torso!r}: use one of {sorted(TORSOS)}")
         if num_actions < 1:
             raise ValueError(f"num_actions must be >= 1, got {num_actions}")
@@ -276,7 +298,7 @@ class ActorCriticNet(tf.keras.Model):
         self.lstm_units = lstm_units
         self.prev_reward_clip = prev_reward_clip
         self.prev_reward_transform = transforms.reward_transform(prev_reward_transform)
-        self.torso = TORSOS[torso]()
+        self.torso = torso if isinstance(torso, tf.keras.layers.Layer) else TORSOS[torso]()
         self.instruction_encoder = (
             InstructionEncoder(instruction_vocab) if instruction_vocab is not None else None
         )
@@ -330,15 +352,17 @@ class ActorCriticNet(tf.keras.Model):
             tf.cast(tf.squeeze(self.value_head(x), -1), tf.float32),
         )
 
-    def step(self, obs, prev_action, prev_reward, reset, state, instruction=None):
+    def step(self, obs, prev_action, prev_reward, reset, state, instruction=None, features=None):
         """One step for B envs (actors).
 
         obs [B, ...]; prev_action [B] int32; prev_reward [B] float32; reset [B] bool (the episode
         starts at this step); state from `initial_state` or the previous step; instruction
-        [B, L] int32 tokens when the net has a language channel.
+        [B, L] int32 tokens when the net has a language channel; `features`, the torso's output
+        on obs if already computed (`torso_outputs`; obs is then not read).
         Returns ((logits [B, A], value [B]), new_state).
         """
-        features = self.torso(obs)
+        if features is None:
+            features = self.torso(obs)
         if not self.use_lstm:
             return self._heads(features), ()
         if self.instruction_encoder is not None and instruction is not None:
@@ -348,7 +372,15 @@ class ActorCriticNet(tf.keras.Model):
         return self._heads(output), state
 
     def unroll(
-        self, obs, prev_action, prev_reward, reset, state, instruction=None, return_features=False
+        self,
+        obs,
+        prev_action,
+        prev_reward,
+        reset,
+        state,
+        instruction=None,
+        return_features=False,
+        features=None,
     ):
         """T steps for B envs (learner); equals T calls of `step`.
 
@@ -356,9 +388,11 @@ class ActorCriticNet(tf.keras.Model):
         instruction [T, B, L] tokens when the net has a language channel.
         Returns ((logits [T, B, A], values [T, B]), final_state); with `return_features` the
         outputs are (logits, values, torso embeddings [T, B, D]), which GDI's auxiliary dynamics
-        tasks read (`common.dynamics`) without a second torso pass.
+        tasks read (`common.dynamics`) without a second torso pass. `features` [T, B, D] is the
+        torso's output on obs if already computed (`torso_outputs`; obs is then not read).
         """
-        features = _fold_time(self.torso, obs)
+        if features is None:
+            features = _fold_time(self.torso, obs)
         if not self.use_lstm:
             outputs, final_state = features, ()
         else:

@@ -4,7 +4,8 @@ the config fields it overrides. Run them side by side with
 Everything not listed is Table 6's (Table 20: "everything else as in Table 6"). The two GDI-I1
 variants keep GDI's bandits for the one parameter they learn (§4.3: "Both eps-greedy Selection and
 Boltzmann Selection implement E by the same MAB as our baselines'"), so Boltzmann Selection is
-DiCE's behaviour family with GDI's bandit, not DiCE's bandits vote.
+DiCE's behaviour family with GDI's bandit, not DiCE's bandits vote. `gdi_h3_shared_torso` is not
+a Table 20 row: it is GDI-H3 with gdi.md §3's shared-torso option, to compare against `gdi_h3`.
 """
 
 import typing
@@ -14,6 +15,8 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "gdi_i3": dict(variant="i3"),
     # Table 20 "GDI-H3": the same Lambda and E, two networks on two reward shapings (Eq. (12)).
     "gdi_h3": dict(variant="h3"),
+    # gdi.md §3 / §8.1 #16's option: GDI-H3 with one torso under its two LSTMs and head sets.
+    "gdi_h3_shared_torso": dict(variant="h3", shared_torso=True),
     # Table 20 "Fix Selection" (GDI-I0 w/o E): P = delta at [1/tau_1, 1/tau_2, eps] = [1, 0, 1]
     # (Table 6), i.e. pi = Softmax(A); evaluated with the same lambda.
     "fix_selection": dict(variant="i3", fixed_behaviour=True, eval_policy="bandits"),

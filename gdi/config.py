@@ -76,6 +76,10 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     lstm_units: int = field(256, "LSTM core size.")  # Table 6 "LSTM Units 256"
     head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
     # choice (gdi.md §8.1 #15): linear heads, as IMPALA.
+    shared_torso: bool = field(False, "GDI-H3: one torso under both networks' LSTMs and heads.")
+    # choice (gdi.md §3, §8.1 #16): two complete networks, "two different families of trainable
+    # variables"; the shared torso is the spec's option (one torso pass per step, one set of
+    # dynamics heads on its embeddings; each network keeps its LSTM, fed its own shaped reward).
     aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
     # Table 6 "Auxiliary Forward Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
     aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
@@ -256,6 +260,8 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
                 f"--selected_params={selected!r} must be distinct names among "
                 f"{', '.join(BEHAVIOUR_PARAMS)}"
             )
+        if self.shared_torso and self.variant != "h3":
+            raise ValueError("--shared_torso needs --variant=h3 (GDI-I3 has one network)")
         self.check_best_region_learns()
         return self
 

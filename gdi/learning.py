@@ -14,6 +14,7 @@ from common import advantage_policy
 from common import burn_in_learning
 from common import dynamics
 from common import learning as common_learning
+from common import networks as networks_lib
 from common import replay
 from common import sequences
 from common import transforms
@@ -61,6 +62,7 @@ def make_loss_fn(nets: Sequence, heads: Sequence, config: config_lib.GdiConfig) 
             mask[:-1],
         )
         pairs = dynamics.pair_mask(steps["reset"], mask)
+        # One head set per torso: with --shared_torso the only one reads network 1's embeddings.
         for i, (head, (_, _, features)) in enumerate(zip(heads, outputs), start=1):
             forward, inverse = head.losses(features, steps["action"], pairs, mask[:-1])
             total += config.aux_forward_weight * forward + config.aux_inverse_weight * inverse
@@ -73,8 +75,11 @@ def make_loss_fn(nets: Sequence, heads: Sequence, config: config_lib.GdiConfig) 
 
 
 def trainable_variables(nets: Sequence, heads: Sequence) -> list[tf.Variable]:
-    """theta_1 (and theta_2): each network's variables, then each one's dynamics heads."""
-    return [v for model in (*nets, *heads) for v in model.trainable_variables]
+    """theta_1 (and theta_2): each network's variables (a shared torso's once), then the
+    dynamics heads'."""
+    return networks_lib.unique_variables(
+        v for model in (*nets, *heads) for v in model.trainable_variables
+    )
 
 
 def make_train_step(nets: Sequence, heads: Sequence, optimizer, config: config_lib.GdiConfig):
@@ -93,12 +98,13 @@ def make_learner_parts(config: config_lib.GdiConfig, spec):
     heads = gdi_networks.make_dynamics(config, spec.num_actions, nets)
     optimizer = make_optimizer(config)
     checkpointables = {"optimizer": optimizer}
-    for i, (net, head) in enumerate(zip(nets, heads), start=1):
-        checkpointables[f"network_{i}"] = net
+    for i, net in enumerate(nets, start=1):
+        checkpointables[f"network_{i}"] = net  # a shared torso is saved once, restored to both
+    for i, head in enumerate(heads, start=1):
         checkpointables[f"dynamics_{i}"] = head
     return common_learning.LearnerParts(
         train_step=make_train_step(nets, heads, optimizer, config),
         checkpointables=checkpointables,
         # The order of AdvantageMixturePolicy.set_weights: network by network.
-        acting_variables=[v for net in nets for v in net.variables],
+        acting_variables=networks_lib.unique_variables(v for net in nets for v in net.variables),
     )

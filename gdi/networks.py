@@ -4,8 +4,10 @@
 Each is `common.networks.ActorCriticNet` with its logits head read as the advantage head A (there
 is no policy head: pi = Softmax(A / tau) per mixture component, Eq. (2)): IMPALA-deep torso,
 LSTM(256) fed the one-hot previous action and the previous reward in that network's own reward
-shaping, linear A and V heads. The networks never see lambda (gdi.md §8.1 #24). Each network has
+shaping, linear A and V heads. The networks never see lambda (gdi.md §8.1 #24). Each torso has
 its auxiliary forward / inverse dynamics heads (`common.dynamics`), used by the learner only.
+With `--shared_torso` (GDI-H3, gdi.md §3's option) network 2 is built on network 1's torso: one
+torso, one set of dynamics heads, two LSTMs and two head sets.
 """
 
 import tensorflow as tf
@@ -22,26 +24,32 @@ def component_networks(config: config_lib.GdiConfig) -> tuple[int, int]:
 
 
 def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list:
-    """One `ActorCriticNet` per reward shaping of `config.reward_shapings` (1 for I3, 2 for H3)."""
-    return [
-        networks.ActorCriticNet(
-            num_actions,
-            torso=config.network,
-            use_lstm=True,  # Table 6 "LSTM Units 256"
-            lstm_units=config.lstm_units,
-            prev_reward_clip=None,  # Table 6 "Reward Clip No"
-            prev_reward_transform=shaping,  # gdi.md §8.1 #15: the shaped previous reward
-            head_hidden=config.head_hidden or None,
+    """One `ActorCriticNet` per reward shaping of `config.reward_shapings` (1 for I3, 2 for H3),
+    all on the first one's torso with `config.shared_torso`."""
+    nets = []
+    for shaping in config.reward_shapings:
+        torso = nets[0].torso if nets and config.shared_torso else config.network
+        nets.append(
+            networks.ActorCriticNet(
+                num_actions,
+                torso=torso,
+                use_lstm=True,  # Table 6 "LSTM Units 256"
+                lstm_units=config.lstm_units,
+                prev_reward_clip=None,  # Table 6 "Reward Clip No"
+                prev_reward_transform=shaping,  # gdi.md §8.1 #15: the shaped previous reward
+                head_hidden=config.head_hidden or None,
+            )
         )
-        for shaping in config.reward_shapings
-    ]
+    return nets
 
 
 def make_dynamics(config: config_lib.GdiConfig, num_actions: int, nets) -> list:
-    """The auxiliary dynamics heads of each network (Table 6; gdi.md §3)."""
+    """The auxiliary dynamics heads of each torso (Table 6; gdi.md §3): one per network, or one
+    on the shared torso (paired with network 1's outputs by the loss)."""
+    torsos = nets[:1] if config.shared_torso else nets
     return [
         dynamics.DynamicsHeads(num_actions, net.torso.output_units, config.aux_hidden)
-        for net in nets
+        for net in torsos
     ]
 
 

@@ -261,3 +261,31 @@ def test_bfloat16_acting_network_follows_the_float32_one(
 def test_torso_names_are_the_light_list_configs_validate_against():
     assert tuple(networks.TORSOS) == config.TORSOS
     assert set(config.ATARI_TORSOS) <= set(config.TORSOS)
+
+
+def test_a_shared_torso_runs_once_and_its_variables_count_once():
+    """GDI-H3's shared-torso option (gdi.md §3): network b built on a's torso layer gets a's
+    torso output itself from `torso_outputs` (one pass), its own LSTM and heads, and the torso's
+    variables appear once in `unique_variables`; a separate net's torso runs on its own."""
+    a = _built(ATARI, num_actions=18, torso="deep")
+    b = _built(ATARI, num_actions=18, torso=a.torso)
+    c = _built(ATARI, num_actions=18, torso="deep")
+    assert b.torso is a.torso and b.core is not a.core
+    obs = tf.constant(np.random.default_rng(0).integers(0, 255, (2, 3, *ATARI)), tf.uint8)
+    out_a, out_b, out_c = networks.torso_outputs([a, b, c], obs, time_major=True)
+    assert out_a is out_b and out_c is not out_a
+    assert out_a.shape == (2, 3, 256)
+    np.testing.assert_allclose(out_a[1, 2], a.torso(obs[1])[2], rtol=1e-5, atol=1e-6)
+    # 1,638,883 per net (dice.md §3), of which the IMPALA-deep torso is 1,089,232.
+    assert _count(a.torso.trainable_variables) == 1_089_232
+    assert _count(networks.unique_variables([*a.variables, *b.variables])) == (
+        1_089_232 + 2 * (1_638_883 - 1_089_232)
+    )
+    assert _count(networks.unique_variables([*a.variables, *c.variables])) == 2 * 1_638_883
+    # The precomputed features give what the net computes from the frames.
+    state = b.initial_state(3)
+    zeros, reset = tf.zeros([2, 3], tf.int32), tf.zeros([2, 3], tf.bool)
+    (logits, values), _ = b.unroll(obs, zeros, tf.zeros([2, 3]), reset, state)
+    (logits_f, values_f), _ = b.unroll(None, zeros, tf.zeros([2, 3]), reset, state, features=out_b)
+    np.testing.assert_allclose(logits, logits_f, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(values, values_f, rtol=1e-5, atol=1e-6)

@@ -39,6 +39,8 @@ CONFIG = config_lib.GdiConfig(
     discount=0.99,
 ).validate()
 H3_CONFIG = dataclasses.replace(CONFIG, variant="h3")
+SHARED_CONFIG = dataclasses.replace(H3_CONFIG, shared_torso=True)  # gdi.md §3's option
+VARIANTS = dict(argvalues=[CONFIG, H3_CONFIG, SHARED_CONFIG], ids=["i3", "h3", "h3_shared_torso"])
 
 
 def make_models(config=CONFIG, seed=0):
@@ -85,7 +87,7 @@ def make_batch(config=CONFIG, seed=0):
     }
 
 
-@pytest.mark.parametrize("config", [CONFIG, H3_CONFIG], ids=["i3", "h3"])
+@pytest.mark.parametrize("config", **VARIANTS)
 def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
     """The loss after burn-in from the stored states equals the loss on the trained part of one
     unroll over the whole item, with each network's reward shaping and truncation bootstrap."""
@@ -96,7 +98,7 @@ def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
     t = {k: batch[k][BURN_IN:] for k in ("reset", "action", "reward", replay.MASK)}
     advs, values, rewards, aux = [], [], [], 0.0
     shapings = config.reward_shapings
-    for i, (net, head, state) in enumerate(zip(nets, heads, batch["core_state"])):
+    for i, (net, state) in enumerate(zip(nets, batch["core_state"])):
         # Sequences 0 and 2 unrolled from step 0; sequence 1 (burn-in all padding) starts at its
         # first real step from the stored state.
         (adv_all, v_all, e_all), _ = net.unroll(*inputs, state, return_features=True)
@@ -116,7 +118,9 @@ def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
             truncation = truncation[..., i]
         shaped = transforms.reward_transform(shapings[i])(t["reward"][:-1])
         rewards.append(shaped + config.discount * truncation)
-        forward, inverse = head.losses(
+        if i >= len(heads):  # the shared torso's one head set reads network 1's embeddings
+            continue
+        forward, inverse = heads[i].losses(
             join(e_all, e_1),
             t["action"],
             dynamics.pair_mask(t["reset"], t[replay.MASK]),
@@ -143,10 +147,10 @@ def test_burn_in_reaches_the_state_of_an_unbroken_unroll(config):
     assert float(stats["loss/total"]) == pytest.approx(float(loss))
 
 
-def test_compiled_step_equals_eager_and_follows_the_schedule():
+@pytest.mark.parametrize("config", [H3_CONFIG, SHARED_CONFIG], ids=["h3", "h3_shared_torso"])
+def test_compiled_step_equals_eager_and_follows_the_schedule(config):
     """On GDI-H3 (the I3 step is the same code with one network; the burn-in test covers it);
     compiling takes most of this test's time on a shared CPU."""
-    config = H3_CONFIG
     weights = {}
     for compiled in (False, True):
         nets, heads = make_models(config)
@@ -162,14 +166,17 @@ def test_compiled_step_equals_eager_and_follows_the_schedule():
         assert int(optimizer.iterations.numpy()) == 3
     for eager, compiled in zip(weights[False], weights[True]):
         np.testing.assert_allclose(eager, compiled, rtol=1e-4, atol=1e-6)
-    # Every network and every dynamics head moved (H3: both networks in one step).
+    # Every network and every dynamics head moved (H3: both networks in one step), and each
+    # variable is trained once (a shared torso's too).
     nets, heads = make_models(config)
-    offset = 0
+    variables = learning.trainable_variables(nets, heads)
+    assert len({v.ref() for v in variables}) == len(variables) == len(weights[True])
+    after = {v.ref(): w for v, w in zip(variables, weights[True])}
     for model in (*nets, *heads):
-        before = [v.numpy() for v in model.trainable_variables]
-        after = weights[True][offset : offset + len(before)]
-        offset += len(before)
-        assert any(not np.allclose(a, b) for a, b in zip(before, after)), model.name
+        moved = [not np.allclose(v.numpy(), after[v.ref()]) for v in model.trainable_variables]
+        assert any(moved), model.name
+    if config.shared_torso:
+        assert nets[1].torso is nets[0].torso and len(heads) == 1
 
 
 def test_micro_batches_give_the_whole_batch_s_update():
@@ -259,7 +266,7 @@ def test_dynamics_losses_against_numpy():
     assert np.all(grad[4] == 0) and np.any(grad[0] != 0)
 
 
-@pytest.mark.parametrize("config", [CONFIG, H3_CONFIG], ids=["i3", "h3"])
+@pytest.mark.parametrize("config", **VARIANTS)
 def test_actor_stores_log_mu_of_eq_2(config):
     policy = acting.make_policy(config)(NUM_ACTIONS, (4,), np.float32, seed=0, greedy=False)
     assert policy.value_heads == len(config.reward_shapings)
@@ -293,22 +300,63 @@ def test_actor_stores_log_mu_of_eq_2(config):
     np.testing.assert_allclose(extras["behaviour_log_prob"], expected, rtol=1e-4, atol=1e-5)
 
 
-def test_h3_learner_checkpoint_restores_both_networks_their_heads_and_adamw(tmp_path):
+@pytest.mark.parametrize("config", [H3_CONFIG, SHARED_CONFIG], ids=["h3", "h3_shared_torso"])
+def test_h3_learner_checkpoint_restores_both_networks_their_heads_and_adamw(config, tmp_path):
     """What the launcher checkpoints and resumes for GDI-H3 (the resume itself runs end to end
     in the DiCE and LBC system tests, through the same launcher)."""
     from common.agent import EnvSpec
 
     spec = EnvSpec(NUM_ACTIONS, (4,), np.dtype(np.float32))
-    saved = learning.make_learner_parts(H3_CONFIG, spec).checkpointables
-    assert sorted(saved) == ["dynamics_1", "dynamics_2", "network_1", "network_2", "optimizer"]
+    parts = learning.make_learner_parts(config, spec)
+    saved = parts.checkpointables
+    heads = ["dynamics_1"] if config.shared_torso else ["dynamics_1", "dynamics_2"]
+    assert sorted(saved) == [*heads, "network_1", "network_2", "optimizer"]
+    nets = [saved["network_1"], saved["network_2"]]
+    # The actors receive each variable once, in the order their own networks list them.
+    policy = acting.make_policy(config)(NUM_ACTIONS, (4,), np.float32, seed=0, greedy=False)
+    assert [v.shape for v in parts.acting_variables] == [v.shape for v in policy.variables]
+    assert len(parts.acting_variables) == len({v.ref() for v in parts.acting_variables})
+    shared = len(nets[0].torso.variables) if config.shared_torso else 0
+    assert len(parts.acting_variables) == len(nets[0].variables) + len(nets[1].variables) - shared
     rng = np.random.default_rng(0)
     for part in saved.values():
         for v in part.variables:  # moved away from the (seeded) initial values
             v.assign_add(rng.normal(size=v.shape).astype(v.dtype.as_numpy_dtype) + 1)
     path = tf.train.Checkpoint(**saved).save(str(tmp_path / "ckpt"))
-    restored = learning.make_learner_parts(H3_CONFIG, spec).checkpointables
+    restored = learning.make_learner_parts(config, spec).checkpointables
     tf.train.Checkpoint(**restored).restore(path).assert_consumed()
+    if config.shared_torso:  # restored into one torso, still under both networks
+        assert restored["network_2"].torso is restored["network_1"].torso
     for name, part in saved.items():
         assert len(part.variables) == len(restored[name].variables) > 0, name
         for a, b in zip(part.variables, restored[name].variables):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.0])
+def test_shared_torso_policy_loss_of_set_i_reaches_theta_i_and_the_torso(epsilon):
+    """gdi.md §3's shared-torso option: with the critics and auxiliary tasks off, eps = 1 (only
+    component 1 of Eq. (2), on network 1) trains network 1's LSTM and heads and the shared
+    torso, not network 2's; eps = 0 the other way round."""
+    config = dataclasses.replace(
+        SHARED_CONFIG,
+        v_loss_scale=0.0,
+        q_loss_scale=0.0,
+        aux_forward_weight=0.0,
+        aux_inverse_weight=0.0,
+    )
+    nets, heads = make_models(config)
+    batch = make_batch(config)
+    batch["behaviour"]["epsilon"] = tf.fill(batch["mask"].shape, epsilon)
+    with tf.GradientTape() as tape:
+        loss, _ = learning.make_loss_fn(nets, heads, config)(batch)
+    torso = nets[0].torso.trainable_variables
+    shared = {v.ref() for v in torso}
+    own, other = [
+        [v for v in net.trainable_variables if v.ref() not in shared]
+        for net in (nets if epsilon == 1.0 else nets[::-1])
+    ]
+    moves = lambda g: g is not None and np.any(g.numpy() != 0)
+    grads = tape.gradient(loss, [torso, own, other])
+    assert any(moves(g) for g in grads[0]) and any(moves(g) for g in grads[1])
+    assert not any(moves(g) for g in grads[2])

@@ -23,7 +23,8 @@ from tests.impala import test_main as impala_test_main
         (["--warmup_steps=30000"], "--warmup_steps=30000 must be < the 19531 optimiser updates"),
         (["--eval_policy=best_region", "--fixed_behaviour"], "needs bandits that learn"),
         (["--aux_hidden=0"], "--aux_hidden=0 must be > 0"),
-        (["--ablation=greedy"], "--ablation='greedy' is not one of gdi_i3, gdi_h3, fix_"),
+        (["--ablation=greedy"], "--ablation='greedy' is not one of gdi_i3, gdi_h3, gdi_h3_sh"),
+        (["--shared_torso"], "--shared_torso needs --variant=h3 (GDI-I3 has one network)"),
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
@@ -51,6 +52,7 @@ def test_table_20_variants():
     assert list(ablations.ABLATIONS) == [
         "gdi_i3",
         "gdi_h3",
+        "gdi_h3_shared_torso",
         "fix_selection",
         "random_selection",
         "boltzmann_selection",
@@ -60,6 +62,8 @@ def test_table_20_variants():
         "asymmetric_log",
         "fourth_root",
     )
+    shared = config_lib.GdiConfig(**ablations.ABLATIONS["gdi_h3_shared_torso"])
+    assert shared.variant == "h3" and shared.shared_torso
     for name in ("gdi_i3", "gdi_h3", "random_selection"):
         lam = draws(name)
         assert all(len(set(lam[:, k])) > 10 for k in range(3)), name  # all three vary
