@@ -26,6 +26,7 @@ class FixedAdvantages(tf.Module):
     def __init__(self, advantages):
         super().__init__()
         self.advantages = tf.constant(advantages, tf.float32)
+        self.torso = tf.keras.layers.Identity()  # what `common.networks.torso_outputs` runs
 
     def create_variables(self, observation_shape, observation_dtype):
         pass
@@ -33,8 +34,8 @@ class FixedAdvantages(tf.Module):
     def initial_state(self, batch_size):
         return (tf.zeros([batch_size, 1]), tf.zeros([batch_size, 1]))
 
-    def step(self, observation, prev_action, prev_reward, reset, state):
-        batch = tf.shape(observation)[0]
+    def step(self, observation, prev_action, prev_reward, reset, state, features):
+        batch = tf.shape(features)[0]
         return (tf.tile(self.advantages[None], [batch, 1]), tf.zeros([batch])), state
 
 
