@@ -181,6 +181,20 @@ class Learner:
         stats_sum: dict[str, float] = {}
         stats_count = 0
         steps_this_run = 0
+
+        def flush_log(now: float) -> None:
+            """Logs the mean stats of the steps since the last line, and the throughput."""
+            nonlocal stats_sum, stats_count, last_log, frames_at_last_log, actor_frames_at_last_log
+            frames, actor_frames = int(self.frames.numpy()), int(self.actor_frames.numpy())
+            seconds = max(now - last_log, 1e-9)
+            self.last_stats = {k: v / stats_count for k, v in stats_sum.items()}
+            self._log(
+                (frames - frames_at_last_log) / seconds,
+                (actor_frames - actor_frames_at_last_log) / seconds,
+            )
+            stats_sum, stats_count = {}, 0
+            last_log, frames_at_last_log, actor_frames_at_last_log = now, frames, actor_frames
+
         self.publish()
         batches = self._batches()
         try:
@@ -212,17 +226,13 @@ class Learner:
                 now = time.monotonic()
                 self.elapsed_s.assign(self._elapsed())
                 if now - last_log >= self.settings.log_interval_s:
-                    frames, actor_frames = int(self.frames.numpy()), int(self.actor_frames.numpy())
-                    fps = (frames - frames_at_last_log) / (now - last_log)
-                    actor_fps = (actor_frames - actor_frames_at_last_log) / (now - last_log)
-                    self.last_stats = {k: v / stats_count for k, v in stats_sum.items()}
-                    self._log(fps, actor_fps)
-                    stats_sum, stats_count = {}, 0
-                    last_log, frames_at_last_log = now, frames
-                    actor_frames_at_last_log = actor_frames
+                    flush_log(now)
                 if now - last_checkpoint >= self.settings.checkpoint_interval_s:
                     self.save()
                     last_checkpoint = now
+            # The steps since the last line are logged too, so a run's final scalars are there.
+            if stats_count:
+                flush_log(time.monotonic())
         finally:
             self.record_reports()
             self.elapsed_s.assign(self._elapsed())

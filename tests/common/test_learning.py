@@ -78,7 +78,7 @@ def queue():
     server.stop()
 
 
-def make_learner(logdir, queue, total_batches=100):
+def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0):
     client, address, signature = queue
     net = Toy()
     extra = tf.Variable(3.0)  # stands for an optimizer's state
@@ -88,7 +88,7 @@ def make_learner(logdir, queue, total_batches=100):
         frames_per_batch=FRAMES_PER_BATCH,
         batch_size=BATCH,
         publish_interval=2,
-        log_interval_s=0.0,
+        log_interval_s=log_interval_s,
         checkpoint_interval_s=1e9,
         sample_timeout_ms=500,
     )
@@ -96,6 +96,17 @@ def make_learner(logdir, queue, total_batches=100):
         make_train_step(net), {"network": net, "extra": extra}, net.variables
     )
     return learning.Learner(settings, parts, client, address, PATTERN, signature), net, extra
+
+
+def test_a_run_shorter_than_the_log_interval_logs_its_steps_when_it_ends(queue, tmp_path, capsys):
+    learner, _, _ = make_learner(tmp_path, queue, log_interval_s=1e9)
+    learner.run(max_steps=3)
+    learner.close()
+    # One line for the three steps: their mean, (0 + F + 2F) / 3 = F, and the step it ends at.
+    assert learner.last_stats["frames_seen"] == FRAMES_PER_BATCH
+    assert "[learner] step 3" in capsys.readouterr().out
+    logged = runlog.read_scalars(str(tmp_path))["frames_seen"]
+    assert logged == [(3 * FRAMES_PER_BATCH, FRAMES_PER_BATCH)]
 
 
 def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):
