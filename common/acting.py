@@ -512,6 +512,63 @@ def human_normalized_or_nan(env: str, score: float) -> float:
         return float("nan")
 
 
+class Evaluator:
+    """The evaluation protocol's envs, policy, log and behaviour selector: `play` evaluates one
+    set of weights (a periodic round, the final protocol, or a checkpoint: `--role=evaluate`)."""
+
+    def __init__(
+        self,
+        settings: EvaluatorSettings,
+        make_policy: PolicyFactory,
+        logdir: str,
+        behaviour: behaviour_lib.BehaviourSpec | None = None,
+        start_time: float | None = None,
+    ):
+        self.settings = settings
+        self.env = envs_lib.make_env(
+            settings.env, settings.num_envs, settings.seed, settings.protocol, settings.backend
+        )
+        self.policy = make_policy(
+            self.env.num_actions,
+            self.env.observation_shape,
+            self.env.observation_dtype,
+            settings.seed,
+            settings.greedy,
+        )
+        self.log = run_logging.EvalLogger(logdir)
+        self.behaviour = behaviour
+        self.selector = None
+        self.start_time = time.time() if start_time is None else start_time
+
+    def play(self, learner_step: int, weights, episodes: int, should_stop=lambda: False):
+        """`episodes` games with `weights` (published at `learner_step`), logged at the frames
+        that step stands for; returns their scores."""
+        settings = self.settings
+        self.policy.set_weights(weights)
+        if self.behaviour is not None:
+            self.selector = behaviour_lib.evaluation_selector(
+                self.behaviour, settings.num_envs, settings.seed, settings.state_dir, self.selector
+            )
+        frames = learner_step * settings.frames_per_learner_step
+        if self.selector is not None:
+            self.log.scalars(
+                {f"bandits/{k}": v for k, v in self.selector.summary().items()}, frames
+            )
+        scores = evaluate(self.env, self.policy, episodes, should_stop, self.selector)
+        if self.selector is not None:
+            self.selector.save()  # "own" controllers only (a frozen selector writes nothing)
+        hns = [human_normalized_or_nan(settings.env, s) for s in scores]
+        for score, h in zip(scores, hns):
+            self.log.episode(frames, score, h, time.time() - self.start_time)
+        if scores:
+            self.log.round(frames, scores, hns)
+        return scores
+
+    def close(self) -> None:
+        self.log.close()
+        self.env.close()
+
+
 def run_evaluator(
     settings: EvaluatorSettings,
     make_policy: PolicyFactory,
@@ -531,23 +588,11 @@ def run_evaluator(
     keep_on_cpu()
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
-    start_time = time.time() if start_time is None else start_time
-    env = envs_lib.make_env(
-        settings.env, settings.num_envs, settings.seed, settings.protocol, settings.backend
-    )
-    policy = make_policy(
-        env.num_actions,
-        env.observation_shape,
-        env.observation_dtype,
-        settings.seed,
-        settings.greedy,
-    )
+    evaluator = Evaluator(settings, make_policy, logdir, behaviour, start_time)
     subscriber = replay.ParamsSubscriber(
         replay.connect(replay_address, timeout_s=30.0), PARAMS_TABLE
     )
-    log = run_logging.EvalLogger(logdir)
     last_round = time.monotonic()  # choice: the first round after one interval, not at start
-    selector = None
     try:
         while not should_stop():
             final = finished is not None and finished.is_set()
@@ -560,25 +605,9 @@ def run_evaluator(
                 continue
             last_round = time.monotonic()
             learner_step, weights = latest
-            policy.set_weights(weights)
             episodes = settings.final_episodes if final else settings.round_episodes
-            if behaviour is not None:
-                selector = behaviour_lib.evaluation_selector(
-                    behaviour, settings.num_envs, settings.seed, settings.state_dir, selector
-                )
-            frames = learner_step * settings.frames_per_learner_step
-            if selector is not None:
-                log.scalars({f"bandits/{k}": v for k, v in selector.summary().items()}, frames)
-            scores = evaluate(env, policy, episodes, should_stop, selector)
-            if selector is not None:
-                selector.save()  # "own" controllers only (a frozen selector writes nothing)
-            hns = [human_normalized_or_nan(settings.env, s) for s in scores]
-            for score, h in zip(scores, hns):
-                log.episode(frames, score, h, time.time() - start_time)
-            if scores:
-                log.round(frames, scores, hns)
+            evaluator.play(learner_step, weights, episodes, should_stop)
             if final:
                 break
     finally:
-        log.close()
-        env.close()
+        evaluator.close()

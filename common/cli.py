@@ -35,7 +35,7 @@ from common.config import check_all, check_choice, field
 
 # common.launch.ROLES, written out: importing common.launch imports TensorFlow (a test asserts
 # both agree).
-ROLES = ("local", "replay", "learner", "actor")
+ROLES = ("local", "replay", "learner", "actor", "evaluate")
 EXIT_USAGE = 2  # status of a bad command line
 EXIT_FAILURE = 1  # status of a run that failed (unreachable replay, a failed ablation run)
 
@@ -84,7 +84,8 @@ class RunSettings:
     role: str = field(
         "local",
         "local (Reverb, actors, learner and evaluator on this machine), replay, learner "
-        "or actor (the last two need --replay_address).",
+        "or actor (the last two need --replay_address), or evaluate (the final evaluation "
+        "protocol on --logdir's latest checkpoint, into <logdir>/evaluate/).",
     )
     replay_address: str | None = field(
         None, "host:port of the Reverb server a --role=replay started."
@@ -517,7 +518,7 @@ def run_one(paper: Paper, plan: Plan) -> None:
             role=settings.role,
             replay_address=settings.replay_address,
         )
-    except ConnectionError as error:
+    except (ConnectionError, launch.CheckpointError) as error:
         fail(str(error), EXIT_FAILURE)
 
 

@@ -90,7 +90,9 @@ class ProcessSettings:
     # choice: benchmarks/throughput.py measures both; XLA's CPU convolutions are slower here.
     checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.")  # choice
     log_interval_s: float = field(10.0, "Seconds between console lines / summaries.")  # choice
-    eval_interval_s: float = field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
+    eval_interval_s: float = field(
+        600.0, "Seconds between evaluation rounds (0: no evaluation during the run)."
+    )
     # choice: the evaluator shares 2 cores with training, so it runs rarely.
     eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
     # choice: a periodic round of a paper's full evaluation would starve training on 2 cores.

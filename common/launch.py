@@ -8,6 +8,7 @@
 | `replay`  | Reverb server only, until Ctrl-C              |                           |
 | `learner` | learner on a remote `--replay_address`        | evaluator                 |
 | `actor`   | supervisor of actors on `--replay_address`    | actors                    |
+| `evaluate`| the final evaluation protocol on the latest checkpoint, into `<logdir>/evaluate/` |    |
 
 Children are started with the multiprocessing 'spawn' context (never fork after TensorFlow is
 imported), ignore Ctrl-C (the parent shuts them down in order), and exit on their own when their
@@ -33,7 +34,14 @@ from common import patterns
 from common import replay
 from common.agent import Agent, EnvSpec, probe_env
 
-ROLES = ("local", "replay", "learner", "actor")
+ROLES = ("local", "replay", "learner", "actor", "evaluate")
+
+# Where `--role=evaluate` writes (eval.csv, TensorBoard, its copy of the behaviour state).
+EVALUATE_DIR = "evaluate"
+
+
+class CheckpointError(Exception):
+    """`--role=evaluate` found no checkpoint, or one that does not hold the flags' agent."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +52,7 @@ class Experiment:
     actor: acting.ActorSettings  # per actor process; actor i offsets the seed
     num_actors: int
     learner: learning.LearnerSettings
+    # The evaluation protocol; the learner runs it every interval_s > 0 and at the end.
     evaluator: acting.EvaluatorSettings | None = None
     replay_port: int | None = None  # None: any free port (local); the `replay` role needs one
     actor_threads: int = 1  # TF intra-op threads per actor process
@@ -66,11 +75,12 @@ def experiment_from_config(
 ) -> Experiment:
     """The `Experiment` of a paper config with the run fields every paper's config has (env,
     seed, num_actors, envs_per_actor, params_pull_interval, total_frames, batch_size,
-    publish_interval, eval_episodes and `common.config.ProcessSettings`'s). The evaluator
-    (when eval_interval_s > 0) plays `eval_protocol` (default: the training protocol) and finds
-    a behaviour selector's saved state under `logdir`; `evaluate=False` runs none."""
+    publish_interval, eval_episodes and `common.config.ProcessSettings`'s). The evaluator plays
+    `eval_protocol` (default: the training protocol) and finds a behaviour selector's saved
+    state under `logdir`; it runs during training when eval_interval_s > 0, and on a checkpoint
+    with `--role=evaluate`; `evaluate=False`: the paper has none."""
     evaluator = None
-    if evaluate and config.eval_interval_s > 0:
+    if evaluate:
         evaluator = acting.EvaluatorSettings(
             env=config.env,
             protocol=protocol if eval_protocol is None else eval_protocol,
@@ -326,10 +336,11 @@ def run_learner_with_children(
         return
     supervisor = Supervisor()
     finished = supervisor.event()
+    evaluating = experiment.evaluator is not None and experiment.evaluator.interval_s > 0
     try:
         if with_actors:
             start_actors(supervisor, experiment, replay_address)
-        if experiment.evaluator is not None:
+        if evaluating:
             supervisor.start(
                 "evaluator",
                 acting.run_evaluator,
@@ -345,7 +356,7 @@ def run_learner_with_children(
                 ),
             )
         learner.run(on_idle=supervisor.restart_dead)
-        if learner.done and experiment.evaluator is not None:
+        if learner.done and evaluating:
             print(
                 "[launch] frame budget reached: final evaluation "
                 f"({experiment.evaluator.final_episodes} episodes)",
@@ -359,6 +370,61 @@ def run_learner_with_children(
         learner.close()
 
 
+def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec) -> list[float]:
+    """`--role=evaluate`: the final evaluation protocol (eval_episodes games, the evaluator's
+    behaviour) with the acting weights of the latest checkpoint under the logdir, in this
+    process; eval.csv and TensorBoard go to `<logdir>/evaluate/`. The run's behaviour state is
+    copied there first, so an evaluator with its own bandits starts from the run's evaluator's
+    and the run's files are left as they were. Returns the scores."""
+    import shutil
+
+    import tensorflow as tf
+
+    logdir = experiment.learner.logdir
+    if experiment.evaluator is None:
+        raise CheckpointError(f"--role=evaluate: {experiment.learner.name} has no evaluator")
+    path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
+    if path is None:
+        raise CheckpointError(f"--role=evaluate: no checkpoint under {logdir}/checkpoints")
+    acting.configure_threads(experiment.learner_threads)
+    parts = experiment.agent.make_learner(spec)
+    step = tf.Variable(0, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(step=step, **parts.checkpointables)
+    try:  # the optimizer's slots may not exist yet: only what exists must match
+        checkpoint.read(path).expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError) as error:  # a missing object; a shape that differs
+        first_line = str(error).splitlines()[0]
+        # The half-restored checkpoint warns about every value when collected: the error line
+        # below says it all.
+        tf.get_logger().setLevel("ERROR")
+        raise CheckpointError(
+            f"--role=evaluate: {path} does not hold the agent these flags build (train and "
+            f"evaluate with the same flags): {first_line}"
+        ) from None
+    out = os.path.join(logdir, EVALUATE_DIR)
+    behaviour_dir = os.path.join(logdir, "behaviour")
+    if os.path.isdir(behaviour_dir):
+        shutil.rmtree(os.path.join(out, "behaviour"), ignore_errors=True)
+        shutil.copytree(behaviour_dir, os.path.join(out, "behaviour"))
+    settings = dataclasses.replace(experiment.evaluator, state_dir=out)
+    print(
+        f"[evaluate] {path} (step {int(step.numpy())}): {settings.final_episodes} episodes -> "
+        f"{out}",
+        flush=True,
+    )
+    evaluator = acting.Evaluator(
+        settings, experiment.agent.make_policy, out, experiment.agent.behaviour
+    )
+    try:
+        return evaluator.play(
+            int(step.numpy()),
+            [v.numpy() for v in parts.acting_variables],
+            settings.final_episodes,
+        )
+    finally:
+        evaluator.close()
+
+
 def run(experiment: Experiment, role: str = "local", replay_address: str | None = None) -> None:
     """Runs `role` of the experiment (module docstring) until done or Ctrl-C / SIGTERM."""
     if role not in ROLES:
@@ -370,7 +436,9 @@ def run(experiment: Experiment, role: str = "local", replay_address: str | None 
         if role in ("learner", "actor"):
             replay.connect(replay_address, timeout_s=5.0)  # fail fast on a wrong address
         spec = probe_env(experiment.actor.env, experiment.actor.protocol)
-        if role == "actor":
+        if role == "evaluate":
+            evaluate_checkpoint(experiment, spec)
+        elif role == "actor":
             _run_actor_fleet(experiment, replay_address)
         elif role == "learner":
             run_learner_with_children(experiment, spec, replay_address, with_actors=False)

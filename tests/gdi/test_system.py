@@ -3,8 +3,10 @@ server, learner and evaluator. Each game draws its own lambda = (1/tau_1, 1/tau_
 env's bandits and feeds its return back; GDI-H3 trains two networks whose losses are both logged.
 Resume (the bandits' state, every network and the replay) is the shared launcher's: the DiCE and
 LBC system tests resume through it, and tests/gdi/test_learning.py checks that GDI-H3's
-checkpoint holds both networks."""
+checkpoint holds both networks. `--role=evaluate` (the shared launcher's) is tested on GDI-H3's
+run, whose evaluator has bandits of its own."""
 
+import csv
 import os
 
 import numpy as np
@@ -77,6 +79,58 @@ def test_gdi_h3_trains_two_networks(tmp_path):
         assert len(f.readlines()) - 1 >= 4  # the final evaluation
     # gdi.md §5: the evaluator's environments ran bandit ensembles of their own, which learned
     # from its games (each game updates the ensemble of the env that played it).
-    with np.load(os.path.join(logdir, "behaviour", "evaluator.npz")) as state:
-        games = sum(state[k].sum() for k in state if k.endswith("/selector0/bandit0/counts"))
+    games = evaluator_games(logdir)
     assert games >= 4
+
+    # --role=evaluate plays the final protocol again on the last checkpoint, into evaluate/,
+    # its own bandits continuing from a copy of the run's evaluator's.
+    with open(f"{logdir}/eval.csv") as f:
+        run_eval = f.read()
+    output = evaluate(logdir)
+    assert f"[evaluate] {logdir}/checkpoints/ckpt-10 (step 10): 4 episodes" in output
+    with open(f"{logdir}/eval.csv") as f:
+        assert f.read() == run_eval  # the run's files are left as they were
+    assert evaluator_games(logdir) == games
+    assert evaluator_games(f"{logdir}/evaluate") == games + 4
+    with open(f"{logdir}/evaluate/eval.csv") as f:
+        rows = list(csv.DictReader(f))
+    final_frames = int(run_eval.splitlines()[-1].split(",")[0])  # the run's final evaluation
+    assert len(rows) == 4 and {int(row["frames"]) for row in rows} == {final_frames}
+    assert all(1.0 <= float(row["episode_return"]) <= 500.0 for row in rows)
+    # Flags that build another network: one line naming the checkpoint, nothing played.
+    output = evaluate(logdir, "--lstm_units=32", returncode=1)
+    assert (
+        output.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"error: --role=evaluate: {logdir}/checkpoints/ckpt-10 does not hold the agent these "
+            "flags build"
+        )
+    )
+    with open(f"{logdir}/evaluate/eval.csv") as f:
+        assert len(f.readlines()) - 1 == 4
+
+
+def evaluator_games(logdir) -> int:
+    """Games the evaluator's own bandits have learned from (its saved state under `logdir`)."""
+    with np.load(os.path.join(logdir, "behaviour", "evaluator.npz")) as state:
+        return int(sum(state[k].sum() for k in state if k.endswith("/selector0/bandit0/counts")))
+
+
+def evaluate(logdir, *extra, returncode=0) -> str:
+    """`python -m gdi.main --role=evaluate` on `logdir` with GDI-H3's test flags."""
+    process, output_path = test_system.run_main(
+        logdir, "--variant=h3", "--role=evaluate", *extra, flags=FLAGS, module="gdi.main"
+    )
+    output = test_system.finish(process, output_path, timeout_s=120)
+    assert process.returncode == returncode, output
+    return output
+
+
+def test_evaluate_without_a_checkpoint_says_so_and_writes_nothing(tmp_path):
+    logdir = str(tmp_path)
+    output = evaluate(logdir, returncode=1)
+    assert output.strip().splitlines()[-1] == (
+        f"error: --role=evaluate: no checkpoint under {logdir}/checkpoints"
+    )
+    assert [name for name in os.listdir(logdir) if not name.startswith("main_output_")] == []
