@@ -382,7 +382,10 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec) -> list[float]:
 
     logdir = experiment.learner.logdir
     if experiment.evaluator is None:
-        raise CheckpointError(f"--role=evaluate: {experiment.learner.name} has no evaluator")
+        raise CheckpointError(
+            "--role=evaluate: these flags evaluate nothing (LBC's "
+            "--eval_policy=training_episodes reports the training games)"
+        )
     path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
     if path is None:
         raise CheckpointError(f"--role=evaluate: no checkpoint under {logdir}/checkpoints")

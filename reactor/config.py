@@ -158,7 +158,9 @@ class ReactorConfig:
     # were never released, reactor.md §6.1).
     eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy on Q.")
     # choice (reactor.md §8 #15): the stochastic, epsilon-mixed pi, the agent's only policy.
-    eval_interval_s: float = field(600.0, "Seconds between evaluation rounds (0: no evaluator).")
+    eval_interval_s: float = field(
+        600.0, "Seconds between evaluation rounds (0: no evaluation during the run)."
+    )
     # choice: the evaluator shares 2 cores with training, so it runs rarely.
     eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
     # choice: a periodic round of 200 Atari episodes would starve training on 2 cores.
