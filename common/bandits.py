@@ -555,6 +555,19 @@ class BanditPopulation:
         arm = most_voted(self.votes(), self._rng)
         return self.grid.sample_in([arm], self._rng)[0]
 
+    def propose_best(self) -> np.ndarray:
+        """Evaluation option: a point uniform in the population's greedy arm. Each bandit that
+        has visited an arm votes once, for its visited arm of highest mean return V_m (no UCB
+        term, ties at random; an unvisited arm has no V, not V = 0), and the most-voted arm
+        wins (ties uniform). A top-D vote would tie the D arms the bandits agree on."""
+        visited = self.counts > 0
+        if not visited.any():
+            return self.propose()
+        values = np.where(visited, self.values(), -np.inf)
+        order = np.lexsort((self._rng.random(values.shape), -values), axis=-1)
+        arm = most_voted(order[visited.any(-1), 0], self._rng)
+        return self.grid.sample_in([arm], self._rng)[0]
+
     def update(self, x, episode_return: float) -> None:
         arm = self.grid.block_of(x)
         self.counts[:, arm] += 1.0
@@ -1050,6 +1063,15 @@ class LbcController(_AxisController):
         eta = np.array([axis.to_param(xi) for axis, xi in zip(self.axes[:n], x[:n])])
         raw = x[n:] if n > 1 else np.ones(1)
         return {"eta": eta, "omega": normalised_weights(raw), "omega_unnormalised": raw.copy()}
+
+    def propose_best(self) -> Params:
+        """Evaluation option (`--eval_policy=best_arm`): each population's greedy arm
+        (`BanditPopulation.propose_best`)."""
+        if not all(isinstance(selector, BanditPopulation) for selector in self._selectors):
+            raise ValueError("propose_best needs selection='bandits'")
+        return self._params(
+            np.concatenate([selector.propose_best() for selector in self._selectors])
+        )
 
     def summary(self) -> dict[str, float]:
         """What the factorised populations have learned, for TensorBoard: per coordinate

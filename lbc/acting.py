@@ -47,13 +47,14 @@ def make_policy(config):
 
 def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:
     """Algorithm 1's bandit population per env (or Random Selection); the evaluator plays the
-    training behaviour (`eval_policy=bandits`: LbcController has no best-arm readout)."""
+    training behaviour (`eval_policy=bandits`), or each population's greedy arm (`best_arm`:
+    `LbcController.propose_best`)."""
     shape = (config.bandit_num_policies,)
     return behaviour.BehaviourSpec(
         make_controller=functools.partial(bandits.LbcController, **config.bandit_kwargs()),
         param_shapes={"eta": shape, "omega": shape},
         scope=config.controller_scope,
-        evaluation="training",
+        evaluation="best" if config.eval_policy == "best_arm" else "training",
     )
 
 

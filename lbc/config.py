@@ -44,7 +44,7 @@ PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 3: "Num. Action Repeats 4"
 
 PG_ADVANTAGES = ("vtrace", "retrace")
-EVAL_POLICIES = ("bandits", "training_episodes")
+EVAL_POLICIES = ("bandits", "best_arm", "training_episodes")
 BANDIT_ETA_SPACES = ("log1p", "linear")
 BANDIT_PICKS = ("top", "softmax")
 BANDIT_UCB_SUMS = ("all", "others")
@@ -185,11 +185,14 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     # over 32 episodes".
     eval_policy: str = field(
         "bandits",
-        "bandits: a separate evaluator acting as the actors do; training_episodes: no evaluator, "
-        "the training games' returns are the report.",
+        "bandits: a separate evaluator acting as the actors do; best_arm: psi from the arms "
+        "actor 0's bandits rate best, frozen; training_episodes: no evaluator, the training "
+        "games' returns are the report.",
     )
     # §5.1.1 "a separate evaluation process"; App. H.2 "the population's average score from
     # model training": the MAB-driven behaviour (lbc.md §8 #20 proposes training_episodes).
+    # best_arm (choice, an option): what the learned networks score with the psi the bandits
+    # rate best (no UCB term), as DiCE and GDI evaluate their best region.
     seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "LbcConfig":

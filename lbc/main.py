@@ -48,8 +48,9 @@ def make_learner(config: config_lib.LbcConfig, spec):
 
 def build_experiment(config: config_lib.LbcConfig, logdir: str, replay_port: int | None = None):
     """The launcher's description of an LBC run (imports TensorFlow). §5.1.1: a separate
-    evaluation process plays the bandits' behaviour (App. H.2: never an argmax); with
-    eval_policy=training_episodes the training games' returns are the report (lbc.md §8 #20)."""
+    evaluation process plays the bandits' behaviour (App. H.2: never an argmax), or with
+    eval_policy=best_arm the arms they rate best; with eval_policy=training_episodes
+    the training games' returns are the report (lbc.md §8 #20)."""
     from common import launch
     from lbc import acting
 
@@ -61,7 +62,7 @@ def build_experiment(config: config_lib.LbcConfig, logdir: str, replay_port: int
         protocol=acting.protocol(config),
         frames_per_learner_step=config.frames_per_learner_step,
         name=f"lbc {config.env}",
-        evaluate=config.eval_policy == "bandits",
+        evaluate=config.eval_policy != "training_episodes",
     )
 
 

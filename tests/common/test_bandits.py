@@ -374,6 +374,44 @@ def test_population_prefers_the_best_arm():
     assert np.mean(last == 9) >= 0.55 and np.mean(np.isin(last, [8, 9])) >= 0.80
 
 
+def test_population_best_arm_is_the_majority_of_each_bandit_s_greedy_arm():
+    population = lbc_population(num_arms=10)
+    # Nothing learned yet: the training draw.
+    assert 0.0 <= population.propose_best()[0] < 10.0
+    # Bandits 0-3 rate arm 6 best (mean 5 over 20 games), bandits 4-5 arm 2 (one game of 9);
+    # bandit 6 is fresh and has no vote. Unvisited arms have no value: arm 8, never played,
+    # does not win for the negative means elsewhere.
+    population.counts[:] = 0.0
+    population.return_sums[:] = 0.0
+    population.counts[:6, 6], population.return_sums[:6, 6] = 20.0, 100.0
+    population.counts[:6, 3], population.return_sums[:6, 3] = 5.0, -10.0
+    population.counts[4:6, 2], population.return_sums[4:6, 2] = 1.0, 9.0
+    population.counts[:6, 0], population.return_sums[:6, 0] = 2.0, -4.0
+    arms = {int(population.propose_best()[0]) for _ in range(50)}
+    assert arms == {6}
+    # The vote counts bandits, not games: four of six bandits carry it. Swap the majority.
+    population.counts[:4, 2], population.return_sums[:4, 2] = 1.0, 9.0
+    assert {int(population.propose_best()[0]) for _ in range(50)} == {2}
+    # The training draw is unchanged by the readout (UCB, top-D vote): it still explores.
+    assert len({int(population.propose()[0]) for _ in range(200)}) > 2
+
+
+def test_lbc_best_arm_after_learning():
+    # Return = 10 omega_1's draw + eta_2's draw (statistical, fixed seed; each coordinate's
+    # return is noisy through the others'): after 600 games the greedy arms are among the top two
+    # blocks of omega_1 ([0.8, 1]) and of eta_2 (x = log(1 + eta) in [3.6, 4]), of 10 and 20.
+    controller = bandits.LbcController(seed=0)
+    for _ in range(600):
+        params = controller.propose()
+        controller.update(params, 10.0 * params["omega_unnormalised"][0] + params["eta"][1])
+    for _ in range(10):
+        best = controller.propose_best()
+        assert best["omega_unnormalised"][0] >= 0.8 - 1e-9
+        assert np.log1p(best["eta"][1]) >= 3.6 - 1e-9
+    with pytest.raises(ValueError, match="selection='bandits'"):
+        bandits.LbcController(seed=0, selection="uniform").propose_best()
+
+
 def test_lbc_params():
     controller = bandits.LbcController(seed=0)
     for _ in range(20):

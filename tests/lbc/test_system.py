@@ -88,3 +88,21 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     second = games_learned(logdir)
     # The bandits continued from their saved statistics rather than starting over.
     assert (second >= first).all() and second.sum() > first.sum()
+
+    # The last checkpoint with psi from the arms actor 0's bandits rate best (--role=evaluate).
+    output = evaluate(logdir, "--eval_policy=best_arm")
+    assert f"[evaluate] {logdir}/checkpoints/ckpt-20 (step 20): 4 episodes" in output
+    with open(os.path.join(logdir, "evaluate", "eval.csv")) as f:
+        assert len(f.readlines()) - 1 == 4
+    assert (games_learned(os.path.join(logdir, "evaluate")) == second).all()  # a frozen copy
+    output = evaluate(logdir, "--eval_policy=training_episodes", returncode=1)
+    assert output.strip().splitlines()[-1].startswith("error: --role=evaluate: these flags")
+
+
+def evaluate(logdir, *extra, returncode=0) -> str:
+    process, output_path = test_system.run_main(
+        logdir, "--role=evaluate", *extra, flags=FLAGS, module="lbc.main"
+    )
+    output = test_system.finish(process, output_path, timeout_s=120)
+    assert process.returncode == returncode, output
+    return output
