@@ -9,7 +9,9 @@ cartpole: trains CartPole with the agent's CartPole defaults (<agent>/config.py)
   frames and wall time it took (or the best mean if --total_frames ran out first).
 pong: trains Pong with the paper's defaults for --total_frames.
 Both plot the return curve (training episodes and the trailing mean, against frames) to
-<logdir>/returns.png. Extra flags after `--` go to the agent's main (e.g. `-- --variant=h3`).
+<logdir>/returns.png, with the evaluator's rounds (their mean, at the frames the evaluated
+learner step stands for) when the run evaluates, and print the first round whose mean reached
+--target. Extra flags after `--` go to the agent's main (e.g. `-- --variant=h3`).
 """
 
 import csv
@@ -46,6 +48,18 @@ def read_episodes(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = [r for r in csv.DictReader(f) if r.get("wall_time")]
     column = lambda name: np.array([float(r[name]) for r in rows])
     return column("frames"), column("episode_return"), column("wall_time")
+
+
+def read_eval_rounds(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(frames, mean return, wall time at its end) of each evaluation round in eval.csv (a
+    round's episodes share their frames)."""
+    frames, returns, wall = read_episodes(path)
+    rounds, starts = np.unique(frames, return_index=True)
+    order = np.argsort(starts)
+    rounds, starts = rounds[order], starts[order]
+    ends = np.append(starts[1:], len(frames))
+    means = np.array([returns[a:b].mean() for a, b in zip(starts, ends)])
+    return rounds, means, np.array([wall[b - 1] for b in ends])
 
 
 def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
@@ -118,6 +132,9 @@ def plot_returns(logdir: str, env: str, window: int) -> None:
     axes = figure.subplots()
     axes.plot(frames, returns, ".", alpha=0.2, label="episode")
     axes.plot(frames, trailing_mean(returns, window), label=f"mean of last {window}")
+    eval_frames, eval_means, eval_wall = read_eval_rounds(os.path.join(logdir, "eval.csv"))
+    if len(eval_means):
+        axes.plot(eval_frames, eval_means, "o-", label="evaluation round mean")
     axes.set(
         xlabel="environment frames",
         ylabel="episode return (raw score)",
@@ -130,6 +147,18 @@ def plot_returns(logdir: str, env: str, window: int) -> None:
         f"\n{env}: {len(returns)} episodes, {frames[-1]:,.0f} frames, {wall[-1]:.0f} s; last "
         f"{window} mean {returns[-window:].mean():.1f}; curve in {path}"
     )
+    if len(eval_means):
+        hits = np.flatnonzero(eval_means >= _TARGET.value)
+        first = (
+            f"first >= {_TARGET.value:.0f} at {eval_frames[hits[0]]:,.0f} frames "
+            f"({eval_wall[hits[0]]:.0f} s)"
+            if hits.size
+            else f"none >= {_TARGET.value:.0f}"
+        )
+        print(
+            f"{env} evaluation: {len(eval_means)} rounds, {first}; last round mean "
+            f"{eval_means[-1]:.1f}"
+        )
 
 
 def main(argv):
