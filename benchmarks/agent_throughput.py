@@ -1,8 +1,10 @@
 """Each paper's full training, side by side on this machine: frames/s, updates/s, replay ratio.
 
     python -m benchmarks.agent_throughput --agents=impala,dice --env=Pong --seconds=180
+    python -m benchmarks.agent_throughput --agents=gdi.gdi_h3,gdi.gdi_h3_shared_torso
 
-Each agent runs as `python -m <paper>.main --env=<env>` with its paper's defaults (actors,
+Each agent, `<paper>` or `<paper>.<ablation>` (as common.compare names them), runs as
+`python -m <paper>.main --env=<env> [--ablation=<ablation>]` with its paper's defaults (actors,
 learner and Reverb on this machine, no evaluator) for `--warmup_s` (start-up, compilation, the
 replay filling), then is measured over `--seconds` from the learner's TensorBoard scalars:
 
@@ -45,15 +47,15 @@ def latest_scalars(logdir: str) -> dict[str, tuple[int, float]]:
     return {tag: points[-1] for tag, points in read_scalars(logdir).items() if tag in PROGRESS}
 
 
-def steps_per_update(paper: str, env: str) -> tuple[int, int]:
+def steps_per_update(paper: str, ablation: str | None, env: str) -> tuple[int, int]:
     """(agent steps trained per learner update, environment frames per agent step) of the
     paper's default config for `env` (in a subprocess: each paper's main defines its flags)."""
     probe = (
         "from common import cli; from {paper} import main; "
-        "c = cli.make_config(main.PAPER, {{'env': cli.normalise_env({env!r})}}); "
+        "c = cli.make_config(main.PAPER, {{'env': cli.normalise_env({env!r})}}, {ablation!r}); "
         "length = getattr(c, 'sequence_length', None) or c.unroll_length; "
         "print(c.batch_size, length, 1 if c.env == 'CartPole' else 4)"
-    ).format(paper=paper, env=env)
+    ).format(paper=paper, env=env, ablation=ablation)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     batch, length, frames_per_step = map(int, out.stdout.split()[-3:])
     if paper == "reactor":
@@ -61,7 +63,8 @@ def steps_per_update(paper: str, env: str) -> tuple[int, int]:
     return batch * length, frames_per_step
 
 
-def measure(paper: str, env: str, warmup_s: float, seconds: float) -> dict[str, float]:
+def measure(agent: str, env: str, warmup_s: float, seconds: float) -> dict[str, float]:
+    paper, _, ablation = agent.partition(".")
     with tempfile.TemporaryDirectory() as logdir:
         command = [
             sys.executable,
@@ -72,6 +75,7 @@ def measure(paper: str, env: str, warmup_s: float, seconds: float) -> dict[str, 
             "--total_frames=10000000000",
             "--eval_interval_s=0",
             "--log_interval_s=5",
+            *([f"--ablation={ablation}"] if ablation else []),
         ]
         with open(os.path.join(logdir, "output.txt"), "w") as output:
             process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
@@ -90,14 +94,14 @@ def measure(paper: str, env: str, warmup_s: float, seconds: float) -> dict[str, 
                 process.kill()
                 process.wait()
         if not all(tag in start for tag in PROGRESS):
-            raise RuntimeError(f"{paper} logged no progress in {warmup_s} s of warm-up")
+            raise RuntimeError(f"{agent} logged no progress in {warmup_s} s of warm-up")
     # The scalars are written every few seconds; rates use their own frame stamps and the
     # measured window.
     elapsed = t1 - t0
     updates = end["progress/learner_step"][1] - start["progress/learner_step"][1]
     trained = end["progress/learner_step"][0] - start["progress/learner_step"][0]
     produced = end["progress/actor_frames"][1] - start["progress/actor_frames"][1]
-    per_update, frames_per_step = steps_per_update(paper, env)
+    per_update, frames_per_step = steps_per_update(paper, ablation or None, env)
     return {
         "trained frames/s": trained / elapsed,
         "actor frames/s": produced / elapsed,
