@@ -51,15 +51,16 @@ def read_episodes(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def read_eval_rounds(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(frames, mean return, wall time at its end) of each evaluation round in eval.csv (a
-    round's episodes share their frames)."""
+    """(frames, mean return, wall time) of each evaluation round in eval.csv: consecutive rows
+    with the same frames, logged together (two rounds may evaluate the same learner step; a
+    round's rows share their wall time, within milliseconds in runs before that was so)."""
     frames, returns, wall = read_episodes(path)
-    rounds, starts = np.unique(frames, return_index=True)
-    order = np.argsort(starts)
-    rounds, starts = rounds[order], starts[order]
+    new_round = np.ones(len(frames), bool)
+    new_round[1:] = (frames[1:] != frames[:-1]) | (np.abs(wall[1:] - wall[:-1]) > 1.0)
+    starts = np.flatnonzero(new_round)
     ends = np.append(starts[1:], len(frames))
     means = np.array([returns[a:b].mean() for a, b in zip(starts, ends)])
-    return rounds, means, np.array([wall[b - 1] for b in ends])
+    return frames[starts], means, wall[starts]
 
 
 def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:

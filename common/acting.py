@@ -558,8 +558,9 @@ class Evaluator:
         if self.selector is not None:
             self.selector.save()  # "own" controllers only (a frozen selector writes nothing)
         hns = [human_normalized_or_nan(settings.env, s) for s in scores]
+        wall_time = time.time() - self.start_time  # one per round: it tells rounds apart
         for score, h in zip(scores, hns):
-            self.log.episode(frames, score, h, time.time() - self.start_time)
+            self.log.episode(frames, score, h, wall_time)
         if scores:
             self.log.round(frames, scores, hns)
         return scores
