@@ -3,11 +3,13 @@
     python -m benchmarks.learning --agent=impala --task=cartpole      # frames / time to mean 450
     python -m benchmarks.learning --agent=lbc --task=cartpole --total_frames=400000
     python -m benchmarks.learning --agent=impala --task=pong --total_frames=10000000
+    python -m benchmarks.learning --agent=reactor --task=breakout --total_frames=1500000
 
 cartpole: trains CartPole with the agent's CartPole defaults (<agent>/config.py) and stops as
   soon as the mean return of the last 100 training episodes reaches --target (450), printing the
   frames and wall time it took (or the best mean if --total_frames ran out first).
-pong: trains Pong with the paper's defaults for --total_frames.
+pong, breakout: train that Atari game with the paper's defaults for --total_frames (a run
+  stopped with Ctrl-C checkpoints; the same command resumes it).
 Both plot the return curve (training episodes and the trailing mean, against frames) to
 <logdir>/returns.png, with the evaluator's rounds (their mean, at the frames the evaluated
 learner step stands for) when the run evaluates, and print the first round whose mean reached
@@ -28,10 +30,12 @@ from matplotlib.figure import Figure
 _AGENT = flags.DEFINE_enum(
     "agent", "impala", ["impala", "reactor", "dice", "gdi", "lbc"], "Paper whose main trains."
 )
-_TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", "pong"], "Which benchmark.")
+ATARI_TASKS = {"pong": "Pong", "breakout": "Breakout"}
+_ATARI_WINDOW = 20  # choice: Atari games are long, so a shorter trailing mean
+_TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", *ATARI_TASKS], "Which benchmark.")
 _TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
 _TOTAL_FRAMES = flags.DEFINE_integer(
-    "total_frames", None, "Frame budget (default: cartpole 1M, pong 10M)."
+    "total_frames", None, "Frame budget (default: cartpole 1M, Atari 10M)."
 )
 _PLOT_ONLY = flags.DEFINE_bool(
     "plot_only", False, "Only plot the run in --logdir (e.g. one in progress)."
@@ -113,14 +117,14 @@ def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
     plot_returns(logdir, "CartPole", _WINDOW)
 
 
-def pong(logdir: str, total_frames: int, extra: list[str]) -> None:
-    process = start("Pong", logdir, total_frames, extra)
+def atari(env: str, logdir: str, total_frames: int, extra: list[str]) -> None:
+    process = start(env, logdir, total_frames, extra)
     try:
         process.wait()
     except KeyboardInterrupt:
         process.terminate()
         process.wait(60)
-    plot_returns(logdir, "Pong", 20)
+    plot_returns(logdir, env, _ATARI_WINDOW)
 
 
 def plot_returns(logdir: str, env: str, window: int) -> None:
@@ -166,13 +170,15 @@ def main(argv):
     extra = argv[1:]
     task = _TASK.value
     logdir = _LOGDIR.value or os.path.join("runs", f"bench_{_AGENT.value}_{task}")
-    if _PLOT_ONLY.value:
-        env, window = ("CartPole", _WINDOW) if task == "cartpole" else ("Pong", 20)
-        plot_returns(logdir, env, window)
-    elif task == "cartpole":
-        cartpole(logdir, _TOTAL_FRAMES.value or 1_000_000, extra)
+    if task == "cartpole":
+        if _PLOT_ONLY.value:
+            plot_returns(logdir, "CartPole", _WINDOW)
+        else:
+            cartpole(logdir, _TOTAL_FRAMES.value or 1_000_000, extra)
+    elif _PLOT_ONLY.value:
+        plot_returns(logdir, ATARI_TASKS[task], _ATARI_WINDOW)
     else:
-        pong(logdir, _TOTAL_FRAMES.value or 10_000_000, extra)
+        atari(ATARI_TASKS[task], logdir, _TOTAL_FRAMES.value or 10_000_000, extra)
 
 
 if __name__ == "__main__":
