@@ -476,7 +476,9 @@ def evaluate(
 
     Env i contributes its first quota_i episodes (quotas split `num_episodes` evenly), so that
     short episodes are not over-represented as they would be by taking the first to finish.
-    `selector` (evaluation mode) gives agents with a behaviour selector their parameters.
+    `selector` (evaluation mode) gives agents with a behaviour selector their parameters; it
+    sees every game that ends, so an "own" selector also learns from the games an env plays
+    after its quota is met, while the others finish theirs.
     """
     B = env.num_envs
     quotas = np.full(B, num_episodes // B) + (np.arange(B) < num_episodes % B)
