@@ -199,13 +199,14 @@ class BurnInLearnerSettings:
             )
 
     def check_best_region_learns(self) -> None:
-        """--eval_policy=best_region reads the region bandits learned: they must learn."""
-        if self.eval_policy == "best_region" and (
+        """--eval_policy=best_region (and DiCE's greedy, which acts on the best region's eta)
+        reads the region bandits learned: they must learn."""
+        if self.eval_policy in ("best_region", "greedy") and (
             self.bandit_selection != "bandits" or self.fixed_behaviour
         ):
             raise ValueError(
-                "--eval_policy=best_region needs bandits that learn (--bandit_selection=bandits, "
-                "no --fixed_behaviour); use --eval_policy=bandits"
+                f"--eval_policy={self.eval_policy} needs bandits that learn "
+                "(--bandit_selection=bandits, no --fixed_behaviour); use --eval_policy=bandits"
             )
 
     def protocol_overrides(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
         make_controller=make,
         param_shapes={"eta": ()},
         scope=config.controller_scope,
-        evaluation="best" if config.eval_policy == "best_region" else "training",
+        evaluation="training" if config.eval_policy == "bandits" else "best",
     )
 
 

@@ -30,7 +30,7 @@ from common.config import (
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
-EVAL_POLICIES = ("best_region", "bandits")
+EVAL_POLICIES = ("best_region", "bandits", "greedy")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
 BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
@@ -146,9 +146,17 @@ class DiceConfig(ProcessSettings, BurnInLearnerSettings):
     # --- Evaluation (§3.3, §4.1, dice.md A2/A9) ------------------------------------------------
     eval_episodes: int = field(32, "Episodes per evaluation.")
     # choice (dice.md A2): not stated; 32, the count GDI §4.1 averages for the same agent.
-    eval_policy: str = field("best_region", "best_region: 1/tau from the bandits' best tile.")
+    eval_policy: str = field(
+        "best_region",
+        "best_region: 1/tau from the bandits' best tile; bandits: as the actors draw it; "
+        "greedy: argmax of A.",
+    )
     # §3.3/§4.1: "We use taus sampled from the best region to evaluate"; best = argmax of the
     # ensemble-mean value (dice.md A9). `bandits` evaluates the training behaviour instead.
+    # choice: `greedy` (not the paper's protocol) plays argmax_a A(x, a), the tau -> 0+ member of
+    # the family (dice.md §2.2 U4), as IMPALA's and Reactor's --eval_policy=greedy do: it acts
+    # on the argmax of softmax(eta · A) with eta from the best tile, which is argmax A for any
+    # eta > 0 (a best-tile draw is > 0 with probability one).
     seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "DiceConfig":

@@ -46,7 +46,7 @@ def make_learner(config: config_lib.DiceConfig, spec):
 
 def build_experiment(config: config_lib.DiceConfig, logdir: str, replay_port: int | None = None):
     """The launcher's description of a DiCE run (imports TensorFlow). The evaluator plays eta
-    from the bandits of actor 0 (§3.3: sampled, never argmax)."""
+    from the bandits of actor 0 (§3.3: sampled), or argmax A with --eval_policy=greedy."""
     from common import launch
     from dice import acting
 
@@ -58,6 +58,7 @@ def build_experiment(config: config_lib.DiceConfig, logdir: str, replay_port: in
         protocol=acting.protocol(config),
         frames_per_learner_step=config.frames_per_learner_step,
         name=f"dice {config.env}",
+        greedy_evaluation=config.eval_policy == "greedy",
     )
 
 

@@ -172,3 +172,30 @@ def test_microbatches_give_the_whole_batch_gradient():
         assert float(stats[3][key]) == pytest.approx(float(stats[1][key]), rel=1e-5)
     with pytest.raises(ValueError, match="--learner_microbatches=2 must divide --batch_size=3"):
         dataclasses.replace(CONFIG, learner_microbatches=2).validate()
+
+
+def test_greedy_evaluation_plays_argmax_a(tmp_path):
+    """--eval_policy=greedy: the evaluator acts on argmax_a A(x, a) (the tau -> 0+ member of the
+    family) whatever the best tile's eta > 0; the actors still sample softmax(eta · A)."""
+    from dice import main
+
+    config = dataclasses.replace(CONFIG, eval_policy="greedy").validate()
+    experiment = main.build_experiment(config, str(tmp_path))
+    assert experiment.evaluator.greedy and experiment.agent.behaviour.evaluation == "best"
+    B = 64
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(B, 4)).astype(np.float32)
+    prev_action, prev_reward = np.zeros(B, np.int32), np.zeros(B, np.float32)
+    reset = np.ones(B, bool)
+    eta = {"eta": np.geomspace(1e-3, 50.0, B).astype(np.float32)}
+    greedy, sampling = (
+        experiment.agent.make_policy(NUM_ACTIONS, (4,), np.float32, 0, flag)
+        for flag in (True, False)
+    )
+    sampling.set_weights([v.numpy() for v in greedy.variables])
+    state = greedy.initial_state(B)
+    (advantage, _), _ = greedy.networks[0].step(obs, prev_action, prev_reward, reset, state[0])
+    actions, _, _ = greedy.step(obs, prev_action, prev_reward, reset, state, eta)
+    np.testing.assert_array_equal(actions, advantage.numpy().argmax(-1))
+    sampled, _, _ = sampling.step(obs, prev_action, prev_reward, reset, state, eta)
+    assert (sampled != actions).any()  # at eta near 0 the actors' softmax is near uniform

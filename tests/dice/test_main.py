@@ -19,6 +19,10 @@ from tests.impala import test_main as impala_test_main
         (["--warmup_steps=30000"], "--warmup_steps=30000 must be < the 19531 optimiser updates"),
         (["--fixed_behaviour"], "--eval_policy=best_region needs bandits that learn"),
         (
+            ["--eval_policy=greedy", "--bandit_selection=uniform"],
+            "--eval_policy=greedy needs bandits that learn",
+        ),
+        (
             ["--ablation=greedy"],
             "--ablation='greedy' is not one of dice, baseline, entropy, random",
         ),
