@@ -3,6 +3,8 @@ eager, the AdamW schedule of Table 5 / A18, both readings of "sample reuse 2" (A
 network of dice.md §3."""
 
 import dataclasses
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -177,20 +179,29 @@ def test_microbatches_give_the_whole_batch_gradient():
 def test_greedy_evaluation_plays_argmax_a(tmp_path):
     """--eval_policy=greedy: the evaluator acts on argmax_a A(x, a) (the tau -> 0+ member of the
     family) whatever the best tile's eta > 0; the actors still sample softmax(eta · A)."""
-    from dice import main
+    from dice import acting
 
     config = dataclasses.replace(CONFIG, eval_policy="greedy").validate()
-    experiment = main.build_experiment(config, str(tmp_path))
-    assert experiment.evaluator.greedy and experiment.agent.behaviour.evaluation == "best"
+    assert acting.behaviour_spec(config).evaluation == "best"
+    # dice.main defines its flags on import (one paper's per process): build its experiment in
+    # a child, to check that the evaluator it describes is greedy.
+    code = (
+        "from dice import config, main; "
+        "c = config.DiceConfig(env='CartPole', eval_policy='greedy', network='mlp'); "
+        f"e = main.build_experiment(c.validate(), {str(tmp_path)!r}); "
+        "print(e.evaluator.greedy, config.DiceConfig(env='CartPole', network='mlp').eval_policy)"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert child.stdout.split() == ["True", "best_region"], child.stderr
     B = 64
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(B, 4)).astype(np.float32)
     prev_action, prev_reward = np.zeros(B, np.int32), np.zeros(B, np.float32)
     reset = np.ones(B, bool)
     eta = {"eta": np.geomspace(1e-3, 50.0, B).astype(np.float32)}
+    make_policy = acting.make_policy(config)
     greedy, sampling = (
-        experiment.agent.make_policy(NUM_ACTIONS, (4,), np.float32, 0, flag)
-        for flag in (True, False)
+        make_policy(NUM_ACTIONS, (4,), np.float32, 0, flag) for flag in (True, False)
     )
     sampling.set_weights([v.numpy() for v in greedy.variables])
     state = greedy.initial_state(B)
