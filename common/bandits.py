@@ -27,8 +27,12 @@ Conventions:
   a block's upper edge so that the eta = expm1(x) -> log1p(eta) round trip credits the proposed block.
 - Factorised (one bandit set per coordinate) vs joint (one bandit set on the product grid): see each
   controller; `factorized=False` is the papers' literal reading.
-- `selection="uniform"` bypasses learning: x is uniform over the box (DiCE's `random` ablation; GDI's
-  and LBC's "Random Selection"), and `update()` only checks its input.
+- `selection="uniform"` bypasses learning: each behaviour parameter is uniform over its own range
+  (eta = 1/tau on [0, eta_max], eps and omega on [0, 1]: GDI's Table 20 "Uniform" over Table 6's
+  search ranges, LBC's Random Selection over the main algorithm's behaviour space), and `update()`
+  only checks its input. `selection="uniform_coordinate"` draws the bandit coordinate x uniformly
+  over the box instead (DiCE's `random` ablation: the initial, never-updated bandits); on a log1p
+  axis eta = e^x - 1 is then far from uniform (median about 6 of [0, 50]).
 - Determinism and checkpoints: `seed` fixes every random draw. `state_dict()` returns a flat
   `dict[str, np.ndarray]` (bandit hyper-parameters, weights, counts and the PCG64 state as uint64 words)
   that `np.savez` can store; `load_state_dict()` restores it into a controller built with the same
@@ -38,6 +42,7 @@ Conventions:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -57,7 +62,7 @@ EDGE_MARGIN = 1e-8
 STD_FLOOR = 1e-8
 
 SPACES = ("log1p", "inv_tau", "exp_literal")
-SELECTIONS = ("bandits", "uniform")
+SELECTIONS = ("bandits", "uniform", "uniform_coordinate")
 
 
 def _check_choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
@@ -436,11 +441,32 @@ class BanditEnsemble:
         """The ensemble's evaluation of each block: the mean of the bandits' V (DiCE §3.3)."""
         return np.mean([bandit.values() for bandit in self.bandits], axis=0)
 
+    def measured_values(self) -> np.ndarray:
+        """`mean_values()` of the blocks some game has been played in, -inf for the others.
+
+        Tile coding gives a block that no game has used a value all the same, from its
+        neighbours' games (and 0 before any): with negative returns (Pong) such a block can rate
+        highest without one measurement. Every bandit learns from every game, so the bandits'
+        visit counts agree."""
+        return np.where(self.bandits[0].counts > 0, self.mean_values(), -np.inf)
+
     def propose_best(self) -> np.ndarray:
-        """A point uniform inside the block of best ensemble-mean value (no UCB term; ties at
-        random): DiCE's "best region" evaluation (dice.md A9), gdi.md §5's option."""
-        block = top_k(self.mean_values(), 1, self._rng)
+        """A point uniform inside the played block of best ensemble-mean value (no UCB term;
+        ties at random): DiCE's "best region" evaluation (dice.md A9), gdi.md §5's option. The
+        paper samples from "the best region" the bandits have measured, so a block no game has
+        played is never chosen; before the first game ends, the point is drawn as training
+        draws it (`propose`)."""
+        values = self.measured_values()
+        if not np.isfinite(values).any():
+            return self.propose()
+        block = top_k(values, 1, self._rng)
         return self.grid.sample_in(block, self._rng)[0]
+
+    def best_block(self) -> int:
+        """The block `propose_best` favours, first on ties (any block before the first game),
+        for the summaries: it consumes no random draws."""
+        values = self.measured_values()
+        return int(np.argmax(values if np.isfinite(values).any() else self.mean_values()))
 
     def state_dict(self) -> StateDict:
         state = {}
@@ -594,13 +620,20 @@ class BanditPopulation:
 
 
 class UniformSelector:
-    """No learning: x uniform over the box (DiCE `random` ablation, GDI/LBC "Random Selection")."""
+    """No learning: each parameter uniform over its range (`in_params`, GDI/LBC "Random
+    Selection"), or x uniform over the box (DiCE's `random` ablation); module docstring."""
 
-    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator):
-        self.grid, self._rng = Grid(axes), rng
+    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator, *, in_params: bool):
+        self.grid, self._rng, self._in_params = Grid(axes), rng, in_params
 
     def propose(self) -> np.ndarray:
-        return self.grid.sample_uniform(self._rng)
+        if not self._in_params:
+            return self.grid.sample_uniform(self._rng)
+        points = []
+        for axis in self.grid.axes:
+            low, high = axis.to_param(axis.lo), axis.to_param(axis.hi)
+            points.append(axis.to_coordinate(low + self._rng.random() * (high - low)))
+        return np.array(points)
 
     def update(self, x, episode_return: float) -> None:
         del x, episode_return
@@ -711,8 +744,8 @@ class _AxisController:
         self.axes = tuple(axes)
         self._rng = np.random.Generator(np.random.PCG64(seed))
         groups = [[axis] for axis in self.axes] if factorized else [list(self.axes)]
-        if selection == "uniform":
-            make_selector = UniformSelector
+        if selection != "bandits":
+            make_selector = functools.partial(UniformSelector, in_params=(selection == "uniform"))
         self._selectors = [make_selector(group, self._rng) for group in groups]
         self._splits = np.cumsum([len(group) for group in groups])[:-1]
 
@@ -780,7 +813,7 @@ class DiceController(_AxisController):
     - `edge="valid"` (default) averages the existing neighbours at the borders of Eq. (9);
       `edge="zero_pad"` keeps the printed 1/(2 width + 1).
     - z-score 0 when all values are equal; ties broken at random; x = r is the last tile.
-    - `selection="uniform"`: the `random` ablation (Table 4: the initial, never-updated BVA, which draws
+    - `selection="uniform_coordinate"`: the `random` ablation (Table 4: the initial, never-updated BVA, which draws
       x uniformly on the box).
     """
 
@@ -831,7 +864,8 @@ class DiceController(_AxisController):
         return np.array([self.axes[0].to_coordinate(float(params["eta"]))])
 
     def propose_best(self) -> Params:
-        """Evaluation: eta uniform inside the tile with the best ensemble-mean value V (no UCB term).
+        """Evaluation: eta uniform inside the played tile with the best ensemble-mean value V (no
+        UCB term; `BanditEnsemble.propose_best`).
 
         DiCE §3.3/§4.1: "each bandit provides one evaluation for each tau and the final evaluation is the
         average of all bandits ... We use tau sampled from the best region"; best = argmax (dice.md A9).
@@ -842,13 +876,13 @@ class DiceController(_AxisController):
         return self._params(ensemble.propose_best())
 
     def summary(self) -> dict[str, float]:
-        """What the bandits have learned, for TensorBoard: the best tile's centre eta and
+        """What the bandits have learned, for TensorBoard: the best played tile's centre eta and
         ensemble-mean value, the mean value over tiles and the games learned from."""
         (selector,) = self._selectors
         if not isinstance(selector, BanditEnsemble):
             return {}
         values = selector.mean_values()
-        best = int(np.argmax(values))
+        best = selector.best_block()
         (axis,) = self.axes
         low, high = axis.block_bounds(best)
         return {
@@ -877,7 +911,9 @@ class GdiController(_AxisController):
       coordinate), each updated with (x_d, G). `factorized=False` is App. G literally: every bandit works
       on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all blocks.
     - UCB counts per block; z-score 0 when all values are equal; ties at random; x = r is the last block.
-    - `selection="uniform"`: "Random Selection" (uniform over the box of the chosen space).
+    - `selection="uniform"`: "Random Selection", Table 20's uniform P over Lambda: 1/tau_1,
+      1/tau_2 uniform on [0, eta_max] and eps on [0, 1] (Table 6's search ranges);
+      `"uniform_coordinate"` draws x uniformly over the box of the chosen space instead.
     - `held`: parameters the bandits do not choose, {name: value}; App. K.1's one-parameter
       ablations: "Boltzmann Selection" learns eta1 only (held eps = 1), "eps-greedy Selection" eps
       only (held eta1 = 0 and a large eta2). Their axes are left out of every bandit.
@@ -945,7 +981,9 @@ class GdiController(_AxisController):
 
     def propose_best(self) -> Params:
         """Evaluation option (gdi.md §5, DiCE's rule): each coordinate uniform inside its
-        ensemble's block of best mean value (factorised), or the best 3-D block (joint)."""
+        ensemble's played block of best mean value (factorised: each coordinate's block has
+        been played, by the games that ensemble learned from), or the best played 3-D block
+        (joint); `BanditEnsemble.propose_best`."""
         if not all(isinstance(selector, BanditEnsemble) for selector in self._selectors):
             raise ValueError("propose_best needs selection='bandits'")
         return self._params(
@@ -954,7 +992,7 @@ class GdiController(_AxisController):
 
     def summary(self) -> dict[str, float]:
         """What the bandits have learned, for TensorBoard: per ensemble (one per learned
-        parameter when factorised, one for all when joint), the centre of its best block in each
+        parameter when factorised, one for all when joint), the centre of its best played block in each
         parameter, that block's ensemble-mean value and the mean value over blocks; the games
         learned from."""
         report = {}
@@ -962,7 +1000,7 @@ class GdiController(_AxisController):
             if not isinstance(selector, BanditEnsemble):
                 return {}
             values = selector.mean_values()
-            best = int(np.argmax(values))
+            best = selector.best_block()
             names = "_".join(axis.name for axis in selector.grid.axes)
             multi = np.unravel_index(best, selector.grid.shape)
             for axis, index in zip(selector.grid.axes, multi):
@@ -1007,7 +1045,9 @@ class LbcController(_AxisController):
     - `pick="top"` is Algorithm 1's top-D vote; `"softmax"` draws each bandit's D arms from
       softmax(score) as Sec. 4.2 samples arms (see `BanditPopulation`).
     - `ucb_range=(0, 0)` is App. K.3's "w/o UCB item" ablation; `selection="uniform"` is "Random
-      Selection" (psi uniform over Psi, omega normalised).
+      Selection" (psi uniform over Psi: each tau_i uniform on [0, e^4 - 1], the range the log1p
+      bandits cover, or [0, e^4] on the linear axis, each omega_i on [0, 1], then normalised);
+      `"uniform_coordinate"` draws x = log(1 + tau_i) uniformly instead.
     """
 
     def __init__(

@@ -28,7 +28,7 @@ REWARD_TRANSFORMS = (
 # "sampled" on Q(x', a') (as printed in DiCE, GDI, LBC); DESIGN.md §3.
 RETRACE_FORMS = ("expected", "sampled")
 # common.critics.dueling_q: Q from V and A (dice.md A4).
-Q_CENTERINGS = ("policy_mean", "none", "uniform_mean")
+Q_CENTERINGS = ("policy_mean", "policy_mean_grad", "none", "uniform_mean")
 # Keys of common.networks.TORSOS; the Atari papers' convolutional ones first.
 TORSOS = ("deep", "shallow", "nature", "mlp")
 ATARI_TORSOS = ("deep", "shallow", "nature")

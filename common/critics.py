@@ -22,18 +22,23 @@ from common import sequences
 from common.config import Q_CENTERINGS
 
 # Q_CENTERINGS: "policy_mean": Q = V + A − sum_k sg(pi(k)) A(k), so that E_pi Q = V (GDI Eq. (9),
-# dice.md A4); "none": Q = V + A (DiCE's text, literally); "uniform_mean": Q = V + A − mean_k A(k)
-# (the dueling network's choice).
+# dice.md A4), the Q loss reaching A only through the A(k) terms; "policy_mean_grad": the same
+# value with the gradient through pi as well (when pi is a function of A, as every target policy
+# here is, the centre is differentiated whole, as the dueling network's mean is); "none":
+# Q = V + A (DiCE's text, literally); "uniform_mean": Q = V + A − mean_k A(k) (the dueling
+# network's choice).
 
 
 def dueling_q(values, advantages, target_probs, centering: str = "policy_mean") -> tf.Tensor:
     """Q(x, .) [..., A] from V [...] and A [..., A] (module docstring); `target_probs` pi(.|x)
-    [..., A] is used by "policy_mean" only, under stop-gradient."""
+    [..., A] is used by the two policy means only, under stop-gradient for "policy_mean"."""
     if centering not in Q_CENTERINGS:
         raise ValueError(f"centering must be one of {Q_CENTERINGS}, got {centering!r}")
     advantages = tf.convert_to_tensor(advantages)
     if centering == "policy_mean":
         centre = tf.reduce_sum(tf.stop_gradient(target_probs) * advantages, -1, keepdims=True)
+    elif centering == "policy_mean_grad":
+        centre = tf.reduce_sum(target_probs * advantages, -1, keepdims=True)
     elif centering == "uniform_mean":
         centre = tf.reduce_mean(advantages, -1, keepdims=True)
     else:

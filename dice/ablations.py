@@ -15,5 +15,5 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "entropy": dict(entropy_cost=1.0),
     # Table 4 "random": "Update Omega by (tau, G)" removed; tau from the initial Omega, which
     # draws x = log(1 + 1/tau) uniformly (dice.md §2.7); evaluated with the same Omega.
-    "random": dict(bandit_selection="uniform", eval_policy="bandits"),
+    "random": dict(bandit_selection="uniform_coordinate", eval_policy="bandits"),
 }

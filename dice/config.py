@@ -33,7 +33,7 @@ ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 EVAL_POLICIES = ("best_region", "bandits", "greedy")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
-BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
+BANDIT_SELECTIONS = ("bandits", "uniform", "uniform_coordinate")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +76,9 @@ class DiceConfig(ProcessSettings, BurnInLearnerSettings):
     retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # Eq. (2) prints Q(s_{t+1}, a_{t+1}) (DESIGN.md §3); dice.md A3 proposes "expected".
     q_centering: str = field(
-        "none", "Q = V + A (none), V + A - E_pi[A] (policy_mean) or V + A - mean A."
+        "none",
+        "Q = V + A (none), V + A - E_pi[A] with pi under stop-gradient (policy_mean) or "
+        "without (policy_mean_grad), or V + A - mean A (uniform_mean).",
     )
     # §3.1 / Algorithm 1: "Q_theta = V_theta + A_theta" (the paper states it; dice.md A4 proposes
     # policy_mean from GDI's Eq. (9), where the paper wins). policy_mean also makes the Q of the
@@ -140,7 +142,11 @@ class DiceConfig(ProcessSettings, BurnInLearnerSettings):
     # Table 5 "Bandit Tiling Width Uniform([1, 2, 3])".
     bandit_edge: str = field("valid", "Eq. (9) at the borders: valid tiles only, or zero_pad.")
     # choice (dice.md A7): averaging the tiles that exist keeps the update exact.
-    bandit_selection: str = field("bandits", "bandits, or uniform (the `random` ablation).")
+    bandit_selection: str = field(
+        "bandits",
+        "bandits; uniform_coordinate: x = log(1 + eta) uniform (the `random` ablation); "
+        "uniform: eta uniform on [0, bandit_eta_max].",
+    )
     # §3.3; §4.3 `random` keeps the initial, never-updated Omega (uniform on the box).
 
     # --- Evaluation (§3.3, §4.1, dice.md A2/A9) ------------------------------------------------

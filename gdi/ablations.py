@@ -20,7 +20,8 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # Table 20 "Fix Selection" (GDI-I0 w/o E): P = delta at [1/tau_1, 1/tau_2, eps] = [1, 0, 1]
     # (Table 6), i.e. pi = Softmax(A); evaluated with the same lambda.
     "fix_selection": dict(variant="i3", fixed_behaviour=True, eval_policy="bandits"),
-    # Table 20 "Random Selection" (GDI-I3 w/o E): lambda ~ U(box) every episode, E = identity.
+    # Table 20 "Random Selection" (GDI-I3 w/o E): lambda uniform every episode, E = identity:
+    # 1/tau_1, 1/tau_2 ~ U[0, 50], eps ~ U[0, 1] (Table 6's search ranges).
     "random_selection": dict(variant="i3", bandit_selection="uniform", eval_policy="bandits"),
     # Table 20 "Boltzmann Selection" (GDI-I1, = DiCE, gdi.md §8.2): Lambda = {tau}, E = MAB;
     # pi = Softmax(A / tau_1) with eps held at 1 (--fixed_epsilon, Table 6's fixed value).

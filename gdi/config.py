@@ -38,12 +38,12 @@ PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
 VARIANTS = ("i3", "h3")
-PG_MODES = ("tau_free", "log_mixture")
+PG_MODES = ("log_mixture", "tau_free")
 EVAL_POLICIES = ("bandits", "best_region")
 # Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names common.bandits.GdiController gives them.
 BEHAVIOUR_PARAMS = ("eta1", "eta2", "epsilon")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
-BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
+BANDIT_SELECTIONS = ("bandits", "uniform", "uniform_coordinate")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,10 +97,17 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 6
     retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
     # Eq. (3) prints Q(s_{t+1}, a_{t+1}) (gdi.md §8.1 #12).
-    q_centering: str = field("policy_mean", "Q = V + A - E_pi[A] (policy_mean) or V + A (none).")
-    # Eqs. (9), (11): A-bar = A - E_pi[A], Q = A-bar + V.
-    pg_mode: str = field("tau_free", "Policy-gradient log term: tau_free or log_mixture.")
-    # choice (gdi.md §8.1 #11): DiCE's tau-scaled gradient generalised to the mixture of Eq. (2).
+    q_centering: str = field(
+        "policy_mean",
+        "Q = V + A - E_pi[A] with pi under stop-gradient (policy_mean), with the gradient "
+        "through pi (policy_mean_grad), V + A (none) or V + A - mean A (uniform_mean).",
+    )
+    # Eqs. (9), (11): A-bar = A - E_pi[A], Q = A-bar + V; choice (paper silent on the gradient
+    # through pi): stopped, so the Q loss moves A only through A itself (docs/papers/gdi.md).
+    pg_mode: str = field("log_mixture", "Policy-gradient log term: log_mixture or tau_free.")
+    # App. B: rho_t (r_t + gamma V(s_{t+1}) - V(s_t)) grad log pi with pi the Eq. (2) mixture:
+    # log_mixture. tau_free (DiCE's Eq. (8) generalised to the mixture, tau_n times smaller per
+    # component) is an option; it left GDI-I3 at random play on CartPole (docs/papers/gdi.md).
 
     # --- Optimiser (Table 6) ---------------------------------------------------------------------
     learning_rate: float = field(5e-4, "Peak learning rate, annealed linearly to 0.")  # Table 6
@@ -174,8 +181,14 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
         (0.0, 60.0), "Tile offsets, uniform in this range (percent of a tile)."
     )
     # Table 6 "Offset of Tile coding Uniform([0, 60])", read as gdi.md §8.1 #3.
-    bandit_selection: str = field("bandits", "bandits, or uniform (Random Selection).")
-    # App. G; App. K.1 "Random Selection" draws lambda uniformly.
+    bandit_selection: str = field(
+        "bandits",
+        "bandits; uniform: 1/tau_1, 1/tau_2 uniform on [0, bandit_eta_max] and eps on [0, 1] "
+        "(Random Selection); uniform_coordinate: the bandit coordinates uniform.",
+    )
+    # App. G; Table 20 "Random Selection": P over Lambda uniform, E the identity; uniform in the
+    # parameters over Table 6's search ranges (the bandit coordinate log(1 + 1/tau) drawn
+    # uniformly would put the median 1/tau near 6, not 25).
 
     # --- Evaluation (§4.1, gdi.md §8.1 #9) -----------------------------------------------------
     eval_episodes: int = field(32, "Episodes per evaluation.")

@@ -11,12 +11,12 @@ entropy term. The auxiliary dynamics losses are added by `gdi.learning` (they ne
 where component n reads network i(n) (I3: both network 1; H3: n), w_n are the responsibilities
 eps pi_1(a) / pi_lambda(a) and (1 − eps) pi_2(a) / pi_lambda(a), and Â_{t,i} is network i's
 V-trace policy-gradient advantage in its own reward shaping. `pg_mode` chooses ℓ (gdi.md §2.5):
-- "tau_free" (default): ℓ = A_n(a_t) − sum_b sg(pi_n(b)) A_n(b), whose gradient is
-  tau_n ∇ log pi_n(a_t); DiCE's Eq. (8) when eps ∈ {0, 1}, finite at eta = 0;
-- "log_mixture": ℓ = log pi_n(a_t), whose weighted sum has the gradient of log pi_lambda(a_t)
-  (sum_n w_n ∇ log pi_n); in I3 this is autodiff through the mixture, and in H3 it is that
-  gradient split by component, so set i's loss reaches theta_i only (Algorithm 3,
-  "respectively").
+- "log_mixture" (default, App. B's ∇ log pi): ℓ = log pi_n(a_t), whose weighted sum has the
+  gradient of log pi_lambda(a_t) (sum_n w_n ∇ log pi_n); in I3 this is autodiff through the
+  mixture, and in H3 it is that gradient split by component, so set i's loss reaches theta_i
+  only (Algorithm 3, "respectively");
+- "tau_free" (option): ℓ = A_n(a_t) − sum_b sg(pi_n(b)) A_n(b), whose gradient is
+  tau_n ∇ log pi_n(a_t); DiCE's Eq. (8) when eps ∈ {0, 1}, finite at eta = 0.
 
 Pure functions of tensors, as `dice.losses`; each mean is over the real steps (masks).
 """

@@ -16,7 +16,8 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "reducing_h": dict(H1),
     # Table 12 "Reducing H and Psi": one network, mu = softmax(tau A_1), a one-dimensional psi.
     "reducing_h_psi": dict(H1, bandit_num_policies=1),
-    # Table 12 "Random Selection": psi uniform over Psi each episode (omega normalised as in the
-    # main algorithm, lbc.md §6.2), no bandit learning.
+    # Table 12 "Random Selection": psi uniform over Psi each episode (tau_i uniform on the
+    # main algorithm's range, omega normalised as in the main algorithm, lbc.md §6.2), no
+    # bandit learning.
     "random_selection": dict(bandit_selection="uniform"),
 }

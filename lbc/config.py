@@ -48,7 +48,7 @@ EVAL_POLICIES = ("bandits", "best_arm", "training_episodes")
 BANDIT_ETA_SPACES = ("log1p", "linear")
 BANDIT_PICKS = ("top", "softmax")
 BANDIT_UCB_SUMS = ("all", "others")
-BANDIT_SELECTIONS = ("bandits", "uniform")  # common.bandits.SELECTIONS
+BANDIT_SELECTIONS = ("bandits", "uniform", "uniform_coordinate")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,8 +176,13 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     # App. E.3: "Z-score normalization" is used in practice.
     bandit_ucb_sum: str = field("all", "UCB count sum over all arms (Eqs. (24)-(25)) or others.")
     # choice (lbc.md §8 #5): Eqs. (24)-(25); §4.2 prints the sum over j != k.
-    bandit_selection: str = field("bandits", "bandits, or uniform (Random Selection).")
-    # Table 12 "Random Selection".
+    bandit_selection: str = field(
+        "bandits",
+        "bandits; uniform: each tau_i uniform on its range and each omega_i on [0, 1], then "
+        "normalised (Random Selection); uniform_coordinate: the bandit coordinates uniform.",
+    )
+    # Table 12 "Random Selection", "the same behavior space as our main algorithm": uniform in
+    # tau_i over the bandits' range (log(1 + tau_i) drawn uniformly puts the median near 6).
 
     # --- Evaluation (§5.1.1, App. H.2) ---------------------------------------------------------
     eval_episodes: int = field(32, "Episodes in the windowed mean of the reported return.")

@@ -554,7 +554,7 @@ def last_mean_return(controller, objective, seed, episodes=EPISODES):
 
 
 def uniform_mean_return(make, kwargs, objective):
-    uniform = make(seed=99, selection="uniform", **kwargs)
+    uniform = make(seed=99, selection="uniform_coordinate", **kwargs)
     return float(np.mean([objective(uniform.propose()) for _ in range(4000)]))
 
 
@@ -619,3 +619,93 @@ def test_lbc_summary_reports_each_population_s_preferred_arm():
     assert summary["omega1/most_pulled_value"] > summary["omega1/mean_value"]
     assert all(0.0 <= summary[f"eta{i}/most_pulled"] <= np.e**4 for i in (1, 2, 3))
     assert bandits.LbcController(seed=0, selection="uniform").summary() == {}
+
+
+# ----------------------------------------------------------------------------- Random Selection
+
+
+def ks_uniform(samples, low, high) -> float:
+    """Kolmogorov-Smirnov statistic of `samples` against Uniform[low, high]."""
+    x = np.sort((np.asarray(samples) - low) / (high - low))
+    return float(np.max(np.abs(np.arange(1, x.size + 1) / x.size - x)))
+
+
+def test_random_selection_is_uniform_in_the_papers_parameters():
+    # GDI Table 20 "Uniform" over Table 6's ranges: 1/tau_1, 1/tau_2 ~ U[0, 50], eps ~ U[0, 1].
+    n, ks_01 = 4000, 1.63 / math.sqrt(4000)  # the KS test at p = 0.01
+    gdi = bandits.GdiController(seed=0, selection="uniform")
+    draws = [gdi.propose() for _ in range(n)]
+    for name, high in (("eta1", 50.0), ("eta2", 50.0), ("epsilon", 1.0)):
+        assert ks_uniform([d[name] for d in draws], 0.0, high) < ks_01, name
+    assert np.median([d["eta1"] for d in draws]) == pytest.approx(25.0, abs=1.5)
+    # LBC "the same behavior space as our main algorithm": tau_i on the log1p bandits' range
+    # [0, e^4 - 1], omega_i's draws on [0, 1] (then normalised).
+    lbc = bandits.LbcController(seed=0, selection="uniform")
+    draws = [lbc.propose() for _ in range(n)]
+    for i in range(3):
+        assert ks_uniform([d["eta"][i] for d in draws], 0.0, math.expm1(4.0)) < ks_01
+        assert ks_uniform([d["omega_unnormalised"][i] for d in draws], 0.0, 1.0) < ks_01
+    assert np.median([d["eta"][0] for d in draws]) == pytest.approx(math.expm1(4.0) / 2, abs=1.5)
+    linear = bandits.LbcController(seed=0, selection="uniform", eta_space="linear")
+    assert ks_uniform([linear.propose()["eta"][0] for _ in range(n)], 0.0, math.e**4) < ks_01
+
+
+def test_uniform_coordinate_selection_draws_the_bandit_coordinate_uniformly():
+    # DiCE's `random` ablation (the initial bandits) and the old reading of Random Selection:
+    # x = log(1 + eta) ~ U[0, ln 51], so the median eta is sqrt(51) - 1 = 6.14, not 25.
+    for controller, name in (
+        (bandits.DiceController(seed=0, selection="uniform_coordinate"), "eta"),
+        (bandits.GdiController(seed=0, selection="uniform_coordinate"), "eta1"),
+    ):
+        eta = np.array([controller.propose()[name] for _ in range(4000)])
+        assert ks_uniform(np.log1p(eta), 0.0, LN51) < 1.63 / math.sqrt(eta.size)
+        assert np.median(eta) == pytest.approx(math.sqrt(51) - 1, abs=0.6)
+
+
+# ----------------------------------------------------------------------------- best region
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: bandits.DiceController(seed=3), "eta"),
+        (lambda: bandits.GdiController(seed=3), "eta1"),
+        (lambda: bandits.GdiController(seed=3, factorized=False), "eta1"),
+    ],
+    ids=["dice", "gdi_factorised", "gdi_joint"],
+)
+def test_best_region_plays_only_blocks_that_games_have_played(make, name):
+    # The Pong case: 30 games at G ~ -20. The tile values start at 0 and learn towards -20 only
+    # where games were played (and, through the tile coding, next to them), so an unplayed block
+    # rates highest. The best region must still be one that a game has played.
+    controller = make()
+    rng = np.random.default_rng(0)
+    played = set()
+    ensemble = controller._selectors[0]
+    axis = ensemble.grid.axes[0]
+    assert axis.name == name
+    for _ in range(30):
+        params = controller.propose()
+        played.add(
+            ensemble.grid.block_of(controller.coordinates(params)[: len(ensemble.grid.axes)])
+        )
+        controller.update(params, -20.0 + rng.normal())
+    values = ensemble.mean_values()
+    unplayed = np.ones(values.size, bool)
+    unplayed[list(played)] = False
+    assert values[unplayed].max() > values[~unplayed].max()  # the trap: an unplayed block leads
+    for _ in range(20):
+        best = controller.propose_best()
+        block = ensemble.grid.block_of(controller.coordinates(best)[: len(ensemble.grid.axes)])
+        assert block in played
+    assert ensemble.best_block() in played
+    # TensorBoard's best_<name> is the centre of that block too.
+    played_first_axis = {np.unravel_index(b, ensemble.grid.shape)[0] for b in played}
+    reported = controller.summary()[f"best_{name}"]
+    assert int(axis.block_of(axis.to_coordinate(reported))) in played_first_axis
+
+
+def test_best_region_before_any_game_draws_as_training_does():
+    # Nothing measured yet: the evaluator plays what training plays, the bandits' first draw.
+    controller, twin = bandits.DiceController(seed=5), bandits.DiceController(seed=5)
+    assert controller.propose_best() == twin.propose()

@@ -202,6 +202,25 @@ def test_dueling_q_centerings():
         critics.dueling_q(v, adv, pi, "max")
 
 
+@pytest.mark.parametrize("centering", ["policy_mean", "policy_mean_grad"])
+def test_policy_mean_centrings_differ_only_in_the_gradient_through_pi(centering):
+    # Q_a = V + A_a − sum_j pi_j A_j with pi = softmax(A). Stopped at pi: dQ_a/dA_k = 1[a = k] −
+    # pi_k. Through pi too: d(sum_j pi_j A_j)/dA_k = pi_k + pi_k (A_k − sum_j pi_j A_j).
+    a_np = np.array([1.0, 2.0, 0.5, -1.0])
+    pi_np = softmax(a_np)
+    centre = (pi_np * a_np).sum()
+    adv = tf.constant(a_np[None])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(adv)
+        q = critics.dueling_q(tf.constant([1.0], tf.float64), adv, tf.nn.softmax(adv), centering)
+        taken = q[0, 2]
+    np.testing.assert_allclose(q[0], 1.0 + a_np - centre)
+    expected = np.eye(4)[2] - pi_np
+    if centering == "policy_mean_grad":
+        expected -= pi_np * (a_np - centre)
+    np.testing.assert_allclose(tape.gradient(taken, adv)[0], expected, rtol=1e-12)
+
+
 def test_spec_worked_vtrace_and_retrace_numbers():
     # dice.md §9 tests 9 and 10 through common.critics: r = [1, 0, 2], gamma 0.997, c-bar 1.05.
     q = np.array([[0.6, 0.1], [0.3, 0.5], [0.2, 0.4], [0.1, 0.3]])[:, None]

@@ -16,7 +16,7 @@ from tests.impala import test_main as impala_test_main
     [
         (["--variant=h4"], "--variant='h4' is not one of i3, h3"),
         (["--env=Pongo"], "--env='Pongo' is not CartPole or an Atari game"),
-        (["--pg_mode=literal"], "--pg_mode='literal' is not one of tau_free, log_mixture"),
+        (["--pg_mode=literal"], "--pg_mode='literal' is not one of log_mixture, tau_free"),
         (["--reward_shaping_2=quartic"], "--reward_shaping_2='quartic' is not one of"),
         (["--selected_params=eta3"], "--selected_params=('eta3',) must be distinct names"),
         (["--bandit_num_candidates=11"], "--bandit_num_candidates=11 exceeds the blocks"),
