@@ -177,7 +177,8 @@ class Grid:
         return np.stack(points, axis=-1)
 
     def sample_uniform(self, rng: np.random.Generator) -> np.ndarray:
-        """One point uniform over the whole box (the Random Selection ablations)."""
+        """One point uniform over the whole box in the bandit coordinates (DiCE's `random`
+        ablation, `selection="uniform_coordinate"`)."""
         return np.array([axis.lo + rng.random() * (axis.hi - axis.lo) for axis in self.axes])
 
 
@@ -813,7 +814,7 @@ class DiceController(_AxisController):
     - `edge="valid"` (default) averages the existing neighbours at the borders of Eq. (9);
       `edge="zero_pad"` keeps the printed 1/(2 width + 1).
     - z-score 0 when all values are equal; ties broken at random; x = r is the last tile.
-    - `selection="uniform_coordinate"`: the `random` ablation (Table 4: the initial, never-updated BVA, which draws
+    - `selection="uniform_coordinate"`: the `random` ablation (Table 4, §4.3: the initial, never-updated BVA, which draws
       x uniformly on the box).
     """
 

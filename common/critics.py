@@ -6,7 +6,8 @@ the learner (dice.md §2.5 steps 4-8; gdi.md §2.5 and lbc.md §2.6 per network)
     Q(x_t, .)  = V(x_t) + A(x_t, .) − centre_t              (Q_CENTERINGS, dice.md A4)
     rho_t, c_t = min(pi(a_t|x_t) / mu(a_t|x_t), rho_bar / c_bar)
     v_s        = V-trace targets of V (Eq. (4)), Â_t = rho_t (r_t + gamma_t v_{t+1} − V(x_t))
-    G_t        = Retrace targets of Q(x_t, a_t) (Eq. (2), `form` sampled or expected)
+    G_t        = Retrace targets of Q(x_t, a_t) (DiCE Eq. (2), GDI Eq. (3); `form` sampled or
+                 expected)
     L_V = ½ (v_t − V(x_t))²,  L_Q = ½ (G_t − Q(x_t, a_t))²    (targets under stop-gradient)
 
 Each loss is returned per step [T, B]; the paper's module masks and weights them.

@@ -13,7 +13,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "baseline": dict(fixed_behaviour=True, fixed_eta=1.0, eval_policy="bandits"),
     # Table 4 "entropy": DiCE plus an entropy regulariser with coefficient 1 (dice.md A12).
     "entropy": dict(entropy_cost=1.0),
-    # Table 4 "random": "Update Omega by (tau, G)" removed; tau from the initial Omega, which
+    # Table 4 "random" (§4.3): "Update Omega by (tau, G)" removed; tau from the initial Omega, which
     # draws x = log(1 + 1/tau) uniformly (dice.md §2.7); evaluated with the same Omega.
     "random": dict(bandit_selection="uniform_coordinate", eval_policy="bandits"),
 }

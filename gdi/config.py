@@ -162,7 +162,9 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     # choice (gdi.md §8.1 #2): the joint 25,000-block grid locks in (gdi.md App. A).
     bandit_eta_max: float = field(50.0, "Upper end of the 1/tau_1 and 1/tau_2 search ranges.")
     # Table 6 "Bandit Search Range for 1/tau_1 (and 1/tau_2) [0.0, 50.0]".
-    bandit_eta_acc: float = field(1.0, "Block width of the 1/tau ranges (50 blocks).")
+    bandit_eta_acc: float = field(
+        1.0, "Block width of the 1/tau ranges; with --bandit_space=log1p it sets the count."
+    )
     # Table 6 "Accuracy of Search Range for [1/tau_1, 1/tau_2, eps] [1.0, 1.0, 0.1]".
     bandit_epsilon_acc: float = field(0.1, "Block width of the epsilon range [0, 1].")  # Table 6
     bandit_num_bandits: int = field(7, "Bandits per ensemble.")  # Table 6 "Num. Bandits 7"

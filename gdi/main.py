@@ -50,8 +50,9 @@ def make_learner(config: config_lib.GdiConfig, spec):
 
 def build_experiment(config: config_lib.GdiConfig, logdir: str, replay_port: int | None = None):
     """The launcher's description of a GDI run (imports TensorFlow). gdi.md §5: evaluation
-    environments never write to replay; they play actor 0's saved bandits (drawn by `propose`,
-    never updated) or the bandits' best region (--eval_policy=best_region), never an argmax."""
+    environments never write to replay; they run bandit ensembles of their own that learn from
+    the evaluation games (--eval_policy=bandits) or play the best played region of actor 0's
+    saved bandits, never updated (--eval_policy=best_region); never an argmax."""
     from common import launch
     from gdi import acting
 
