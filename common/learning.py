@@ -25,7 +25,19 @@ arrived (the papers' x-axis counts frames of experience).
 
 Resuming: a learner started on a logdir that holds checkpoints restores the checkpointables, both
 frame counters, the step and the run's elapsed wall time, so schedules and the CSV time axis
-continue where the previous process stopped.
+continue where the previous process stopped. Before it logs anything it cuts the run's logs back
+to the restored counters (`common.runlog.rewind`; to nothing without a checkpoint): a process
+killed after its checkpoint has logged games and points that the restored state has not seen,
+and the resumed run logs its own from there, so each game is logged once and frames never go
+back. The cut is exact because each counter only grows and every game and learner point is
+logged at the counter's value then: those logged before the checkpoint are at or below its
+counts, those logged after it above them. An evaluation round is logged at the learner frames of
+the weights it played: one that ended after the checkpoint on weights of the restored history is
+kept, and the resumed run's rounds play the restored weights or later ones. Reports that a
+checkpointed replay restores (its `reports` table) were not counted by the restored learner:
+logged after the checkpoint, they are cut, and logged again once. One tie: a second game ended
+at the same actor step carries no new frames; read just after the checkpoint, it is kept, and
+would be logged twice only if the replay's checkpoint, taken just before, restored its report.
 """
 
 import collections
@@ -120,6 +132,7 @@ class Learner:
                 f"produced {int(self.actor_frames.numpy())} frames)",
                 flush=True,
             )
+        self._rewind_logs()
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
         self.reports = reports.ReportReader(client)
         # (step, weights) of the last publish_lag + 1 steps: the oldest is published.
@@ -130,6 +143,24 @@ class Learner:
         # The mean params step of the items of each recent batch (policy lag diagnostics).
         self.params_steps_seen: collections.deque = collections.deque(maxlen=1000)
         self._elapsed = lambda: float(self.elapsed_s.numpy())  # run() makes it a live clock
+
+    def _rewind_logs(self) -> None:
+        """The logs cut back to what the restored state has seen (module docstring), before
+        this learner's loggers and its evaluator open them."""
+        if self.restored_from:
+            frames, actor_frames = int(self.frames.numpy()), int(self.actor_frames.numpy())
+        else:
+            frames = actor_frames = -1  # nothing restored: nothing logged before counts
+        dropped = run_logging.rewind(self.settings.logdir, frames, actor_frames)
+        if any(dropped.values()):
+            print(
+                f"[{self.settings.name}] logs cut back to the "
+                f"{'checkpoint' if self.restored_from else 'start (no checkpoint)'}: dropped "
+                f"{dropped[run_logging.EPISODES_CSV]} games of {run_logging.EPISODES_CSV}, "
+                f"{dropped[run_logging.EVAL_CSV]} rows of {run_logging.EVAL_CSV} and "
+                f"{dropped['tensorboard']} TensorBoard points logged after it",
+                flush=True,
+            )
 
     @property
     def done(self) -> bool:

@@ -6,7 +6,22 @@ Files under a run's logdir (common.ablation_runner reads the CSVs; each row is f
   `wall_time` = seconds since the run started, continued across resumes);
 - `eval.csv`: `frames,episode_return,hns,wall_time`, one row per evaluation episode;
 - TensorBoard events in the logdir (learner) and `eval/` (evaluator), x-axis = frames
-  (`read_scalars` reads them back).
+  (`read_scalars` reads them back): the per-game points (`GAME_TAGS`, `behaviour/...`) at the
+  frames the actors had produced, as in episodes.csv; every other point at the learner's frames,
+  as eval.csv's rows (an evaluation round is logged at the frames of the learner step whose
+  weights it played).
+
+Resuming (`rewind`): a learner that restores a checkpoint first cuts these logs back to what the
+restored state has seen, so that a run killed after its checkpoint (SIGKILL, a lost host) and
+resumed counts each game once and its curves never go back in frames: episodes.csv keeps the rows
+at or before the checkpoint's produced frames (`actor_frames`), eval.csv the rows at or before its
+learner frames, and TensorBoard the points at or before the frames their tag is counted in (the
+events files are rewritten without the rest: TensorBoard itself, not only `read_scalars`, then
+shows one curve; a TensorBoard already open needs a reload). Without a checkpoint nothing is kept.
+Games the killed process logged after its checkpoint are lost with it: the resumed run plays on
+from the checkpoint's state and logs its own. Each file is replaced whole (a complete temporary
+file, then a rename), so a process killed while cutting leaves the old file; an incomplete last
+CSV row or events record (a writer killed mid-write) is dropped too.
 
 The file names, CSV headers and number formats are defined here once; TensorFlow is imported only
 by the loggers that write TensorBoard events, so the ablation runner reads these names without it.
@@ -14,9 +29,12 @@ by the loggers that write TensorBoard events, so the ablation runner reads these
 
 import collections
 import csv
+import functools
+import glob
 import math
 import os
-from typing import Mapping, Sequence
+import struct
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -24,6 +42,17 @@ EPISODES_CSV = "episodes.csv"
 EVAL_CSV = "eval.csv"
 EPISODES_HEADER = ("frames", "episode_return", "episode_length", "wall_time")
 EVAL_HEADER = ("frames", "episode_return", "hns", "wall_time")
+EVAL_DIR = "eval"  # the evaluator's TensorBoard events, under the logdir
+EVENTS_GLOB = "events.out.tfevents.*"
+# TensorBoard tags whose step is the actors' produced frames (one point per game, as the rows of
+# episodes.csv); `behaviour/<name>` too. Every other tag's step is the learner's frames.
+GAME_TAGS = ("episode/return", "episode/length")
+BEHAVIOUR_TAG_PREFIX = "behaviour/"
+
+
+def is_game_tag(tag: str) -> bool:
+    """Whether a TensorBoard tag of the learner is logged per game, at the produced frames."""
+    return tag in GAME_TAGS or tag.startswith(BEHAVIOUR_TAG_PREFIX)
 
 
 class CsvLog:
@@ -114,16 +143,17 @@ class RunLogger:
         import tensorflow as tf
 
         with self._summary.as_default(step=int(frames)):
-            tf.summary.scalar("episode/return", float(episode_return))
-            tf.summary.scalar("episode/length", float(episode_length))
+            return_tag, length_tag = GAME_TAGS
+            tf.summary.scalar(return_tag, float(episode_return))
+            tf.summary.scalar(length_tag, float(episode_length))
             for name, value in (behaviour or {}).items():
                 value = np.asarray(value)
                 if value.ndim == 0:
-                    tf.summary.scalar(f"behaviour/{name}", float(value))
+                    tf.summary.scalar(f"{BEHAVIOUR_TAG_PREFIX}{name}", float(value))
                     self._behaviour_values[name].append(float(value))
                 else:
                     for i, component in enumerate(value.reshape(-1)):
-                        tf.summary.scalar(f"behaviour/{name}_{i}", float(component))
+                        tf.summary.scalar(f"{BEHAVIOUR_TAG_PREFIX}{name}_{i}", float(component))
                         self._behaviour_values[f"{name}_{i}"].append(float(component))
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
@@ -172,7 +202,7 @@ class EvalLogger:
     def __init__(self, logdir: str):
         import tensorflow as tf
 
-        self._summary = tf.summary.create_file_writer(os.path.join(logdir, "eval"))
+        self._summary = tf.summary.create_file_writer(os.path.join(logdir, EVAL_DIR))
         self._csv = CsvLog(os.path.join(logdir, EVAL_CSV), EVAL_HEADER)
 
     def episode(self, frames: int, episode_return: float, hns: float, wall_time: float) -> None:
@@ -210,15 +240,176 @@ class EvalLogger:
 
 def read_scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
     """Every TensorBoard scalar written under `logdir` (not its subdirectories): {tag: [(step,
-    value), ...]} in the order written."""
-    import glob
-
+    value), ...]} in the order written (an events file's incomplete last record is left out)."""
     import tensorflow as tf
+    from tensorflow.core.util import event_pb2
 
     points: dict[str, list[tuple[int, float]]] = collections.defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
+    for path in _events_files(logdir):
+        for record in _records(path):
+            event = event_pb2.Event.FromString(record)
             for value in event.summary.value:
                 if value.metadata.plugin_data.plugin_name == "scalars":
                     points[value.tag].append((event.step, float(tf.make_ndarray(value.tensor))))
     return dict(points)
+
+
+# ------------------------------------------------------------------------------------------------
+# Resuming: the logs cut back to the restored checkpoint (module docstring)
+
+
+def rewind(logdir: str, frames: int, actor_frames: int) -> dict[str, int]:
+    """Cuts the logs of the run in `logdir` back to what a learner restored at `frames` (its own
+    frame count) and `actor_frames` (the frames the actors had produced) has seen: episodes.csv
+    rows and per-game TensorBoard points at or before `actor_frames`, eval.csv rows and every
+    other point (learner's, evaluator's) at or before `frames`. -1 for both (no checkpoint) keeps
+    nothing. Returns what was dropped: {"episodes.csv": rows, "eval.csv": rows, "tensorboard":
+    points}."""
+    evaluator_dir = os.path.join(logdir, EVAL_DIR)
+    return {
+        EPISODES_CSV: truncate_csv(os.path.join(logdir, EPISODES_CSV), actor_frames),
+        EVAL_CSV: truncate_csv(os.path.join(logdir, EVAL_CSV), frames),
+        "tensorboard": truncate_events(logdir, frames, actor_frames)
+        + truncate_events(evaluator_dir, frames, frames),
+    }
+
+
+def _replace(path: str, temporary: str, write: Callable[[str], None]) -> None:
+    """`write(temporary)` writes a file whole; it is flushed to disk and renamed over `path`, so
+    `path` is always either the old file or the new one. The temporary file is removed on an
+    exception; one a killed process left behind is overwritten the next time."""
+    try:
+        write(temporary)
+        fd = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def truncate_csv(path: str, max_frames: float) -> int:
+    """Keeps the header of the CSV log at `path` and the rows whose `frames` is at most
+    `max_frames`, dropping an incomplete row (no line end: its writer was killed mid-row); the
+    file is replaced whole (`_replace`) and only if a row goes. Returns the number of rows
+    dropped. A missing file, or one without a `frames` column, is left alone."""
+    if not os.path.exists(path):
+        return 0
+    with open(path, newline="") as f:
+        lines = f.read().splitlines(keepends=True)
+    if not lines:
+        return 0
+    header, rows = lines[0], lines[1:]
+    fields = next(csv.reader([header]))
+    if not header.endswith("\n"):  # killed while writing the header: CsvLog writes a new one
+        header, rows, kept = "", [], []
+    elif "frames" not in fields:
+        return 0
+    else:
+        column = fields.index("frames")
+
+        def frames_of(line: str) -> float:
+            row = next(csv.reader([line]), [])
+            if not line.endswith("\n") or len(row) != len(fields):
+                return math.inf
+            try:
+                return float(row[column])
+            except ValueError:
+                return math.inf
+
+        kept = [line for line in rows if frames_of(line) <= max_frames]
+        if len(kept) == len(rows):
+            return 0
+
+    def write(temporary: str) -> None:
+        with open(temporary, "w", newline="") as f:
+            f.write(header)
+            f.writelines(kept)
+
+    _replace(path, f"{path}.tmp", write)
+    return len(rows) - len(kept)
+
+
+def _events_files(directory: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(directory, EVENTS_GLOB)))
+
+
+_RECORD_HEADER = struct.Struct("<QI")  # a TFRecord: data length, its masked CRC
+
+
+def _records(path: str, complete: list[bool] | None = None) -> Iterator[bytes]:
+    """The records of a TFRecord (events) file in order, up to an incomplete one at its end
+    (a writer killed mid-record); `complete`, if given, gets whether the file ended cleanly.
+    Plain Python: ~100 times faster than iterating a `tf.data.TFRecordDataset` eagerly. The
+    CRCs are not checked (a killed writer truncates a file; it does not corrupt it)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        while True:
+            header = f.read(_RECORD_HEADER.size)
+            if not header:
+                ended = True
+                break
+            length = _RECORD_HEADER.unpack(header)[0] if len(header) == _RECORD_HEADER.size else -1
+            if length < 0 or f.tell() + length + 4 > size:
+                ended = False
+                break
+            data = f.read(length)
+            f.read(4)  # the data's CRC
+            yield data
+    if complete is not None:
+        complete.append(ended)
+
+
+def truncate_events(directory: str, max_step: int, max_game_step: int) -> int:
+    """Drops from the TensorBoard events files in `directory` (not its subdirectories) every
+    point whose step is past its tag's limit: `max_game_step` for the per-game tags
+    (`is_game_tag`), `max_step` for the others; and an incomplete last record. A file that
+    changes is written anew under a name TensorBoard does not read (it reads every name holding
+    "tfevents") and renamed over the old one (`_replace`). Returns the number of points dropped."""
+    files = _events_files(directory)
+    if not files:
+        return 0
+    from tensorflow.core.util import event_pb2
+
+    dropped = 0
+    for path in files:
+        complete: list[bool] = []
+        kept: list[bytes] = []
+        dropped_here = 0
+        for record in _records(path, complete):
+            event = event_pb2.Event.FromString(record)
+            if not event.HasField("summary"):
+                kept.append(record)  # the file version, and anything else without a step's point
+                continue
+            values = [
+                value
+                for value in event.summary.value
+                if event.step <= (max_game_step if is_game_tag(value.tag) else max_step)
+            ]
+            dropped_here += len(event.summary.value) - len(values)
+            if len(values) == len(event.summary.value):
+                kept.append(record)
+            elif values:
+                cut = event_pb2.Event()
+                cut.CopyFrom(event)
+                cut.summary.ClearField("value")
+                cut.summary.value.extend(values)
+                kept.append(cut.SerializeToString())
+        if not dropped_here and complete[0]:
+            continue
+        write = functools.partial(_write_records, kept)
+        _replace(path, os.path.join(directory, ".rewind.tmp"), write)
+        dropped += dropped_here
+    return dropped
+
+
+def _write_records(records: Sequence[bytes], path: str) -> None:
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)

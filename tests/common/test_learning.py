@@ -140,8 +140,17 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     assert [step for step, _ in logged] == [6 * 8, 11 * 8, 16 * 8]
     np.testing.assert_allclose([value for _, value in logged], [0.5, 1.0, 1.5])
 
+    # A game logged after the checkpoint, by a process killed before its next one: the resumed
+    # learner cuts it (the restored state has not seen it) and logs on from the checkpoint.
+    killed = runlog.CsvLog(str(tmp_path / "episodes.csv"), runlog.EPISODES_HEADER)
+    killed.append(STEPS_PER_ENV * NUM_ENVS * 4 + 8, 30.0, 5, 99.0)
+    killed.close()
+
     resumed, net2, extra2 = make_learner(tmp_path, queue)
     assert resumed.restored_from
+    with open(tmp_path / "episodes.csv") as f:
+        assert list(csv.DictReader(f)) == rows
+    assert "dropped 1 games of episodes.csv" in capsys.readouterr().out
     assert int(resumed.step.numpy()) == 3 and int(resumed.frames.numpy()) == 3 * FRAMES_PER_BATCH
     assert int(resumed.actor_frames.numpy()) == STEPS_PER_ENV * NUM_ENVS * 4
     np.testing.assert_allclose(net2.w.numpy(), net.w.numpy())

@@ -1,6 +1,18 @@
-"""The console progress line of `common.runlog.RunLogger`."""
+"""`common.runlog`: the console progress line of `RunLogger`; the logs cut back to a restored
+checkpoint on resume (`rewind`: CSV rows and TensorBoard points, each file replaced whole)."""
+
+import csv
+import os
+import signal
+import struct
+import subprocess
+import sys
+
+import pytest
 
 from common import runlog
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_progress_line_counts_down_and_stops_at_the_budget(tmp_path, capsys):
@@ -26,3 +38,134 @@ def test_format_duration():
         "1d01h",
     ]
     assert runlog.format_duration(float("inf")) == "?"
+
+
+# ------------------------------------------------------------------------------------------------
+# Resuming: the logs cut back to the restored checkpoint (runlog.rewind)
+
+
+def write_lines(path, lines) -> None:
+    with open(path, "w", newline="") as f:
+        f.write("".join(lines))
+
+
+EPISODE_LINES = [
+    "frames,episode_return,episode_length,wall_time\r\n",
+    "100,10.0,10,1.0\r\n",
+    "160,12.0,12,2.0\r\n",
+    "160,12.0,12,2.0\r\n",  # two envs' games ended at the same step: both are kept
+    "240,9.0,9,3.0\r\n",  # logged after the checkpoint at 160 produced frames
+    "320,15.0,15,4.0\r\n",
+]
+
+
+def test_truncate_csv_keeps_the_rows_at_or_before_the_checkpoint(tmp_path):
+    path = tmp_path / runlog.EPISODES_CSV
+    write_lines(path, EPISODE_LINES + ["400,3"])  # a row its killed writer did not finish
+    assert runlog.truncate_csv(str(path), 160) == 3
+    assert open(path, newline="").read() == "".join(EPISODE_LINES[:4])
+    assert runlog.truncate_csv(str(path), 160) == 0  # nothing past it: the file is left as is
+    assert not os.path.exists(f"{path}.tmp")
+    # The resumed run appends after the kept rows.
+    log = runlog.CsvLog(str(path), runlog.EPISODES_HEADER)
+    log.append(200, 1.0, 1, 5.0)
+    log.close()
+    assert open(path, newline="").read().splitlines()[-2:] == ["160,12.0,12,2.0", "200,1.0,1,5.0"]
+    # No checkpoint: no row is kept; a missing file stays missing.
+    assert runlog.truncate_csv(str(path), -1) == 4
+    assert open(path, newline="").read() == EPISODE_LINES[0]
+    assert runlog.truncate_csv(str(tmp_path / "missing.csv"), -1) == 0
+    assert not os.path.exists(tmp_path / "missing.csv")
+
+
+KILL_BEFORE_RENAME = """
+import os, signal, sys
+from common import runlog
+def killed(*args):
+    os.kill(os.getpid(), signal.SIGKILL)
+runlog.os.replace = killed
+runlog.truncate_csv(sys.argv[1], 160)
+"""
+
+
+def test_an_interrupted_truncation_leaves_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / runlog.EPISODES_CSV
+    write_lines(path, EPISODE_LINES)
+    # SIGKILLed once the new file is written, before it replaces the old one.
+    child = subprocess.run(
+        [sys.executable, "-c", KILL_BEFORE_RENAME, str(path)], cwd=ROOT, capture_output=True
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    assert open(path, newline="").read() == "".join(EPISODE_LINES)
+    assert os.path.exists(f"{path}.tmp")  # the killed process's, complete or not
+
+    # An exception on the way (Ctrl-C) leaves the old file and removes the temporary one.
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runlog.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runlog.truncate_csv(str(path), 160)
+    assert open(path, newline="").read() == "".join(EPISODE_LINES)
+    assert not os.path.exists(f"{path}.tmp")
+    monkeypatch.undo()
+    assert runlog.truncate_csv(str(path), 160) == 2  # the next start cuts it
+    assert open(path, newline="").read() == "".join(EPISODE_LINES[:4])
+
+
+def steps(logdir) -> dict[str, list[int]]:
+    return {
+        tag: [step for step, _ in points] for tag, points in runlog.read_scalars(logdir).items()
+    }
+
+
+def test_rewind_cuts_csv_rows_and_tensorboard_points_at_their_own_frames(tmp_path):
+    """Games at the produced frames, the learner's and the evaluator's points at the learner's:
+    a checkpoint at learner frames 200 whose actors had produced 260."""
+    logdir = str(tmp_path)
+    logger = runlog.RunLogger(logdir, total_frames=1000)
+    evaluation = runlog.EvalLogger(logdir)
+    for frames in (100, 200, 300):  # the learner's frames
+        logger.episode(frames + 60, 1.0, 1, 1.0, behaviour={"eta": 0.5, "psi": [1.0, 2.0]})
+        logger.scalars({"loss/total": 1.0, "episode/mean_recent_return": 1.0}, frames)
+        evaluation.episode(frames, 2.0, float("nan"), 1.0)
+        evaluation.round(frames, [2.0], [float("nan")])
+    logger.close()
+    evaluation.close()
+    # The writer of a killed process left a record's header and part of its data.
+    events = [os.path.join(logdir, name) for name in os.listdir(logdir) if "tfevents" in name]
+    with open(events[0], "ab") as f:
+        f.write(struct.pack("<QI", 32, 0) + b"\x08\x01")
+    before = steps(logdir)
+    assert before["episode/return"] == [160, 260, 360] and before["loss/total"] == [100, 200, 300]
+
+    dropped = runlog.rewind(logdir, frames=200, actor_frames=260)
+    # 1 game x (return, length, eta, psi_0, psi_1); 2 learner scalars and 3 histograms
+    # (behaviour_histogram/...) at learner frames 300; eval/return.
+    assert dropped == {runlog.EPISODES_CSV: 1, runlog.EVAL_CSV: 1, "tensorboard": 5 + 5 + 1}
+    after = steps(logdir)
+    assert set(after) == set(before)
+    for tag, points in after.items():
+        limit = 260 if runlog.is_game_tag(tag) else 200
+        assert points == [step for step in before[tag] if step <= limit], tag
+    assert steps(os.path.join(logdir, runlog.EVAL_DIR)) == {"eval/return": [100, 200]}
+    assert [name for name in os.listdir(logdir) if "tmp" in name] == []
+    with open(tmp_path / runlog.EVAL_CSV) as f:
+        assert [row["frames"] for row in csv.DictReader(f)] == ["100", "200"]
+
+    # The resumed run's points follow the kept ones; a file with nothing to cut is not rewritten.
+    logger = runlog.RunLogger(logdir, total_frames=1000)
+    logger.episode(270, 1.0, 1, 2.0)
+    logger.close()
+    assert steps(logdir)["episode/return"] == [160, 260, 270]
+    assert runlog.rewind(logdir, frames=200, actor_frames=270) == {
+        runlog.EPISODES_CSV: 0,
+        runlog.EVAL_CSV: 0,
+        "tensorboard": 0,
+    }
+    # Without a checkpoint nothing is kept.
+    runlog.rewind(logdir, frames=-1, actor_frames=-1)
+    assert steps(logdir) == {} and steps(os.path.join(logdir, runlog.EVAL_DIR)) == {}
+    assert open(tmp_path / runlog.EPISODES_CSV).read().splitlines() == [
+        ",".join(runlog.EPISODES_HEADER)
+    ]

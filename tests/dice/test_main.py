@@ -10,7 +10,10 @@ from tests.impala import test_main as impala_test_main
     [
         (["--env=Pongo"], "--env='Pongo' is not CartPole or an Atari game"),
         (["--retrace_form=lambda"], "--retrace_form='lambda' is not one of expected, sampled"),
-        (["--q_centering=max"], "--q_centering='max' is not one of policy_mean, policy_mean_grad, none"),
+        (
+            ["--q_centering=max"],
+            "--q_centering='max' is not one of policy_mean, policy_mean_grad, none",
+        ),
         (["--reuse_mode=twice"], "--reuse_mode='twice' is not one of replay, repeat"),
         (["--times_sampled=0"], "--times_sampled=0 must be > 0"),
         (["--clip_c_threshold=-1"], "--clip_c_threshold=-1.0 must be >= 0"),

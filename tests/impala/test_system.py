@@ -7,6 +7,9 @@
    weights change, the actor picks up the new weights; an actor killed mid-run is replaced and
    training goes on.
 3. `python -m impala.main` on the same logdir again continues the step counter and finishes.
+4. A run with an evaluator, SIGKILLed whole after its checkpoint and resumed with the same
+   command, finishes with logs that count each game once: its episodes.csv, eval.csv and
+   TensorBoard points never go back in frames.
 """
 
 import csv
@@ -23,6 +26,7 @@ import tensorflow as tf
 from common import agent as agent_lib
 from common import launch
 from common import replay
+from common import runlog
 from impala import config as config_lib
 from impala import main as impala_main
 from tests.common.test_launch import alive
@@ -71,9 +75,11 @@ def checkpoint_step(logdir: str) -> int:
     return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
 
 
-def run_main(logdir, *extra, flags=FLAGS, module="impala.main") -> tuple[subprocess.Popen, str]:
-    """Starts `python -m <module>` with `flags` and `extra`; returns the process and the file
-    its output goes to.
+def run_main(
+    logdir, *extra, flags=FLAGS, module="impala.main", **popen
+) -> tuple[subprocess.Popen, str]:
+    """Starts `python -m <module>` with `flags` and `extra` (and `subprocess.Popen`'s `popen`
+    arguments); returns the process and the file its output goes to.
 
     Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
     inherited it, and a hung grandchild would then hang the test instead of failing it."""
@@ -83,6 +89,7 @@ def run_main(logdir, *extra, flags=FLAGS, module="impala.main") -> tuple[subproc
             [sys.executable, "-m", module, f"--logdir={logdir}", *flags, *extra],
             stdout=output,
             stderr=subprocess.STDOUT,
+            **popen,
         )
     return process, output_path
 
@@ -229,3 +236,119 @@ def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
     # The actor was stopped before the launcher exited; multiprocessing's resource tracker
     # follows once its parent is gone.
     wait_for(lambda: not any(alive(pid) for pid in children), 15, "the children to exit")
+
+
+# The same command twice: killed after a checkpoint, then resumed to the end. Evaluation rounds
+# of 2 games and a checkpoint every second: the run is killed a few seconds into training, once
+# it has logged games and a round on both sides of its latest checkpoint (the first usually
+# comes before the learner has read a game), far from the budget.
+BUDGET = 20_000
+RESUME_FLAGS = [
+    *(flag for flag in FLAGS if not flag.startswith("--eval_interval_s")),
+    "--eval_interval_s=1",
+    "--eval_round_episodes=2",
+    "--eval_episodes=2",
+    "--checkpoint_interval_s=1",
+    f"--total_frames={BUDGET}",
+]
+
+
+def read_csv(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def frames_of(rows) -> list[int]:
+    return [int(row["frames"]) for row in rows]
+
+
+def checkpoint_frames(logdir) -> tuple[int, int] | None:
+    """(learner frames, produced frames) of the checkpoint a resumed run restores."""
+    path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
+    if path is None:
+        return None
+    value = lambda name: int(tf.train.load_variable(path, f"{name}/.ATTRIBUTES/VARIABLE_VALUE"))
+    return value("frames"), value("actor_frames")
+
+
+def check_cut(killed: list[dict], final: list[dict], cut: int, resumed_from: int) -> None:
+    """`final` holds each game once: the killed run's rows at or before `cut`, unchanged and in
+    order, then only the resumed run's, at `resumed_from` frames or later; frames never go back.
+    (Rows are not unique by themselves: two envs' games that end at the same step can match in
+    every column, so a game's identity is its place among the killed run's rows up to the cut,
+    or its being logged by the resumed run.)"""
+    kept = [row for row in killed if int(row["frames"]) <= cut]
+    assert kept and final[: len(kept)] == kept
+    after = final[len(kept) :]
+    assert after and min(frames_of(after)) >= resumed_from
+    frames = frames_of(final)
+    assert frames == sorted(frames)
+    # None of the killed run's games past the cut is left (wall times are in milliseconds).
+    lost = {tuple(row.values()) for row in killed if int(row["frames"]) > cut}
+    assert lost and not lost & {tuple(row.values()) for row in after}
+
+
+def test_a_run_killed_after_its_checkpoint_and_resumed_counts_each_game_once(tmp_path):
+    logdir = str(tmp_path)
+    episodes_csv = os.path.join(logdir, runlog.EPISODES_CSV)
+    eval_csv = os.path.join(logdir, runlog.EVAL_CSV)
+    # Its own process group: SIGKILL reaches the launcher, Reverb, the actor and the evaluator.
+    process, output_path = run_main(logdir, flags=RESUME_FLAGS, start_new_session=True)
+    group = process.pid
+
+    def straddles(path, cut: int) -> bool:
+        frames = frames_of(read_csv(path)) if os.path.exists(path) else []
+        return any(f <= cut for f in frames) and any(f > cut for f in frames)
+
+    def frozen_past_a_checkpoint():
+        """Stops the whole run (no checkpoint can land between the look and the kill) and
+        returns the checkpoint's frames once both logs hold rows before and after it; else lets
+        the run go on."""
+        if process.poll() is not None:
+            return "exited"
+        os.killpg(group, signal.SIGSTOP)
+        cut = checkpoint_frames(logdir)
+        if cut and straddles(episodes_csv, cut[1]) and straddles(eval_csv, cut[0]):
+            return cut
+        os.killpg(group, signal.SIGCONT)
+        return None
+
+    try:
+        cut = wait_for(frozen_past_a_checkpoint, 180, "games and a round past a checkpoint")
+        assert cut != "exited", open(output_path).read()
+        children = children_of(process.pid)
+        assert len(children) >= 2  # the actor and the evaluator
+    finally:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:  # the run ended by itself (the assertion above says why)
+            pass
+        finish(process, output_path, timeout_s=30)
+    wait_for(lambda: not any(alive(pid) for pid in children), 30, "the killed run's processes")
+    assert checkpoint_frames(logdir) == cut
+    killed_episodes, killed_eval = read_csv(episodes_csv), read_csv(eval_csv)
+
+    output = run_to_completion(logdir, flags=RESUME_FLAGS, timeout_s=240)
+    frames, actor_frames = cut
+    assert "[impala CartPole] resumed" in output, output
+    assert "[impala CartPole] logs cut back to the checkpoint" in output, output
+    assert checkpoint_frames(logdir)[0] >= BUDGET  # it finished
+    episodes, evaluation = read_csv(episodes_csv), read_csv(eval_csv)
+    check_cut(killed_episodes, episodes, actor_frames, resumed_from=actor_frames + 1)
+    # The resumed evaluator plays the restored weights or later ones; the final round is last.
+    check_cut(killed_eval, evaluation, frames, resumed_from=frames)
+    assert int(evaluation[-1]["frames"]) == checkpoint_frames(logdir)[0]
+
+    # TensorBoard: the games past the cut are the resumed run's, as in episodes.csv (the killed
+    # writer may not have flushed its last points); the learner's points never go back.
+    games = runlog.read_scalars(logdir)["episode/return"]
+    assert [step for step, _ in games] == sorted(step for step, _ in games)
+    assert [point for point in games if point[0] > actor_frames] == [
+        (int(row["frames"]), float(row["episode_return"]))
+        for row in episodes
+        if int(row["frames"]) > actor_frames
+    ]
+    losses = [step for step, _ in runlog.read_scalars(logdir)["loss/total"]]
+    assert losses == sorted(set(losses)) and losses[-1] >= BUDGET
+    rounds = runlog.read_scalars(os.path.join(logdir, runlog.EVAL_DIR))["eval/return"]
+    assert [step for step, _ in rounds] == sorted(step for step, _ in rounds)
