@@ -32,7 +32,7 @@ ACTION_REPEAT = 4  # §4.1: "including 4 action repeats"
 POLICY_GRADIENTS = ("beta_loo", "tislr")
 TRACE_POLICIES = ("target", "online")
 REPLAY_LSTM_STATES = ("stored", "zero")
-PRIORITISATIONS = ("lazy", "max", "uniform")
+PRIORITISATIONS = ("lazy", "lazy_global", "max", "uniform")  # reactor.priorities' (tested)
 TORSOS = ("table3", "mlp")  # reactor.networks.TORSOS (a test asserts they agree)
 EVAL_POLICIES = ("sample", "greedy")
 
@@ -113,10 +113,16 @@ class ReactorConfig:
     # choice (reactor.md §3.6): the actor's state at the sequence start.
     replay_capacity: int = field(1_000_000, "Sequence keys the replay holds (FIFO eviction).")
     # choice (reactor.md §8 #3): the DQN / Rainbow 1M; the paper's per-worker size is not given.
-    prioritisation: str = field("lazy", "lazy (§3.3), max (PER's max priority) or uniform.")
-    # §3.3 lazy initialisation; App. 6.5 compares "max"; Fig. 3 ablates prioritisation.
+    prioritisation: str = field(
+        "lazy",
+        "New keys' priority: lazy (§3.3; at the estimated mean priority of the keys not yet "
+        "sampled), lazy_global (at the estimated mean priority of all keys), max (PER's "
+        "largest priority written) or uniform (no prioritisation).",
+    )
+    # §3.3 lazy initialisation, the variant closest to the paper's tree on Reverb
+    # (benchmarks/reactor_priorities.py); App. 6.5 compares "max"; Fig. 3 ablates it.
     priority_exponent: float = field(1.0, "alpha: sample proportionally to priority^alpha.")
-    # choice (reactor.md §8 #3): §3.3 samples "proportionally to" the estimated priority.
+    # §3.3 samples "proportionally to" the (estimated) priority: alpha = 1.
     replay_uniform_epsilon: float = field(0.01, "Probability of a uniform sample.")
     # §3.3: exists, value not given; choice (reactor.md §8 #3): 0.01.
     priority_floor: float = field(1e-6, "Added to every priority, so none is 0.")
@@ -126,8 +132,8 @@ class ReactorConfig:
     normalise_importance_weights: bool = field(True, "Divide the weights by the batch maximum.")
     # choice (reactor.md §8 #3): PER's convention.
     priority_estimate_rate: float = field(0.01, "Moving-average rate of the new-key estimate.")
-    # choice (reactor/priorities.py): the lazy estimate for new keys averages the last ~100
-    # batches' Horvitz-Thompson estimates: recent context, as the CPT's neighbouring keys are.
+    # choice (reactor/priorities.py): the estimates new keys enter with average the last ~100
+    # batches' Horvitz-Thompson sums: recent context, as the CPT's neighbouring keys are.
     min_replay_size: int = field(5_000, "Sequences in replay before the learner samples.")
     # choice: not given; a few hundred sequences per environment so batches are not correlated.
     replay_error_buffer: float = field(1_000.0, "Samples the ratio limiter may drift by.")

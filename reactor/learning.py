@@ -14,7 +14,8 @@ a replay of N sequences:
 3. Adam (lr 5e-5, beta1 = 0, §3.4.1) on the online network; every `target_update_period`
    learner steps the target network becomes a copy of it (§4.1: T_update = 1000).
 4. Priorities p + floor, folded with the replay's uniform mixing (`reactor.priorities`), go back to
-   Reverb; their Horvitz-Thompson mean moves the estimate new keys are inserted with.
+   Reverb; their Horvitz-Thompson means move the estimate new keys are inserted with
+   (`update_priority_state`, whose numpy twin is `reactor.priorities.PriorityEstimates`).
 """
 
 from __future__ import annotations
@@ -44,13 +45,59 @@ def make_optimizer(config: config_lib.ReactorConfig) -> tf.keras.optimizers.Opti
 
 class PriorityState(tf.Module):
     """The learner's side of lazy prioritisation (reactor/priorities.py): `mean_weight`, the
-    estimated mean of priority ** alpha over the replay, and `insert_priority`, what actors insert
-    new keys with (published with the acting weights)."""
+    estimated mean of priority ** alpha over the replay; `unassigned_sum / unassigned_count`, the
+    estimated mean of priority ** alpha over the keys not yet assigned one; `insert_priority`, what
+    actors insert new keys with (published with the acting weights). All are checkpointed; a
+    checkpoint written before the unassigned estimate existed resumes it from its initial value."""
 
     def __init__(self, initial_priority: float = 1.0):
         super().__init__(name="priority_state")
-        self.mean_weight = tf.Variable(initial_priority, trainable=False, dtype=tf.float32)
-        self.insert_priority = tf.Variable(initial_priority, trainable=False, dtype=tf.float32)
+
+        def scalar(value):
+            return tf.Variable(value, trainable=False, dtype=tf.float32)
+
+        self.mean_weight = scalar(initial_priority)
+        self.unassigned_sum = scalar(initial_priority)
+        self.unassigned_count = scalar(1.0)
+        self.insert_priority = scalar(initial_priority)
+
+
+def update_priority_state(
+    state: PriorityState, priorities: tf.Tensor, info: dict, config: config_lib.ReactorConfig
+) -> tf.Tensor:
+    """The priorities to write to Reverb for a batch's keys, given their new `priorities` [B]
+    (floored), and the new estimates (`reactor.priorities.PriorityEstimates` is the numpy twin).
+
+    Each key's Horvitz-Thompson weight 1 / (N P(k)) uses Reverb's N and P(k). A key is being
+    assigned for the first time when Reverb counts this sample as its first (`times_sampled` 1);
+    `lazy` averages only those keys' priorities, so new keys enter at the mean priority of the
+    keys still unassigned, the level the tree's estimates give them (§3.3; module docstring of
+    reactor/priorities.py); `lazy_global` averages every key's.
+    """
+    alpha, epsilon = config.priority_exponent, config.replay_uniform_epsilon
+    if config.prioritisation == "uniform" or alpha == 0:
+        return priorities  # sampled with priority ** 0: nothing to estimate
+    rate = config.priority_estimate_rate
+    weights = priorities**alpha
+    ht = importance_weights(info, 1.0, normalise=False)
+    mean_weight = state.mean_weight
+    mean_weight.assign_add(rate * (tf.reduce_sum(ht * weights) / tf.reduce_sum(ht) - mean_weight))
+    first = tf.cast(tf.equal(info["times_sampled"], 1), tf.float32)
+    total, count = state.unassigned_sum, state.unassigned_count
+    total.assign_add(rate * (tf.reduce_sum(first * ht * weights) - total))
+    count.assign_add(rate * (tf.reduce_sum(first * ht) - count))
+    written = priorities_lib.sampling_priorities(priorities, mean_weight, epsilon, alpha)
+    if config.prioritisation == "max":  # PER: new keys at the largest priority written so far
+        state.insert_priority.assign(tf.maximum(state.insert_priority, tf.reduce_max(written)))
+        return written
+    level = mean_weight.read_value()
+    if config.prioritisation == "lazy":  # no first samples for ~1e4 batches: fall back
+        level = tf.where(count > 0, total / tf.maximum(count, 1e-30), level)
+    # A new key's weight is its estimate plus the uniform share, as every written key's.
+    state.insert_priority.assign(
+        priorities_lib.sampling_priorities(level ** (1 / alpha), mean_weight, epsilon, alpha)
+    )
+    return written
 
 
 def importance_weights(info: dict, exponent: float, normalise: bool) -> tf.Tensor:
@@ -81,8 +128,6 @@ def make_train_step(
     shaping = transforms.reward_transform(config.reward_shaping)
     variables = network.trainable_variables
     optimizer.build(variables)
-    alpha = config.priority_exponent
-    epsilon = config.replay_uniform_epsilon
 
     def step(batch: dict, frames: tf.Tensor) -> dict:
         del frames  # no schedule: the paper's learning rate is constant
@@ -129,30 +174,16 @@ def make_train_step(
             copy_variables(network, target_network)
 
         new_priorities = outputs.priorities + config.priority_floor
-        written = new_priorities
-        if config.prioritisation != "uniform" and alpha > 0:
-            # Horvitz-Thompson mean of p ** alpha over the replay (reactor/priorities.py).
-            ht = importance_weights(batch["info"], 1.0, normalise=True)
-            batch_mean = tf.reduce_sum(ht * new_priorities**alpha) / tf.reduce_sum(ht)
-            mean_weight = priority_state.mean_weight
-            mean_weight.assign_add(config.priority_estimate_rate * (batch_mean - mean_weight))
-            written = priorities_lib.sampling_priorities(
-                new_priorities, mean_weight, epsilon, alpha
-            )
-            if config.prioritisation == "lazy":  # a new key's weight: estimate + uniform share
-                priority_state.insert_priority.assign(
-                    (mean_weight / (1.0 - epsilon)) ** (1 / alpha)
-                )
-            else:  # PER: new keys get the largest priority written so far
-                priority_state.insert_priority.assign(
-                    tf.maximum(priority_state.insert_priority, tf.reduce_max(written))
-                )
+        written = update_priority_state(priority_state, new_priorities, batch["info"], config)
         return dict(
             outputs.stats,
             **{
                 "priorities": written,
                 "priority/mean": tf.reduce_mean(new_priorities),
                 "priority/insert": priority_state.insert_priority.read_value(),
+                "priority/first_sampled": tf.reduce_mean(
+                    tf.cast(tf.equal(batch["info"]["times_sampled"], 1), tf.float32)
+                ),
                 "replay/min_importance_weight": tf.reduce_min(weights),
                 "optimizer/grad_norm": grad_norm,
             },

@@ -13,17 +13,24 @@ Two estimators of the priority of keys that were never through the learner ("unk
    set, not on the values written (the condition of §3.3 for unbiased estimates; reactor.md
    §8 #4). `ContextualPriorityTree.balanced` builds Test 13's tree directly.
 
-2. The Reverb mapping (`horvitz_thompson_mean`, `sampling_priorities`): Reverb cannot list the
-   keys it holds nor keep an "unknown" priority, so the learner cannot re-estimate unknown keys in
-   place (reactor.md §5.4 assumed a shadow index of item keys; actors never learn the keys Reverb
-   gives their items). Instead every new key enters with the estimate of its context at insertion
-   time: new keys are the newest in time order, and their context is the recently assigned keys.
-   The estimate is Eq. (H) with one cell per recently assigned key s_i, cell size |I_i| =
-   1 / (N P(s_i)): the inverse of the density at which the learner found that key, which is what
-   the cell sizes of Eq. (H) estimate (footnote 2). The self-normalised mean
-   sum_i w_i p_i / sum_i w_i is then an estimate of the mean priority of all keys that high
-   priorities do not inflate, because E_P[w p] = mean p (Test 14). The learner keeps it as a
-   moving average over recent batches and publishes it; actors insert new keys with it.
+2. The Reverb mapping (`PriorityEstimates`, `ReplayModel`): Reverb takes a priority when a key
+   is inserted and lets the learner rewrite only keys it has sampled (actors never learn the keys
+   Reverb gives their items, and Reverb cannot list them), so a key never sampled keeps the
+   priority it entered with: a design chooses that priority. In the tree, an unassigned key's
+   estimate is the count-weighted mean of the assigned keys around it, and since a key shares 31
+   of its 32 transitions with the next, that follows the key's own priority: the tree gives the
+   unassigned keys, on the whole, the mean of their own priorities. That is lower than the mean
+   of all keys, because prioritised sampling has already assigned the high-priority regions.
+   `lazy` inserts new keys at the learner's estimate of it: the Horvitz-Thompson mean
+   sum_i w_i p_i / sum_i w_i of the priorities it assigns to keys it samples for the first time
+   (the keys that were unassigned), w_i = 1 / (N P(s_i)), the inverse of the density at which it
+   found them, which is what the cell sizes of Eq. (H) estimate (footnote 2): as E_P[w f] =
+   mean f (Test 14), the ratio estimates the unassigned keys' mean without favouring the keys
+   sampled more often.
+   It is a moving average over recent batches, published to the actors, which insert with it.
+   `lazy_global` averages every sampled key's priority (the mean of all keys). Replaying one
+   stream through numpy models of both and of the tree (benchmarks/reactor_priorities.py), lazy
+   samples closer to the tree; docs/papers/reactor.md has the distances.
 
 Uniform mixing (§3.3): Reverb samples in proportion to priority ** alpha. Writing
 (p ** alpha + eps / (1 - eps) * m) ** (1 / alpha), with m the mean of p ** alpha over the keys,
@@ -318,3 +325,88 @@ def sampling_priorities(priorities, mean_weight, uniform_epsilon: float, exponen
         return priorities  # every priority ** 0 is 1: uniform sampling already
     offset = uniform_epsilon / (1.0 - uniform_epsilon) * mean_weight
     return (priorities**exponent + offset) ** (1.0 / exponent)
+
+
+PRIORITISATIONS = ("lazy", "lazy_global", "max", "uniform")  # reactor.config's, same order
+
+
+class PriorityEstimates:
+    """The learner's priority state in numpy (`reactor.learning.update_priority_state` is the
+    TensorFlow original; a test holds them equal): the model the benchmark
+    (benchmarks/reactor_priorities.py) and the Reverb test replay. `update` takes a batch's new
+    priorities, the probabilities Reverb sampled them with, the table size and which keys were
+    sampled for the first time; it returns the priorities to write and moves `insert_priority`,
+    what actors insert new keys with:
+
+    - `lazy`: the Horvitz-Thompson mean of priority ** alpha over the keys sampled for the first
+      time, i.e. over the keys that were still unassigned, plus the uniform share;
+    - `lazy_global`: the same mean over every sampled key (before issue 24);
+    - `max`: the largest priority written so far (PER, App. 6.5);
+    - `uniform`: nothing (sampling ignores priorities).
+
+    The means are ratios of moving sums (rate `rate` per batch), so batches without a first
+    sample leave the unassigned mean where it was.
+    """
+
+    def __init__(self, prioritisation: str, epsilon: float, rate: float, exponent: float = 1.0):
+        if prioritisation not in PRIORITISATIONS:
+            raise ValueError(f"prioritisation must be one of {PRIORITISATIONS}")
+        self.prioritisation, self.epsilon, self.rate = prioritisation, epsilon, rate
+        self.exponent = exponent
+        self.mean_weight = 1.0  # mean of priority ** alpha over the replay
+        self.unassigned_sum = 1.0  # moving sum_first w p ** alpha, sum_first w: their ratio is
+        self.unassigned_count = 1.0  # the mean over unassigned keys
+        self.insert_priority = 1.0
+
+    def offset(self) -> float:
+        """The uniform share folded into every priority ** alpha (`sampling_priorities`)."""
+        return self.epsilon / (1.0 - self.epsilon) * self.mean_weight
+
+    def update(self, priorities, probabilities, table_size, first) -> np.ndarray:
+        p = np.asarray(priorities, np.float64)
+        alpha = self.exponent
+        if self.prioritisation == "uniform" or alpha == 0:
+            return p
+        weights, ht = p**alpha, importance_weights(probabilities, table_size, normalise=False)
+        first = np.asarray(first, bool)
+        self.mean_weight += self.rate * (np.sum(ht * weights) / np.sum(ht) - self.mean_weight)
+        self.unassigned_sum += self.rate * (np.sum(ht * weights * first) - self.unassigned_sum)
+        self.unassigned_count += self.rate * (np.sum(ht * first) - self.unassigned_count)
+        written = sampling_priorities(p, self.mean_weight, self.epsilon, alpha)
+        if self.prioritisation == "max":
+            self.insert_priority = max(self.insert_priority, float(np.max(written)))
+            return written
+        level = self.mean_weight
+        if self.prioritisation == "lazy" and self.unassigned_count > 0:
+            level = self.unassigned_sum / self.unassigned_count
+        self.insert_priority = float(
+            sampling_priorities(level ** (1 / alpha), self.mean_weight, self.epsilon, alpha)
+        )
+        return written
+
+
+class ReplayModel:
+    """Reverb's prioritised table as Reactor configures it, in numpy: keys in insertion order,
+    the oldest evicted beyond `capacity`, each sampled with probability priority ** exponent /
+    sum over the table; a write to a key no longer held is ignored (`common.replay`)."""
+
+    def __init__(self, capacity: int, exponent: float):
+        self.capacity, self.exponent = capacity, exponent
+        self.priorities: dict = {}  # insertion-ordered
+
+    def __len__(self) -> int:
+        return len(self.priorities)
+
+    def insert(self, key, priority: float) -> None:
+        self.priorities[key] = float(priority)
+        if len(self.priorities) > self.capacity:
+            del self.priorities[next(iter(self.priorities))]
+
+    def update(self, keys, priorities) -> None:
+        for key, priority in zip(keys, priorities):
+            if key in self.priorities:
+                self.priorities[key] = float(priority)
+
+    def probabilities(self, keys) -> np.ndarray:
+        weights = np.array(list(self.priorities.values())) ** self.exponent
+        return np.array([self.priorities[k] ** self.exponent for k in keys]) / weights.sum()

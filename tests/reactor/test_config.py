@@ -1,5 +1,5 @@
 """Reactor's named ablations and the CartPole choices give valid configs that change what they
-say; the torso names agree with the network's."""
+say; the torso names agree with the network's, the prioritisations with the numpy model's."""
 
 import pytest
 
@@ -38,3 +38,10 @@ def test_torso_names_agree_with_the_network():
 def test_frames_per_batch_is_the_acting_ratio():
     assert config_lib.ReactorConfig().frames_per_batch == 5 * 4  # §3.4: ~5 acting steps, 4 repeats
     assert config_lib.ReactorConfig(env="CartPole").frames_per_batch == 5
+
+
+def test_prioritisations_agree_with_the_numpy_model():
+    from reactor import priorities
+
+    assert config_lib.PRIORITISATIONS == priorities.PRIORITISATIONS
+    assert config_lib.ReactorConfig().prioritisation == "lazy"  # issue 24: the measured default

@@ -1,7 +1,8 @@
 """The Reactor train step: compiled equals eager, the target network is copied every
 `target_update_period` steps and never otherwise, IS weights come from Reverb's probabilities,
 priorities are written with the uniform-mixing fold, and the new-key estimate is the
-Horvitz-Thompson mean."""
+Horvitz-Thompson mean of the first-sampled keys (`lazy`) or of all (`lazy_global`), as the numpy
+twin `reactor.priorities.PriorityEstimates` computes it."""
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ def make_batch(seed=0, learner_step=0):
         "info": {
             "probability": tf.constant([0.01, 0.02, 0.005], tf.float64),
             "table_size": tf.constant([100, 100, 100], tf.int64),
+            "times_sampled": tf.constant([1, 3, 1], tf.int32),  # keys 0 and 2 were unassigned
         },
         "learner_step": tf.constant(learner_step, tf.int64),
     }
@@ -115,21 +117,70 @@ def test_importance_weights_use_reverb_s_probability():
     )
 
 
-def test_written_priorities_and_new_key_estimate():
-    config = make_config(priority_estimate_rate=1.0, replay_uniform_epsilon=0.1)
+@pytest.mark.parametrize("prioritisation", ["lazy", "lazy_global"])
+def test_written_priorities_and_new_key_estimate(prioritisation):
+    config = make_config(
+        prioritisation=prioritisation, priority_estimate_rate=1.0, replay_uniform_epsilon=0.1
+    )
     _, _, state, step = make_parts(config)
     batch = make_batch()
     stats = step(batch, tf.constant(0, tf.int64))
     # The priority of each sequence, floored, then folded with the uniform mixing.
     raw = stats["priority/mean"].numpy()
-    assert stats["priorities"].shape == (B,)
+    assert stats["priority/first_sampled"].numpy() == pytest.approx(2 / 3)
     mean = state.mean_weight.numpy()  # rate 1: this batch's Horvitz-Thompson mean
-    assert state.insert_priority.numpy() == pytest.approx(mean / 0.9, rel=1e-5)
     folded = np.asarray(stats["priorities"])
     unfolded = folded - 0.1 / 0.9 * mean
     assert np.all(unfolded > 0) and unfolded.mean() == pytest.approx(raw, rel=1e-4)
-    expected_mean = priorities.horvitz_thompson_mean(unfolded, [0.01, 0.02, 0.005], 100)
-    assert mean == pytest.approx(expected_mean, rel=1e-4)
+    probabilities = [0.01, 0.02, 0.005]
+    assert mean == pytest.approx(
+        priorities.horvitz_thompson_mean(unfolded, probabilities, 100), rel=1e-4
+    )
+    # lazy: the new-key estimate is the mean over the two first-sampled keys; lazy_global: over
+    # all three; either plus the uniform share 0.1 / 0.9 * mean.
+    first = [0, 2]
+    level = (
+        priorities.horvitz_thompson_mean(unfolded[first], np.take(probabilities, first), 100)
+        if prioritisation == "lazy"
+        else mean
+    )
+    assert state.insert_priority.numpy() == pytest.approx(level + 0.1 / 0.9 * mean, rel=1e-4)
+
+
+@pytest.mark.parametrize("prioritisation", config_lib.PRIORITISATIONS)
+@pytest.mark.parametrize("exponent", [1.0, 0.5])
+def test_priority_state_follows_its_numpy_twin(prioritisation, exponent):
+    """`update_priority_state` (TensorFlow, in the train step) and `PriorityEstimates` (numpy, in
+    the benchmark and the Reverb test) write the same priorities and publish the same estimate
+    over batches with and without first samples."""
+    config = make_config(
+        prioritisation=prioritisation,
+        priority_exponent=exponent,
+        priority_estimate_rate=0.3,
+        replay_uniform_epsilon=0.05,
+    )
+    state = learning.PriorityState()
+    twin = priorities.PriorityEstimates(prioritisation, 0.05, 0.3, exponent)
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        new = rng.uniform(0.01, 4.0, size=4)
+        info = {
+            "probability": rng.uniform(0.001, 0.02, size=4),
+            "table_size": np.full(4, 300, np.int64),
+            "times_sampled": np.array([1, 2, 1, 5] if i % 3 else [2, 2, 3, 4], np.int32),
+        }
+        written = learning.update_priority_state(
+            state,
+            tf.constant(new, tf.float32),
+            {k: tf.constant(v) for k, v in info.items()},
+            config,
+        )
+        expected = twin.update(
+            new, info["probability"], info["table_size"], info["times_sampled"] == 1
+        )
+        np.testing.assert_allclose(written, expected, rtol=1e-5)
+        assert state.insert_priority.numpy() == pytest.approx(twin.insert_priority, rel=1e-5)
+        assert state.mean_weight.numpy() == pytest.approx(twin.mean_weight, rel=1e-5)
 
 
 def test_max_priority_and_uniform_variants():

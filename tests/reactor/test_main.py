@@ -14,7 +14,10 @@ from tests.impala import test_main as impala_test_main
         (["--learning_rate=fast"], "--learning_rate=fast must be a number"),
         (["--batch_size=2.5"], "--batch_size=2.5 must be an integer"),
         (["--distributional=maybe"], "--distributional=maybe must be true or false"),
-        (["--prioritisation=per"], "--prioritisation='per' is not one of lazy, max, uniform"),
+        (
+            ["--prioritisation=per"],
+            "--prioritisation='per' is not one of lazy, lazy_global, max, uniform",
+        ),
         (["--beta_loo_c=0.5"], "--beta_loo_c=0.5 must be >= 1"),
         (["--replay_uniform_epsilon=1"], "--replay_uniform_epsilon=1.0 must be in [0, 1)"),
         (["--clip_c_threshold=2"], "--clip_c_threshold=2.0 needs --distributional=false"),

@@ -241,3 +241,47 @@ def test_cpt_on_random_known_sets(seed):
     if known.any():  # every estimate is a weighted mean of known priorities
         assert p[known].min() - 1e-12 <= estimates.min()
         assert estimates.max() <= p[known].max() + 1e-12
+
+
+def test_priority_estimates_hand_worked():
+    # N P(k) = (1, 2, 0.5, 1), so the Horvitz-Thompson weights are (1, 0.5, 2, 1); keys 0 and 2
+    # are sampled for the first time. eps = 0.1, rate 0.5, alpha = 1, everything starts at 1.
+    p, probabilities, first = [2.0, 4.0, 1.0, 3.0], [0.1, 0.2, 0.05, 0.1], [1, 0, 1, 0]
+    inserts = {}
+    for design in priorities.PRIORITISATIONS:
+        estimates = priorities.PriorityEstimates(design, epsilon=0.1, rate=0.5)
+        written = estimates.update(p, probabilities, 10, first)
+        inserts[design] = estimates.insert_priority
+        if design == "uniform":
+            np.testing.assert_array_equal(written, p)
+            continue
+        # All keys: (1*2 + 0.5*4 + 2*1 + 1*3) / 4.5 = 2; the mean moves half way: 1.5.
+        assert estimates.mean_weight == pytest.approx(1.5)
+        # Unassigned keys: sums 1 + (4 - 1) / 2 = 2.5 and 1 + (3 - 1) / 2 = 2: mean 1.25.
+        assert estimates.unassigned_sum / estimates.unassigned_count == pytest.approx(1.25)
+        np.testing.assert_allclose(written, np.add(p, 0.1 / 0.9 * 1.5))  # + the uniform share
+    assert inserts["lazy"] == pytest.approx(1.25 + 1 / 6)
+    assert inserts["lazy_global"] == pytest.approx(1.5 / 0.9)  # today's (m / (1 - eps))
+    assert inserts["max"] == pytest.approx(4.0 + 1 / 6)
+    assert inserts["uniform"] == 1.0
+    # A batch with no key sampled for the first time scales both sums alike: the unassigned
+    # mean, and so lazy's new-key priority, stay where they were while the global mean moves.
+    estimates = priorities.PriorityEstimates("lazy", epsilon=0.1, rate=0.5)
+    estimates.update(p, probabilities, 10, first)
+    estimates.update([5.0] * 4, [0.1] * 4, 10, [0] * 4)
+    assert estimates.unassigned_sum / estimates.unassigned_count == pytest.approx(1.25)
+    assert estimates.mean_weight == pytest.approx(3.25)
+    assert estimates.insert_priority == pytest.approx(1.25 + 0.1 / 0.9 * 3.25)
+    with pytest.raises(ValueError, match="prioritisation"):
+        priorities.PriorityEstimates("tree", 0.1, 0.5)
+
+
+def test_replay_model_is_fifo_and_proportional():
+    model = priorities.ReplayModel(capacity=3, exponent=0.5)
+    for key, priority in zip("abcd", [4.0, 1.0, 9.0, 16.0]):
+        model.insert(key, priority)
+    assert list(model.priorities) == ["b", "c", "d"]  # "a" evicted first
+    np.testing.assert_allclose(model.probabilities(["b", "c", "d"]), [1 / 8, 3 / 8, 4 / 8])
+    model.update(["a", "b"], [100.0, 9.0])  # "a" is gone: ignored, as Reverb does
+    assert list(model.priorities) == ["b", "c", "d"] and len(model) == 3
+    np.testing.assert_allclose(model.probabilities(["b"]), [3 / 10])
