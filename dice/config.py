@@ -2,8 +2,9 @@
 
 Sources: Table 5 (App. C, "Hyperparameters for Atari Experiments"), §3.3 / App. A (Bandits Vote
 Algorithm), §4.1 (setup), §4.3 (ablations) and Eq. (2) of Xiao et al., "An Entropy Regularization
-Free Mechanism for Policy-based Reinforcement Learning", and the proposals of
-`shared/papers/dice.md` §8 (A1-A23) where the paper is silent. Field names are also the flag names.
+Free Mechanism for Policy-based Reinforcement Learning", and our choices where the paper is
+silent (comments cite the design notes as "dice.md An"); every default that is not the paper's
+is listed with its reason in docs/papers/dice.md. Field names are also the flag names.
 
 Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.DiceController`;
 `bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no

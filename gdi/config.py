@@ -2,8 +2,9 @@
 
 Sources: Table 5 (App. I.1, Atari pre-processing), Table 6 (App. I.2, hyperparameters), §4.1
 (experimental setup), Eqs. (2)-(4) and (9)-(12), App. G (Bandits Controller) and App. K (ablations)
-of Fan & Xiao, "Generalized Data Distribution Iteration", and the proposals of
-`shared/papers/gdi.md` §8.1 where the paper is silent. Field names are also the flag names.
+of Fan & Xiao, "Generalized Data Distribution Iteration", and our choices where the paper is
+silent (comments cite the design notes as "gdi.md §8.1 #n"); every default that is not the
+paper's is listed with its reason in docs/papers/gdi.md. Field names are also the flag names.
 
 GDI-I3 and GDI-H3 share every Table 6 entry except the reward shaping: I3 trains one network on
 shape 1; H3 trains two networks (Eqs. (11)-(12)), the second on shape 2. So one dataclass serves

@@ -2,8 +2,9 @@
 
 Sources: Table G.1 (Atari hyperparameters), Table D.3 (DeepMind Lab fixed hyperparameters),
 §5.2.2 (off-policy corrections), §5.3.2 / App. G (Atari evaluation protocol) of Espeholt et al.
-(2018), and the proposed defaults of `shared/papers/impala.md` §8 (A1-A27) where the paper is
-silent. Field names are also the `impala.main` flag names.
+(2018), and our choices where the paper is silent (comments cite the design notes as
+"impala.md §8 An"); every default that is not the paper's is listed with its reason in
+docs/papers/impala.md. Field names are also the `impala.main` flag names.
 
 This module imports nothing heavy (no TensorFlow), so flags are validated in milliseconds.
 """

@@ -3,8 +3,9 @@
 Sources: Table 3 (App. I, "Hyper-Parameters for Atari Experiments"), §4.2 and App. E (the
 population-based MAB, Algorithm 1), §5.1 (setup, the policy population), App. B (V-trace, Retrace),
 App. H (evaluation, resources) and Table 12 (ablations) of Fan et al., "Learnable Behavior Control"
-(ICLR 2023), and the proposals of `shared/papers/lbc.md` §8 where the paper is silent. Field names
-are also the flag names.
+(ICLR 2023), and our choices where the paper is silent (comments cite the design notes as
+"lbc.md §8 #n"); every default that is not the paper's is listed with its reason in
+docs/papers/lbc.md. Field names are also the flag names.
 
 The policy population H (§5.1.2) is `discounts` and `reward_shapings`, one entry per learned
 network h_i = (gamma_i, RS_i); the behaviour mixes `bandit_num_policies` Boltzmann components

@@ -2,9 +2,10 @@
 
 The paper has no hyperparameter table. Sources: §3.1-3.4 (beta-LOO, distributional Retrace,
 prioritised sequence replay, architecture and optimiser), §4.1 (experiments, evaluation), App. 6.1
-(tuning), 6.4 (network) and 6.5 of Gruslys et al., "The Reactor" (ICLR 2018), collected in
-`shared/papers/reactor.md` §4.1; the values the paper leaves out are the proposals of
-`reactor.md` §4.3 / §8 (cited as "reactor.md §8 #n"). Field names are also the flag names.
+(tuning), 6.4 (network) and 6.5 of Gruslys et al., "The Reactor" (ICLR 2018); the values the
+paper leaves out are our choices (comments cite the design notes as "reactor.md §8 #n"), and
+every default that is not the paper's is listed with its reason in docs/papers/reactor.md.
+Field names are also the flag names.
 
 This module imports nothing heavy (no TensorFlow, no gymnasium), so flags are validated in
 milliseconds.
