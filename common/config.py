@@ -30,7 +30,7 @@ RETRACE_FORMS = ("expected", "sampled")
 # common.critics.dueling_q: Q from V and A (dice.md A4).
 Q_CENTERINGS = ("policy_mean", "policy_mean_grad", "none", "uniform_mean")
 # Keys of common.networks.TORSOS; the Atari papers' convolutional ones first.
-TORSOS = ("deep", "shallow", "nature", "mlp")
+TORSOS = ("deep", "shallow", "nature", "minatar", "mlp")
 ATARI_TORSOS = ("deep", "shallow", "nature")
 
 
@@ -266,3 +266,24 @@ BURN_IN_CARTPOLE: dict[str, Any] = dict(
     max_episode_frames=500,
     eval_episodes=16,
 )
+
+# choice: MinAtar (Young & Tian 2019) at its published budget, with the published agents' torso
+# under each paper's own LSTM core and heads. MinAtar has no action repeat (a frame is an agent
+# step), so keeping each paper's batch, sequence length, burn-in, sample reuse and environment
+# count keeps its Atari ratios in agent steps: 64 x 80 / 2 = 2,560 new steps per update, burn-in
+# : length = 1 : 2, each item trained twice, 160 environments. 5M frames are then 1,953 updates,
+# so each paper scales its warm-up to the same fraction of its updates (its MINATAR_OVERRIDES).
+BURN_IN_MINATAR: dict[str, Any] = dict(
+    network="minatar",
+    total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
+    learner_microbatches=1,  # the small torso's activations fit in one slice
+    noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
+)
+
+
+def scaled_warmup(atari_warmup: int, atari_frames: int, atari_action_repeat: int) -> int:
+    """A warm-up of `atari_warmup` updates out of an Atari run of `atari_frames`, scaled to the
+    same fraction of a MinAtar run of BURN_IN_MINATAR's frames with the same steps per update
+    (MinAtar has no action repeat, so the MinAtar run has this many times fewer updates)."""
+    atari_steps = atari_frames / atari_action_repeat
+    return round(atari_warmup * BURN_IN_MINATAR["total_frames"] / atari_steps)

@@ -73,15 +73,23 @@ def _flatten(x: tf.Tensor) -> tf.Tensor:
 class ConvTorso(tf.keras.layers.Layer):
     """A stack of VALID ReLU convolutions, then a ReLU fully connected layer."""
 
-    def __init__(self, convs: Sequence[tuple[int, int, int]], output_units: int, **kwargs):
-        """`convs`: (filters, kernel size, stride) of each convolution, input first."""
+    def __init__(
+        self,
+        convs: Sequence[tuple[int, int, int]],
+        output_units: int,
+        pixels: bool = True,
+        **kwargs,
+    ):
+        """`convs`: (filters, kernel size, stride) of each convolution, input first. `pixels`:
+        the input is uint8 pixels, scaled by 1/255; otherwise it is used as it is."""
         super().__init__(**kwargs)
         self.output_units = output_units
+        self._pixels = pixels
         self._convs = [_conv(filters, kernel, stride, "valid") for filters, kernel, stride in convs]
         self._fc = _dense(output_units, "relu")
 
     def call(self, frames: tf.Tensor) -> tf.Tensor:
-        x = _scale_frames(frames)
+        x = _scale_frames(frames) if self._pixels else tf.cast(frames, tf.float32)
         for conv in self._convs:
             x = tf.nn.relu(conv(x))
         return self._fc(_flatten(x))
@@ -151,6 +159,15 @@ class NatureTorso(ConvTorso):
         super().__init__([(32, 8, 4), (64, 4, 2), (64, 3, 1)], output_units, **kwargs)
 
 
+class MinAtarTorso(ConvTorso):
+    """The published MinAtar agents' torso (Young & Tian 2019; the MinAtar repository's DQN and
+    AC(lambda) examples): conv 3x3/1 16 (VALID, 10x10 -> 8x8), FC 128, ReLU. Its inputs are
+    binary channels, used unscaled."""
+
+    def __init__(self, output_units: int = 128, **kwargs):  # MinAtar examples: FC 128
+        super().__init__([(16, 3, 1)], output_units, pixels=False, **kwargs)
+
+
 class MLPTorso(tf.keras.layers.Layer):
     """Float vector observations (CartPole): ReLU MLP. choice: 2 x 64 units, small and fast."""
 
@@ -166,7 +183,13 @@ class MLPTorso(tf.keras.layers.Layer):
         return x
 
 
-TORSOS = {"deep": DeepTorso, "shallow": ShallowTorso, "nature": NatureTorso, "mlp": MLPTorso}
+TORSOS = {
+    "deep": DeepTorso,
+    "shallow": ShallowTorso,
+    "nature": NatureTorso,
+    "minatar": MinAtarTorso,
+    "mlp": MLPTorso,
+}
 
 
 def instruction_tokens(
@@ -262,9 +285,9 @@ class ActorCriticNet(tf.keras.Model):
 
     Args:
       num_actions: size of the policy.
-      torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16) or "mlp" (vector inputs), or
-        a torso layer of another network to share it (GDI-H3's shared-torso option, gdi.md §3;
-        `torso_outputs` then runs it once for both).
+      torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16), "minatar" (MinAtar's) or
+        "mlp" (vector inputs), or a torso layer of another network to share it (GDI-H3's
+        shared-torso option, gdi.md §3; `torso_outputs` then runs it once for both).
       use_lstm: the LSTM core (DMLab, §3; DiCE/GDI/LBC); False for IMPALA's Atari nets (A17).
       lstm_units: §3.1: 256.
       prev_reward_clip: A21: 1.0; None feeds the previous reward unclipped.

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from common.config import (
     BURN_IN_CARTPOLE,
+    BURN_IN_MINATAR,
     REWARD_TRANSFORMS,
     BurnInLearnerSettings,
     ProcessSettings,
@@ -24,6 +25,7 @@ from common.config import (
     check_tuple,
     field,
     prefixed_kwargs,
+    scaled_warmup,
 )
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -58,7 +60,7 @@ class DiceConfig(ProcessSettings, BurnInLearnerSettings):
     # Table 5 "Reward Shape log(abs(r)+1)(2*1{r>=0} - 1{r<0})", "Reward Clip No".
 
     # --- Network (Table 5, §3) -----------------------------------------------------------------
-    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature or mlp.")
+    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature, minatar or mlp.")
     # Table 5 "Backbone IMPALA,deep".
     lstm_units: int = field(256, "LSTM core size.")  # Table 5 "LSTM Units 256"
     head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
@@ -210,3 +212,11 @@ class DiceConfig(ProcessSettings, BurnInLearnerSettings):
 # with falls to one-action play; flags, not defaults: they leave Table 5's loss (and the README's
 # CartPole tables were measured without them).
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)
+
+# choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
+# sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
+# the same fraction of the run's updates as the table's on Atari.
+MINATAR_OVERRIDES: dict[str, Any] = dict(
+    BURN_IN_MINATAR,
+    warmup_steps=scaled_warmup(DiceConfig.warmup_steps, DiceConfig.total_frames, ACTION_REPEAT),
+)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from common.config import (
     BURN_IN_CARTPOLE,
+    BURN_IN_MINATAR,
     REWARD_TRANSFORMS,
     BurnInLearnerSettings,
     ProcessSettings,
@@ -31,6 +32,7 @@ from common.config import (
     check_tuple,
     field,
     prefixed_kwargs,
+    scaled_warmup,
 )
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -72,7 +74,7 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     # Table 6 "GDI-H3 Reward Shape 2": sign(r)((|r|+1)^0.25 - 1) + 0.001 r.
 
     # --- Network (Table 6, gdi.md §3) ------------------------------------------------------------
-    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature or mlp.")
+    network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature, minatar or mlp.")
     # Table 6 "Backbone IMPALA,deep".
     lstm_units: int = field(256, "LSTM core size.")  # Table 6 "LSTM Units 256"
     head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
@@ -310,3 +312,11 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
 # choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE) and a dynamics MLP
 # to match; Table 6's loss, weights and gamma stay.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, aux_hidden=64)
+
+# choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
+# sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
+# the same fraction of the run's updates as the table's on Atari.
+MINATAR_OVERRIDES: dict[str, Any] = dict(
+    BURN_IN_MINATAR,
+    warmup_steps=scaled_warmup(GdiConfig.warmup_steps, GdiConfig.total_frames, ACTION_REPEAT),
+)

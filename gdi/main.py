@@ -89,7 +89,10 @@ PAPER = cli.Paper(
     build_experiment=build_experiment,
     ablations=ablations.ABLATIONS,
     default_ablation="gdi_i3",
-    env_defaults={"CartPole": config_lib.CARTPOLE_OVERRIDES},
+    env_defaults={
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    },
     cartpole=True,
     describe=describe,
 )

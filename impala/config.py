@@ -28,7 +28,8 @@ class ImpalaConfig(ProcessSettings):
     # --- Environment and network -----------------------------------------------------------
     env: str = field("Pong", "Atari game (e.g. Pong, Breakout) or CartPole.")  # choice: smoke game
     network: str = field(
-        "deep", "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), mlp."
+        "deep",
+        "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), minatar, mlp.",
     )
     # Table 4: the deep experts are the paper's best Atari agents. App. G's "shallow" Atari net
     # ("three convolutional layers") is ambiguous (impala.md A16): both readings are offered.
@@ -236,6 +237,16 @@ CARTPOLE_OVERRIDES: dict[str, typing.Any] = dict(
     num_actors=1,
     eval_noop_max=0,
     eval_max_episode_frames=500,
+)
+
+
+# choice: MinAtar with the published MinAtar agents' torso under IMPALA's Atari heads (feed-forward,
+# as App. G's experts) and Table G.1's loss, optimiser, batch and unroll: 32 x 20 = 640 new agent
+# steps per update, as on Atari (MinAtar has no action repeat: a frame is an agent step).
+MINATAR_OVERRIDES: dict[str, typing.Any] = dict(
+    network="minatar",
+    total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
+    eval_noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
 )
 
 

@@ -132,7 +132,10 @@ PAPER = cli.Paper(
     build_experiment=build_experiment,
     ablations=ablations.ABLATIONS,
     default_ablation="vtrace",
-    env_defaults={"CartPole": config_lib.CARTPOLE_OVERRIDES},
+    env_defaults={
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    },
     cartpole=True,
     describe=describe,
 )

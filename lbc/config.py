@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from common.config import (
     BURN_IN_CARTPOLE,
+    BURN_IN_MINATAR,
     FORWARD_LOSSES,
     REWARD_TRANSFORMS,
     BurnInLearnerSettings,
@@ -37,6 +38,7 @@ from common.config import (
     check_tuple,
     field,
     prefixed_kwargs,
+    scaled_warmup,
 )
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -81,7 +83,9 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     # RS_3 = 0.3 min(tanh x, 0) + 5 max(tanh x, 0).
 
     # --- Network (Table 3, App. L, lbc.md §3) --------------------------------------------------
-    network: str = field("nature", "Torso: nature (Agent57/R2D2), deep (IMPALA), shallow or mlp.")
+    network: str = field(
+        "nature", "Torso: nature (Agent57/R2D2), deep (IMPALA), shallow, minatar or mlp."
+    )
     # choice (lbc.md §8 #16): App. L "the same as that of Agent57", the Nature-DQN torso.
     lstm_units: int = field(256, "LSTM core size.")  # Table 3 "LSTM Units 256"
     head_hidden: int = field(512, "Hidden units of the A and V heads (0: linear heads).")
@@ -307,3 +311,11 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
 # collapse"): --learning_rate=3e-4 avoids the falls to one-action play of long runs at 1e-3, but
 # rises more slowly; the default stays the shared 1e-3 that the README's CartPole tables used.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, head_hidden=64, aux_hidden=64)
+
+# choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
+# sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
+# the same fraction of the run's updates as the table's on Atari.
+MINATAR_OVERRIDES: dict[str, Any] = dict(
+    BURN_IN_MINATAR,
+    warmup_steps=scaled_warmup(LbcConfig.warmup_steps, LbcConfig.total_frames, ACTION_REPEAT),
+)

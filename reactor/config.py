@@ -34,7 +34,7 @@ POLICY_GRADIENTS = ("beta_loo", "tislr")
 TRACE_POLICIES = ("target", "online")
 REPLAY_LSTM_STATES = ("stored", "zero")
 PRIORITISATIONS = ("lazy", "lazy_global", "max", "uniform")  # reactor.priorities' (tested)
-TORSOS = ("table3", "mlp")  # reactor.networks.TORSOS (a test asserts they agree)
+TORSOS = ("table3", "minatar", "mlp")  # reactor.networks.TORSOS (a test asserts they agree)
 EVAL_POLICIES = ("sample", "greedy")
 
 
@@ -68,7 +68,9 @@ class ReactorConfig:
     v_max: float = field(10.0, "Highest atom.")  # choice (reactor.md §8 #1): C51
     policy_epsilon: float = field(0.01, "Uniform mixing of the policy head.")
     # App. 6.4: epsilon = 0.01 "is hard-coded into the policy network".
-    torso: str = field("table3", "Torso: table3 (Table 3's convolutions) or mlp (CartPole).")
+    torso: str = field(
+        "table3", "Torso: table3 (Table 3's convolutions), minatar (one 3x3 conv) or mlp."
+    )
     # Table 3; choice: "mlp" (one CReLU layer of 64) for CartPole's 4-number observations.
 
     # --- Loss (§3.1-3.2, §4.1) -----------------------------------------------------------------
@@ -308,7 +310,7 @@ class ReactorConfig:
     @property
     def learner_steps(self) -> int:
         """Learner steps in --total_frames (reactor.md §5.3: 8.3M-12.5M for 200M frames)."""
-        return int(self.total_frames / ACTION_REPEAT / self.acting_steps_per_learner_step)
+        return int(self.total_frames / self.frames_per_step / self.acting_steps_per_learner_step)
 
 
 # choice: CartPole is the fast smoke test, not a paper setting: the "mlp" torso, one actor, returns
@@ -327,4 +329,13 @@ CARTPOLE_OVERRIDES: dict[str, Any] = dict(
     learning_rate=5e-4,
     noop_max=0,
     max_episode_frames=500,
+)
+
+# choice: MinAtar with the published MinAtar agents' convolution under Table 3's shared layer, LSTMs
+# and heads, and the paper's batch, sequence, replay and acting : learning ratio (5 agent steps per
+# update, as on Atari: MinAtar has no action repeat, so a frame is an agent step).
+MINATAR_OVERRIDES: dict[str, Any] = dict(
+    torso="minatar",
+    total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
+    noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
 )

@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from common import policies
 
-TORSOS = ("table3", "mlp")
+TORSOS = ("table3", "minatar", "mlp")
 
 
 class ReactorOutputs(NamedTuple):
@@ -70,13 +70,17 @@ class ReactorNet(tf.keras.Model):
         self.distributional = distributional
         self.policy_epsilon = policy_epsilon
         self.lstm_units = lstm_units
-        self.frames = torso == "table3"
-        if self.frames:  # Table 3: VALID convolutions, 84 -> 20 -> 9 -> 7
+        self.torso = torso
+        if torso == "table3":  # Table 3: VALID convolutions, 84 -> 20 -> 9 -> 7
             self.convs = [
                 tf.keras.layers.Conv2D(16, 8, 4, "valid"),
                 tf.keras.layers.Conv2D(32, 4, 2, "valid"),
                 tf.keras.layers.Conv2D(32, 3, 1, "valid"),
             ]
+        elif torso == "minatar":
+            # choice: the published MinAtar agents' convolution (3x3/1 x16, VALID, 10 -> 8) with
+            # their ReLU, under Table 3's shared linear 128 + CReLU (docs/papers/reactor.md).
+            self.convs = [tf.keras.layers.Conv2D(16, 3, 1, "valid")]
         else:  # choice: CartPole's 4 numbers need no convolutions; one CReLU layer of 64
             self.convs = [tf.keras.layers.Dense(64)]
         self.shared = tf.keras.layers.Dense(128)  # Table 3 row 7
@@ -99,10 +103,11 @@ class ReactorNet(tf.keras.Model):
     def features(self, observation: tf.Tensor) -> tf.Tensor:
         """Shared features [N, 256] of observations [N, ...]."""
         x = tf.cast(observation, tf.float32)
-        if self.frames:
-            x = x / 255.0  # uint8 pixels
+        if self.torso == "table3":
+            x = x / 255.0  # uint8 pixels; MinAtar's channels are already 0 or 1
+        activation = tf.nn.relu if self.torso == "minatar" else crelu
         for layer in self.convs:
-            x = crelu(layer(x))
+            x = activation(layer(x))
         x = tf.reshape(x, [-1, int(np.prod(x.shape[1:]))])
         return crelu(self.shared(x))
 

@@ -6,7 +6,13 @@ import pytest
 import tensorflow as tf
 
 from common import config, networks
-from common.networks import DeepTorso, ActorCriticNet, ShallowTorso, instruction_tokens
+from common.networks import (
+    ActorCriticNet,
+    DeepTorso,
+    MinAtarTorso,
+    ShallowTorso,
+    instruction_tokens,
+)
 
 ATARI = (84, 84, 4)
 DMLAB = (72, 96, 3)  # A19: RGB 72x96
@@ -60,6 +66,28 @@ def test_torso_layouts():
     assert atari._fc.kernel.shape == (3_872, 256)
 
 
+def test_minatar_torso_is_the_published_network_on_unscaled_channels():
+    # The MinAtar examples' torso: conv 3x3/1 x16 VALID (10x10 -> 8x8x16 = 1,024), ReLU, FC 128,
+    # ReLU; Breakout's 4 channels: 4*9*16 + 16 = 592 conv + 1,024*128 + 128 = 131,200 FC.
+    torso = MinAtarTorso()
+    rng = np.random.default_rng(7)
+    obs = rng.integers(0, 2, (3, 10, 10, 4)).astype(np.uint8)
+    features = torso(obs).numpy()
+    assert features.shape == (3, 128) and torso.output_units == 128
+    assert _count(torso.trainable_variables) == 592 + 131_200
+    conv, fc = torso._convs[0], torso._fc
+    kernel, bias = conv.kernel.numpy(), conv.bias.numpy()
+    x = obs.astype(np.float64)  # binary channels enter as 0 / 1, not / 255
+    hidden = np.zeros((3, 8, 8, 16))
+    for i in range(8):
+        for j in range(8):
+            patch = x[:, i : i + 3, j : j + 3, :]
+            hidden[:, i, j] = np.einsum("bhwc,hwcf->bf", patch, kernel) + bias
+    flat = np.maximum(hidden, 0).reshape(3, -1)
+    expected = np.maximum(flat @ fc.kernel.numpy() + fc.bias.numpy(), 0)
+    np.testing.assert_allclose(features, expected, rtol=1e-5, atol=1e-5)
+
+
 def _inputs(rng, T, B, num_actions, observation_shape=ATARI, reset_prob=0.3):
     obs = rng.integers(0, 256, (T, B, *observation_shape)).astype(np.uint8)
     prev_action = rng.integers(0, num_actions, (T, B)).astype(np.int32)
@@ -97,7 +125,8 @@ def test_feed_forward_net_has_no_state_and_ignores_previous_action_and_reward():
 
 
 @pytest.mark.parametrize(
-    "torso, observation_shape, dtype", [("deep", ATARI, np.uint8), ("mlp", (4,), np.float32)]
+    "torso, observation_shape, dtype",
+    [("deep", ATARI, np.uint8), ("minatar", (10, 10, 4), np.uint8), ("mlp", (4,), np.float32)],
 )
 def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
     # §3.3 time folding: the torso on [T*B, ...] and the scanned core equal T separate steps,
@@ -106,6 +135,8 @@ def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
     net = _built(observation_shape, tf.as_dtype(dtype), num_actions=5, torso=torso)
     obs, a, r, reset = _inputs(rng, 6, 3, 5, observation_shape)
     obs = obs.astype(dtype) if dtype == np.uint8 else rng.normal(0, 1, obs.shape).astype(dtype)
+    if torso == "minatar":
+        obs %= 2  # binary channels
     state = _random_state(rng, 3)
     (logits, values), final = net.unroll(obs, a, r, reset, state)
     step_state = state

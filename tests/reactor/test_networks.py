@@ -26,6 +26,27 @@ def test_parameter_counts():
         assert count(network) == expected
 
 
+def test_minatar_torso_is_one_relu_convolution_under_the_shared_layer():
+    # MinAtar's conv 3x3/1 x16 (10 -> 8, ReLU) on unscaled 0/1 channels, then Table 3's shared
+    # linear 128 + CReLU: 4*9*16 + 16 = 592 and 1,024*128 + 128 = 131,200 parameters.
+    network = networks.ReactorNet(6, 51, torso="minatar")
+    network.create_variables((10, 10, 4))
+    (conv,) = network.convs
+    assert conv.kernel.shape == (3, 3, 4, 16) and network.shared.kernel.shape == (1024, 128)
+    obs = np.random.default_rng(3).integers(0, 2, (5, 10, 10, 4)).astype(np.uint8)
+    hidden = tf.nn.relu(conv(tf.cast(obs, tf.float32)))  # no 1/255 scaling
+    shared = network.shared(tf.reshape(hidden, [5, -1]))
+    expected = tf.concat([tf.nn.relu(shared), tf.nn.relu(-shared)], -1)
+    np.testing.assert_allclose(network.features(obs), expected, rtol=1e-6, atol=1e-6)
+    assert count(network) - count_without_torso(network) == 592 + 131_200
+
+
+def count_without_torso(network) -> int:
+    torso = [*network.convs, network.shared]
+    torso_ids = {id(v) for layer in torso for v in layer.trainable_variables}
+    return sum(int(np.prod(v.shape)) for v in network.trainable_variables if id(v) not in torso_ids)
+
+
 def test_shapes_and_distributions(net):
     obs = tf.random.uniform([3, 2, 84, 84, 1], 0, 255, tf.int32)
     x = tf.cast(obs, tf.uint8)
