@@ -507,9 +507,11 @@ def evaluate(
 
 
 def human_normalized_or_nan(env: str, score: float) -> float:
-    """HNS in percent (common.metrics), NaN for an env without reference scores (CartPole)."""
+    """HNS in percent (common.metrics), NaN for an env without reference scores (CartPole,
+    MinAtar: Atari Breakout's references would misread MinAtar Breakout's scores)."""
     try:
-        return float(metrics.human_normalized_score(env, score))
+        game = envs_lib.hns_game(env)
+        return float("nan") if game is None else float(metrics.human_normalized_score(game, score))
     except (KeyError, ValueError):
         return float("nan")
 

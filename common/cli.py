@@ -8,9 +8,10 @@ imported and `main(paper)` under `__main__`. This module then
   (`--bandit_widths=1,2,3`); the help text shows the default;
 - adds the run flags every paper shares, the fields of `RunSettings` (--logdir, --role,
   --replay_address, --replay_port, --ablation, --ablations, --seeds, --parallel);
-- builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`) < the
-  named ablation's overrides < the flags given on the command line, with the env name normalised
-  (`common.envs.canonical_env`: CartPole-v1, pong, PongNoFrameskip-v4, ALE/MsPacman-v5, ...), and
+- builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`: its
+  family's, e.g. "MinAtar", then its own) < the named ablation's overrides < the flags given on
+  the command line, with the env name normalised (`common.envs.canonical_env`: CartPole-v1, pong,
+  PongNoFrameskip-v4, ALE/MsPacman-v5, MinAtar/Breakout-v0, breakout-minatar, ...), and
   validates it;
 - reports a bad command line on one line, `error: --<flag>=<value> ...`, with exit status 2, before
   TensorFlow or Reverb is imported;
@@ -39,6 +40,20 @@ ROLES = ("local", "replay", "learner", "actor", "evaluate")
 EXIT_USAGE = 2  # status of a bad command line
 EXIT_FAILURE = 1  # status of a run that failed (unreachable replay, a failed ablation run)
 
+# `Paper.env_defaults` keys that hold the defaults of a whole env family (`common.envs.env_family`),
+# besides canonical env names: "MinAtar" for all five MinAtar games at once. ("CartPole" is both
+# the family's key and its one env's name.)
+ENV_FAMILY_KEYS = {"cartpole": "CartPole", "minatar": "MinAtar", "atari": "Atari"}
+# How --help names a family key's defaults.
+_FAMILY_LABELS = {"MinAtar": "MinAtar games", "Atari": "Atari games"}
+# The --env spellings --help shows, after the config field's own help.
+ENV_HELP = (
+    "Written as people write it: Pong, ms_pacman, ALE/Pong-v5, PongNoFrameskip-v4; MinAtar's "
+    "games (asterix, breakout, freeway, seaquest, space_invaders) as MinAtar/Breakout-v0 (all 6 "
+    "actions), MinAtar/Breakout-v1 (the game's minimal action set), breakout-minatar or "
+    "minatar:space_invaders (v0 without a version)."
+)
+
 
 class FlagError(ValueError):
     """A bad command line; its text is the one line printed after `error: `."""
@@ -59,9 +74,11 @@ class Paper:
     ablations: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     # The variant that runs of several --seeds without --ablation(s) are (None: they need one).
     default_ablation: str | None = None
-    # Defaults of particular envs over the paper's, keyed by canonical env name.
+    # Defaults of particular envs over the paper's, keyed by canonical env name or by an env
+    # family's key (ENV_FAMILY_KEYS: "MinAtar" for every MinAtar game); an env takes its family's,
+    # then its own name's (`env_defaults_for`).
     env_defaults: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    # Whether --env=CartPole is allowed besides Atari games.
+    # Whether --env=CartPole is allowed besides Atari and MinAtar games.
     cartpole: bool = False
     # One phrase about a config for the startup line, e.g. "2 actors x 16 envs, deep net".
     describe: Callable[[Any], str] | None = None
@@ -283,9 +300,9 @@ def define_dataclass_flags(
                 if kind.element is str and not kind.is_tuple
                 else f"default {_text(f.default)}"
             )
-        for env, overrides in (env_defaults or {}).items():
+        for env, overrides in (env_defaults or {}).items():  # env names and family keys
             if f.name in overrides:
-                notes.append(f"{env}: {_text(overrides[f.name])}")
+                notes.append(f"{_FAMILY_LABELS.get(env, env)}: {_text(overrides[f.name])}")
         text = f.metadata.get("help", "")
         if extra_help and f.name in extra_help:
             text = f"{text} {extra_help[f.name]}"
@@ -309,7 +326,13 @@ def define_flags(
     """The flags of `paper`'s config fields and the shared run flags (`RunSettings`). A paper's
     main module calls it when imported, so `--helpfull` lists them under that module."""
     module_name = module_name or _calling_module_name(1)
-    define_dataclass_flags(paper.config_class, flag_values, module_name, paper.env_defaults)
+    define_dataclass_flags(
+        paper.config_class,
+        flag_values,
+        module_name,
+        paper.env_defaults,
+        extra_help={"env": ENV_HELP},
+    )
     names = ", ".join(paper.ablations) or "none"
     define_dataclass_flags(
         RunSettings,
@@ -360,17 +383,34 @@ def fail(message: str, status: int = EXIT_USAGE) -> typing.NoReturn:
 
 def normalise_env(env: str, cartpole: bool = True) -> str:
     """The canonical name of `env` (`common.envs.canonical_env`); FlagError if it names no env
-    the paper runs. Imports gymnasium and ale-py, not TensorFlow."""
+    the paper runs (every paper runs Atari and MinAtar games, CartPole where `cartpole`).
+    Imports gymnasium and ale-py, not TensorFlow."""
     from common import envs
 
-    name = envs.canonical_env(env)
+    try:
+        name = envs.canonical_env(env)
+    except ValueError as error:  # a MinAtar name with an unknown game: the error lists them
+        raise FlagError(f"--env={error}") from None
     if name is None or (name == envs.CARTPOLE and not cartpole):
         allowed = "CartPole or an Atari game" if cartpole else "an Atari game"
         raise FlagError(
             f"--env={env!r} is not {allowed} (e.g. Pong, Breakout, MsPacman, "
-            "ms_pacman, ALE/Pong-v5, PongNoFrameskip-v4)"
+            "ms_pacman, ALE/Pong-v5, PongNoFrameskip-v4) or a MinAtar game (e.g. "
+            "MinAtar/Breakout-v0, breakout-minatar, minatar:space_invaders)"
         )
     return name
+
+
+def env_defaults_for(env_defaults: Mapping[str, Mapping[str, Any]], env: str) -> dict[str, Any]:
+    """The defaults `env_defaults` (`Paper.env_defaults`) give the canonical env `env`: those of
+    its family's key (ENV_FAMILY_KEYS, e.g. "MinAtar"), then, over them, those of its own name."""
+    from common import envs
+
+    family_key = ENV_FAMILY_KEYS[envs.env_family(env)]
+    values = dict(env_defaults.get(family_key, {}))
+    if env != family_key:
+        values.update(env_defaults.get(env, {}))
+    return values
 
 
 def _check_ablation(paper: Paper, name: str, flag: str) -> None:
@@ -387,7 +427,7 @@ def make_config(paper: Paper, given: Mapping[str, Any], ablation: str | None = N
     the flag if a value is not allowed."""
     env_field = {f.name: f for f in dataclasses.fields(paper.config_class)}["env"]
     env = normalise_env(given.get("env", env_field.default), paper.cartpole)
-    values = dict(paper.env_defaults.get(env, {}))
+    values = env_defaults_for(paper.env_defaults, env)
     if ablation is not None:
         _check_ablation(paper, ablation, "ablation")
         values.update(paper.ablations[ablation])
@@ -457,10 +497,11 @@ def plan_from_flags(
 
 
 def default_logdir(paper: Paper, plan: Plan) -> str:
+    env = plan.config.env.replace("/", "_")  # MinAtar/Breakout-v0: one directory, not two
     if plan.several_runs:
-        return os.path.join("runs", f"{paper.name}_{plan.config.env}_ablations")
+        return os.path.join("runs", f"{paper.name}_{env}_ablations")
     suffix = f"_{plan.ablation}" if plan.ablation else ""
-    return os.path.join("runs", f"{paper.name}_{plan.config.env}{suffix}")
+    return os.path.join("runs", f"{paper.name}_{env}{suffix}")
 
 
 def forwarded_argv(
@@ -486,7 +527,7 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
     from common import envs
 
     logdir = plan.settings.logdir or default_logdir(paper, plan)
-    game = None if plan.config.env == envs.CARTPOLE else plan.config.env
+    game = envs.hns_game(plan.config.env)  # None on CartPole and MinAtar: no human scores
     try:
         ablation_runner.run_ablations(
             paper.module,

@@ -23,7 +23,7 @@ paper refuses fails at once with its one line, not hours into the comparison.
 
 The reports are `common.ablation_runner`'s (`curves.csv`, `summary.md`, `curves.png`): final
 scores over seeds, learning curves on one frame grid, and HNS named by its normaliser for Atari
-games.
+games (CartPole and MinAtar have no human reference scores).
 """
 
 import dataclasses
@@ -127,7 +127,11 @@ class CommandLine:
     """The flags of `python -m common.compare`."""
 
     agents: tuple[str, ...] = field((), "Agents: <paper> or <paper>.<ablation>, e.g. impala,dice.")
-    env: str = field("Pong", "The game (or CartPole) every agent plays.")
+    env: str = field(
+        "Pong",
+        "The game every agent plays: an Atari game, a MinAtar game (MinAtar/Breakout-v0, "
+        "breakout-minatar) or CartPole.",
+    )
     seeds: tuple[int, ...] = field((0,), "Seeds every agent runs with.")
     total_frames: int = field(1_000_000, "Environment frames of every run.")
     logdir: str | None = field(None, "Root directory of the runs and the reports (required).")
@@ -163,9 +167,11 @@ def compare(
     normaliser: str = metrics.DEFAULT_NORMALISER,
 ) -> ablation_runner.AblationSummary:
     """Runs every agent with every seed on `env` for `total_frames`, then writes the reports."""
+    from common import envs  # imports ale-py: not before the command line is read
+
     runs = {name: AgentRun.parse(name) for name in agents}
     env = cli.normalise_env(env)
-    game = None if env == "CartPole" else env
+    game = envs.hns_game(env)  # HNS for Atari games only
     shared = [f"--env={env}", f"--total_frames={total_frames}", *argv]
     check_targets(list(runs.values()), argv)
     check_flags(list(runs.values()), seeds[0], logdir, shared)

@@ -225,8 +225,11 @@ class BurnInLearnerSettings:
 
     @property
     def frames_per_step(self) -> int:
-        """Environment frames per agent step: the action repeats (1 on CartPole)."""
-        return 1 if self.env == "CartPole" else self.action_repeat
+        """Environment frames per agent step: the action repeats (1 on CartPole and MinAtar,
+        which repeat no action: `common.envs.frames_per_step`)."""
+        from common import envs  # imports ale-py: not when the flags are defined
+
+        return self.action_repeat if envs.env_family(self.env) == "atari" else 1
 
     @property
     def frames_per_learner_step(self) -> int:

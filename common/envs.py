@@ -1,8 +1,16 @@
-"""Batched environments with each paper's Atari protocol.
+"""Batched environments: each paper's Atari protocol, MinAtar, and CartPole.
 
 `make_env` returns a `BatchedEnv`: a batch of `num_envs` environments stepped together, with
 same-step auto-reset and the bookkeeping every paper needs (reward clipping, life loss, whole-game
-scores).
+scores). Three env families (`env_family`): Atari games (the papers' benchmark), MinAtar's five
+games (Young & Tian 2019: 10x10 versions of Asterix, Breakout, Freeway, Seaquest and Space
+Invaders, for runs that fit a small machine) and CartPole (a smoke test).
+
+MinAtar (`MINATAR_PROTOCOL`) runs the library's own `minatar.Environment` objects, one per batch
+entry, with the published protocol (sticky actions 0.1, difficulty ramping, no frame skip, no
+frame stack, raw rewards); `MinAtar/<Game>-v0` has all 6 actions, `-v1` the game's minimal action
+set (MinAtar's gym.py). The Atari `protocol` and `backend` arguments do not apply to it.
+`render_rgb` draws MinAtar (and Atari) observations as RGB images, for recordings of games.
 
 Two Atari backends produce the same frames:
 
@@ -38,9 +46,11 @@ Where the backends differ (both documented in `tests/common/test_envs.py`):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
-from typing import Callable, NamedTuple, Protocol
+from collections.abc import Callable
+from typing import ClassVar, NamedTuple, Protocol
 
 import ale_py
 import ale_py.roms
@@ -96,7 +106,56 @@ PROTOCOLS: dict[str, AtariProtocol] = {
     ),
 }
 
+
+@dataclasses.dataclass(frozen=True)
+class MinAtarProtocol:
+    """MinAtar's published protocol (Young & Tian 2019; the MinAtar README): what the agent sees
+    and how episodes end. The fields are what `make_env` can vary; the class constants are fixed
+    by the games themselves."""
+
+    name: str = "minatar"
+    # `minatar.Environment(sticky_action_prob=0.1)`, the default (MinAtar's environment.py) of
+    # the published experiments (Young & Tian 2019): with this probability the previous action is
+    # played instead of the chosen one.
+    sticky_action_prob: float = 0.1
+    # `minatar.Environment(difficulty_ramping=True)`, the default (MinAtar's environment.py; the
+    # MinAtar README: Asterix, Seaquest and Space Invaders speed up as the game goes on).
+    difficulty_ramping: bool = True
+    # Rewards as the game gives them (+1 per treasure, brick, crossing or enemy; Seaquest's
+    # oxygen bonus; MinAtar README): no clipping.
+    reward_clip: float | None = None
+
+    # One agent action is one game frame: MinAtar's games have no frame skip or action repeat.
+    frame_skip: ClassVar[int] = 1
+    # No frame stacking: the agent sees the one [10, 10, C] state, whose trail channels show
+    # motion (MinAtar README).
+    frame_stack: ClassVar[int] = 1
+    # MinAtar's games have no lives: an episode is one game.
+    terminal_on_life_loss: ClassVar[bool] = False
+    # No cap beyond the games' own ends (Freeway ends itself after 2500 frames, MinAtar's
+    # freeway.py); `truncated` is never set.
+    max_episode_frames: ClassVar[int | None] = None
+
+
+MINATAR_PROTOCOL = MinAtarProtocol()
+
 CARTPOLE = "CartPole"  # CartPole-v1, for fast checks of the agent stack
+MINATAR = "MinAtar"  # the prefix of MinAtar's gym ids, MinAtar/<Game>-v<N> (MinAtar's gym.py)
+# The families `env_family` names.
+FAMILIES = ("cartpole", "minatar", "atari")
+# MinAtar's games: its `minatar.environments` modules, with the gym ids' capitalisation
+# (MinAtar's gym.py registers `game.title().replace("_", "")`).
+MINATAR_GAMES = {
+    "asterix": "Asterix",
+    "breakout": "Breakout",
+    "freeway": "Freeway",
+    "seaquest": "Seaquest",
+    "space_invaders": "SpaceInvaders",
+}
+# v0: all 6 actions (`Environment.num_actions()`, the action space of the published learning
+# curves, MinAtar README); v1: the game's minimal action set (`Environment.minimal_action_set()`),
+# as MinAtar's gym.py registers them. A name without a version is v0.
+MINATAR_VERSIONS = (0, 1)
 BACKENDS = ("vector", "gym")
 
 
@@ -267,6 +326,133 @@ def _make_gym_atari(game: str, protocol: AtariProtocol) -> gymnasium.Env:
     return FrameStackObservation(env, protocol.frame_stack, padding_type="zero")
 
 
+class _MinAtarEnv:
+    """Implements `BatchedEnv` on `num_envs` of MinAtar's own `minatar.Environment` objects (not
+    its gym wrapper), stepped in turn, each reset on the step its game ends; the same auto-reset,
+    `final_observation`, `episode_return` and `episode_length` as `_ProtocolEnv`, whose per-step
+    numpy bookkeeping (life loss, channel moves) would cost more than a MinAtar game step: here
+    the only per-env work is the library's `act` and writing its state into the step's array.
+
+    States are already [10, 10, C] channels last; they are emitted as uint8 0/1. MinAtar has no
+    lives and no cap of its own beyond the games' ends, so `terminated` is the game's terminal
+    flag and `truncated` is never set.
+    """
+
+    def __init__(
+        self, game: str, num_envs: int, seed: int, minimal_actions: bool, protocol: MinAtarProtocol
+    ):
+        # Imported here: minatar imports matplotlib and seaborn (for its display) when imported.
+        from minatar import Environment
+
+        self.num_envs = num_envs
+        self._envs = [
+            Environment(
+                game,
+                sticky_action_prob=protocol.sticky_action_prob,
+                difficulty_ramping=protocol.difficulty_ramping,
+            )
+            for _ in range(num_envs)
+        ]
+        first = self._envs[0]
+        # v1: agent action i is the game's action minimal_action_set()[i] (MinAtar's gym.py).
+        self._action_set = (
+            list(first.minimal_action_set())
+            if minimal_actions
+            else list(range(first.num_actions()))
+        )
+        self.num_actions = len(self._action_set)
+        self.observation_shape = tuple(first.state_shape())
+        self.observation_dtype = np.dtype(np.uint8)
+        self._shape = (num_envs, *self.observation_shape)
+        self._seed = seed
+        self._reward_clip = protocol.reward_clip
+        self._started = False
+        self._game_return = [0.0] * num_envs  # raw rewards of each env's game so far
+        self._game_length = [0] * num_envs
+        # What a step returns where no game ended, copied each step.
+        self._no_end = np.zeros(num_envs, bool)
+        self._no_return = np.full(num_envs, np.nan, np.float32)
+        self._no_length = np.zeros(num_envs, np.int32)
+
+    def reset(self) -> np.ndarray:
+        """Starts new games in every env: [B, 10, 10, C] observations.
+
+        The first reset seeds env i with seed + i (`Environment.seed`: one np.random.RandomState
+        per env drives both its game and its sticky actions, MinAtar's environment.py); later
+        resets continue the envs' RNG streams."""
+        observation = np.empty(self._shape, np.uint8)
+        for i, env in enumerate(self._envs):
+            if self._seed is not None:
+                env.seed(self._seed + i)
+            # The construction-time reset drew from an unseeded generator: restart the game.
+            env.reset()
+            observation[i] = env.state()
+        self._seed = None
+        self._started = True
+        self._game_return = [0.0] * self.num_envs
+        self._game_length = [0] * self.num_envs
+        return observation
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.num_envs},), "
+                f"got dtype {actions.dtype} and shape {actions.shape}"
+            )
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        indices = actions.tolist()
+        if min(indices) < 0 or max(indices) >= self.num_actions:
+            raise ValueError(f"actions must lie in [0, {self.num_actions}), got {actions}")
+        # Written as bool, the dtype of MinAtar's states (a plain copy), then viewed as uint8.
+        observation = np.empty(self._shape, bool)
+        raw_reward = np.zeros(self.num_envs, np.float32)
+        ended = []  # (env index, the state its game ended on)
+        game_return, game_length = self._game_return, self._game_length
+        for i, (env, index) in enumerate(zip(self._envs, indices)):
+            reward, terminal = env.act(self._action_set[index])
+            if reward:
+                raw_reward[i] = reward
+                game_return[i] += reward
+            game_length[i] += 1
+            if terminal:
+                ended.append((i, env.state()))
+                env.reset()
+            observation[i] = env.state()
+        terminated = self._no_end.copy()
+        episode_return = self._no_return.copy()
+        episode_length = self._no_length.copy()
+        observation = observation.view(np.uint8)
+        final_observation = observation
+        if ended:
+            final_observation = observation.copy()
+            for i, state in ended:
+                final_observation[i] = state
+                terminated[i] = True
+                episode_return[i] = game_return[i]
+                episode_length[i] = game_length[i]
+                game_return[i], game_length[i] = 0.0, 0
+        reward = (
+            raw_reward
+            if self._reward_clip is None
+            else np.clip(raw_reward, -self._reward_clip, self._reward_clip)
+        )
+        return StepResult(
+            observation,
+            final_observation,
+            reward,
+            raw_reward,
+            terminated,
+            self._no_end.copy(),  # truncated: never
+            episode_return,
+            episode_length,
+        )
+
+    def close(self) -> None:
+        pass  # MinAtar's display was never opened
+
+
 class _ProtocolEnv:
     """Implements `BatchedEnv` on a backend: reward clipping, life loss and game scores.
 
@@ -374,32 +560,107 @@ def atari_game(env: str) -> str | None:
     return _ROM_BY_KEY.get(name.replace("_", "").lower())
 
 
+# MinAtar names as people write them, case-insensitive: the gym ids "MinAtar/Breakout-v0"
+# (MinAtar's gym.py), "minatar:breakout", "minatar-space_invaders", and gymnax's
+# "Breakout-MinAtar"; each with an optional "-v0" / "-v1".
+_MINATAR_FORMS = (
+    re.compile(r"minatar\s*[/:_-]\s*(?P<game>[a-z_ -]+?)(?:-v(?P<version>\d+))?", re.IGNORECASE),
+    re.compile(r"(?P<game>[a-z_ -]+?)[_-]minatar(?:-v(?P<version>\d+))?", re.IGNORECASE),
+)
+_MINATAR_BY_KEY = {game.replace("_", ""): game for game in MINATAR_GAMES}
+
+
+def minatar_game(env: str) -> tuple[str, int] | None:
+    """(MinAtar's module name, version) for a name that mentions MinAtar: "MinAtar/Breakout-v1"
+    -> ("breakout", 1); "breakout-minatar", "Breakout-MinAtar", "minatar:breakout",
+    "MinAtar/space_invaders" -> (game, 0), the version of all 6 actions. None for a name without
+    "minatar"; ValueError, one line listing the games, for one with an unknown game or version."""
+    if "minatar" not in env.lower():
+        return None
+    for form in _MINATAR_FORMS:
+        match = form.fullmatch(env.strip())
+        if match:
+            game = _MINATAR_BY_KEY.get(re.sub(r"[_ -]", "", match["game"]).lower())
+            version = int(match["version"] or 0)
+            if game is not None and version in MINATAR_VERSIONS:
+                return game, version
+    raise ValueError(
+        f"{env!r} is not a MinAtar env: the games are {', '.join(MINATAR_GAMES)}, written "
+        "MinAtar/Breakout-v0 (all 6 actions), MinAtar/Breakout-v1 (the game's minimal action "
+        "set), breakout-minatar or minatar:space_invaders"
+    )
+
+
 def canonical_env(env: str) -> str | None:
     """The one name a config holds for an env as users write it: CARTPOLE for "CartPole",
-    "CartPole-v1" or "cartpole"; an Atari game's ale-py name ("Pong", "MsPacman") for any
-    spelling `atari_game` accepts; None for anything else. `make_env` accepts every result."""
+    "CartPole-v1" or "cartpole"; "MinAtar/<Game>-v<N>" (the gym id, e.g. "MinAtar/SpaceInvaders-v0")
+    for any spelling `minatar_game` accepts; an Atari game's ale-py name ("Pong", "MsPacman") for
+    any spelling `atari_game` accepts; None for anything else (ValueError for a name that
+    mentions MinAtar but no MinAtar game). `make_env` accepts every result."""
     if re.fullmatch(r"cartpole(-v1)?", env, flags=re.IGNORECASE):
         return CARTPOLE
+    minatar = minatar_game(env)
+    if minatar is not None:
+        game, version = minatar
+        return f"{MINATAR}/{MINATAR_GAMES[game]}-v{version}"
     game = atari_game(env)
     return None if game is None else rom_id_to_name(game)
+
+
+def env_family(env: str) -> str:
+    """The family of `env` (any spelling `canonical_env` accepts), one of FAMILIES: "cartpole",
+    "minatar" or "atari". What differs by family: frames per agent step (1 on CartPole and
+    MinAtar, the action repeat on Atari), the Atari protocol and backend (Atari only), and the
+    human-normalised score (Atari only). ValueError for an unknown env."""
+    name = canonical_env(env)
+    if name is None:
+        raise ValueError(f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game or an Atari game")
+    if name == CARTPOLE:
+        return "cartpole"
+    return "minatar" if name.startswith(f"{MINATAR}/") else "atari"
+
+
+def is_minatar(env: str) -> bool:
+    """Whether `env` is one of MinAtar's games (any spelling; False for an unknown env)."""
+    try:
+        return minatar_game(env) is not None
+    except ValueError:
+        return False
+
+
+def hns_game(env: str) -> str | None:
+    """The Atari game whose human-normalised score `env` reports, None on CartPole and MinAtar
+    (MinAtar's games have no human reference scores; Atari Breakout's would be wrong for them)."""
+    return canonical_env(env) if env_family(env) == "atari" else None
 
 
 def make_env(
     env: str,
     num_envs: int,
     seed: int,
-    protocol: str | AtariProtocol = "impala",
+    protocol: str | AtariProtocol | MinAtarProtocol = "impala",
     backend: str = "vector",
 ) -> BatchedEnv:
     """A batch of `num_envs` envs; the first `reset()` seeds env i with `seed + i`.
 
-    `env`: an Atari game (see `atari_game`) or "CartPole" (CartPole-v1; `protocol` does not
-    apply, `backend` is ignored). `protocol`: a name in `PROTOCOLS`, or an `AtariProtocol`.
-    `backend`: "vector" (ale-py C++) or "gym" (gymnasium wrappers), see the module docstring.
+    `env`: an Atari game (see `atari_game`), a MinAtar game (see `minatar_game`; observations
+    uint8 0/1 [10, 10, C]) or "CartPole" (CartPole-v1). `protocol`: a name in `PROTOCOLS`, or an
+    `AtariProtocol`; it does not apply to CartPole; MinAtar plays `protocol` if it is a
+    `MinAtarProtocol`, else `MINATAR_PROTOCOL` with the Atari protocol's reward clipping. `backend` (Atari only): "vector" (ale-py C++) or "gym" (gymnasium
+    wrappers), see the module docstring.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    if env in (CARTPOLE, "CartPole-v1", "cartpole"):
+    minatar = minatar_game(env)
+    if minatar is not None:
+        game, version = minatar
+        if not isinstance(protocol, MinAtarProtocol):
+            # The game is MinAtar's; the reward clipping of the paper's protocol is its agent's
+            # (IMPALA clips to [-1, 1], Table G.1), so it carries over. Scores stay raw.
+            atari = PROTOCOLS[protocol] if isinstance(protocol, str) else protocol
+            protocol = dataclasses.replace(MINATAR_PROTOCOL, reward_clip=atari.reward_clip)
+        return _MinAtarEnv(game, num_envs, seed, version == 1, protocol)
+    if canonical_env(env) == CARTPOLE:
         return _ProtocolEnv(
             _GymListBackend(lambda: gymnasium.make("CartPole-v1"), num_envs),
             seed,
@@ -410,7 +671,8 @@ def make_env(
     game = atari_game(env)
     if game is None:
         raise ValueError(
-            f"unknown env {env!r}: use {CARTPOLE!r} or an Atari game, written "
+            f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game (MinAtar/Breakout-v0, "
+            f"breakout-minatar) or an Atari game, written "
             f"'Pong', 'pong', 'MsPacman', 'ms_pacman' or 'ALE/MsPacman-v5'; "
             f"games: {', '.join(_ROM_IDS)}"
         )
@@ -431,7 +693,50 @@ def make_env(
 
 def frames_per_step(env: str, protocol: str | AtariProtocol = "impala") -> int:
     """Environment frames one agent step consumes: the protocol's action repeat on Atari
-    (frames count action repeats, impala.md §5.4), 1 on CartPole."""
-    if env in (CARTPOLE, "CartPole-v1", "cartpole"):
+    (frames count action repeats, impala.md §5.4), 1 on CartPole and on MinAtar (no frame skip,
+    `MinAtarProtocol.frame_skip`)."""
+    family = env_family(env)
+    if family == "cartpole":
         return 1
+    if family == "minatar":
+        return MinAtarProtocol.frame_skip
     return (PROTOCOLS[protocol] if isinstance(protocol, str) else protocol).frame_skip
+
+
+@functools.cache
+def _minatar_palette(num_channels: int) -> np.ndarray:
+    """[C + 1, 3] uint8: black, then one colour per channel: seaborn's "cubehelix" palette with
+    C colours, the colours of MinAtar's own display (MinAtar's environment.py `display_state`)."""
+    import seaborn
+
+    colours = np.asarray(seaborn.color_palette("cubehelix", num_channels))
+    return np.concatenate([np.zeros((1, 3)), np.round(colours * 255)]).astype(np.uint8)
+
+
+def render_rgb(env: str, observation: np.ndarray, scale: int = 16) -> np.ndarray:
+    """An observation as an RGB uint8 image, for recordings of games: [H, W, C] -> [H * scale,
+    W * scale, 3], or a batch [B, H, W, C] -> [B, H * scale, W * scale, 3].
+
+    MinAtar: a black background and one colour per channel; a cell where several channels are
+    set shows the last one's colour, as MinAtar's display does (so `scale` pixels per cell, 16 by
+    default). Atari: the newest frame of the stack in grey (`scale` 1 keeps 84 x 84).
+    CartPole's observations are not images: ValueError."""
+    if scale < 1:
+        raise ValueError(f"scale must be an integer >= 1, got {scale}")
+    observation = np.asarray(observation)
+    family = env_family(env)
+    if family == "cartpole" or observation.ndim not in (3, 4):
+        raise ValueError(
+            f"render_rgb draws MinAtar and Atari observations [(B,) H, W, C], got {env!r} "
+            f"with shape {observation.shape}"
+        )
+    if family == "minatar":
+        num_channels = observation.shape[-1]
+        # 0 where no channel is set, else 1 + the last set channel (MinAtar's display).
+        index = np.max(observation.astype(bool) * np.arange(1, num_channels + 1), axis=-1)
+        image = _minatar_palette(num_channels)[index]
+    else:
+        image = np.repeat(observation[..., -1:].astype(np.uint8), 3, axis=-1)
+    if scale > 1:
+        image = np.repeat(np.repeat(image, scale, axis=-3), scale, axis=-2)
+    return image

@@ -206,8 +206,11 @@ class ImpalaConfig(ProcessSettings):
 
     @property
     def frames_per_step(self) -> int:
-        """Environment frames per agent step: the action repeat (Table G.1: 4; CartPole: 1)."""
-        return 1 if self.env == "CartPole" else 4
+        """Environment frames per agent step: the action repeat (Table G.1: 4; CartPole and
+        MinAtar: 1)."""
+        from common import envs  # imports ale-py: not when the flags are defined
+
+        return 4 if envs.env_family(self.env) == "atari" else 1
 
     @property
     def frames_per_batch(self) -> int:

@@ -283,8 +283,11 @@ class ReactorConfig:
 
     @property
     def frames_per_step(self) -> int:
-        """Environment frames per agent step: the action repeat (§4.1: 4; CartPole: 1)."""
-        return 1 if self.env == "CartPole" else ACTION_REPEAT
+        """Environment frames per agent step: the action repeat (§4.1: 4; CartPole and MinAtar:
+        1)."""
+        from common import envs  # imports ale-py: not when the flags are defined
+
+        return ACTION_REPEAT if envs.env_family(self.env) == "atari" else 1
 
     @property
     def frames_per_batch(self) -> int:

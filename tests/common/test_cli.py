@@ -201,12 +201,55 @@ def test_unknown_envs_and_cartpole_where_the_paper_has_no_cartpole():
     with pytest.raises(
         cli.FlagError,
         match=r"^--env='Pongo' is not CartPole or an Atari game "
-        r"\(e\.g\. Pong, Breakout",
+        r"\(e\.g\. Pong, Breakout, .*\) or a MinAtar game \(e\.g\. MinAtar/Breakout-v0, ",
     ):
         cli.normalise_env("Pongo")
-    with pytest.raises(cli.FlagError, match="--env='cartpole' is not an Atari game"):
+    with pytest.raises(
+        cli.FlagError, match="--env='cartpole' is not an Atari game .* or a MinAtar"
+    ):
         _plan(_paper(dice_config.DiceConfig), "--env=cartpole")
     assert _plan(_paper(dice_config.DiceConfig), "--env=seaquest").config.env == "Seaquest"
+    # Every paper runs MinAtar, CartPole or not.
+    dice = _plan(_paper(dice_config.DiceConfig), "--env=minatar:seaquest").config
+    assert dice.env == "MinAtar/Seaquest-v0"
+
+
+@pytest.mark.parametrize(
+    "written, canonical",
+    [
+        ("MinAtar/Breakout-v0", "MinAtar/Breakout-v0"),
+        ("MinAtar/Breakout-v1", "MinAtar/Breakout-v1"),
+        ("breakout-minatar", "MinAtar/Breakout-v0"),
+        ("Breakout-MinAtar", "MinAtar/Breakout-v0"),
+        ("minatar:breakout", "MinAtar/Breakout-v0"),
+        ("minatar/breakout", "MinAtar/Breakout-v0"),
+        ("minatar-space_invaders", "MinAtar/SpaceInvaders-v0"),
+        ("MinAtar/space_invaders", "MinAtar/SpaceInvaders-v0"),
+        ("MinAtar/SpaceInvaders-v1", "MinAtar/SpaceInvaders-v1"),
+        ("minatar:asterix-v1", "MinAtar/Asterix-v1"),
+        ("Freeway-MinAtar", "MinAtar/Freeway-v0"),
+    ],
+)
+def test_minatar_names_as_users_write_them(written, canonical):
+    assert cli.normalise_env(written) == canonical
+    plan = _plan(impala_main.PAPER, f"--env={written}")
+    assert plan.config.env == canonical
+    assert plan.config.network == "minatar"  # IMPALA's "MinAtar" env defaults, for every game
+    assert plan.config.frames_per_step == 1  # MinAtar repeats no action
+    # One directory per run, not runs/impala_MinAtar/<game>.
+    assert (
+        cli.default_logdir(impala_main.PAPER, plan) == f"runs/impala_{canonical.replace('/', '_')}"
+    )
+
+
+def test_bad_minatar_names_are_one_flag_error_listing_the_games():
+    for name in ("MinAtar/Pong-v0", "pong-minatar", "MinAtar/Breakout-v3"):
+        with pytest.raises(cli.FlagError) as error:
+            cli.normalise_env(name)
+        message = str(error.value)
+        assert message.startswith(f"--env={name!r} is not a MinAtar env: the games are ")
+        assert "asterix, breakout, freeway, seaquest, space_invaders" in message
+        assert "\n" not in message
 
 
 # ------------------------------------------------------------------------------- precedence
@@ -255,6 +298,41 @@ def test_defaults_then_env_then_ablation_then_flags():
     assert cli.make_config(paper, {"env": "cartpole", "use_lstm": True}, "slow") == (
         dataclasses.replace(slow, use_lstm=True)
     )
+
+
+def test_env_defaults_by_exact_name_over_the_family_key():
+    paper = _paper(
+        impala_config.ImpalaConfig,
+        cartpole=True,
+        env_defaults={
+            "CartPole": {"learning_rate": 1e-2, "network": "mlp"},
+            "MinAtar": {"learning_rate": 2e-3, "network": "minatar", "num_actors": 3},
+            "MinAtar/Freeway-v1": {"learning_rate": 5e-3},
+        },
+        ablations={"slow": {"learning_rate": 1e-3}},
+    )
+    # The family key holds the defaults of all five games, either version.
+    for env in ("breakout-minatar", "MinAtar/SpaceInvaders-v1", "minatar:freeway"):
+        config = _plan(paper, f"--env={env}").config
+        assert (config.learning_rate, config.network, config.num_actors) == (2e-3, "minatar", 3)
+    # An exact name's defaults go over its family's; ablations and flags over both.
+    freeway = _plan(paper, "--env=MinAtar/Freeway-v1").config
+    assert (freeway.learning_rate, freeway.network, freeway.num_actors) == (5e-3, "minatar", 3)
+    assert _plan(paper, "--env=breakout-minatar", "--ablation=slow").config.learning_rate == 1e-3
+    assert _plan(paper, "--env=breakout-minatar", "--num_actors=1").config.num_actors == 1
+    # Other families are untouched.
+    assert _plan(paper, "--env=CartPole").config.network == "mlp"
+    pong = _plan(paper, "--env=Pong").config
+    assert (pong.learning_rate, pong.network) == (6e-4, "deep")
+    assert cli.env_defaults_for(paper.env_defaults, "Pong") == {}
+    assert cli.env_defaults_for(paper.env_defaults, "CartPole") == paper.env_defaults["CartPole"]
+    # --help names the family's defaults, and the --env spellings.
+    flag_values = flags.FlagValues()
+    cli.define_flags(paper, flag_values)
+    assert "(default 0.0006; CartPole: 0.01; MinAtar games: 0.002; MinAtar/Freeway-v1: 0.005)" in (
+        flag_values["learning_rate"].help
+    )
+    assert "MinAtar/Breakout-v1 (the game's minimal action set)" in flag_values["env"].help
 
 
 def test_impala_cartpole_is_the_config_module_s_cartpole():
@@ -332,6 +410,14 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
     plan = _plan(impala_main.PAPER, "--seeds=3", "--env=CartPole")
     assert plan.variants == ("vtrace",) and plan.seeds == (0, 1, 2)
     assert cli.default_logdir(impala_main.PAPER, plan) == "runs/impala_CartPole_ablations"
+    # Nor has MinAtar: not Atari Breakout's HNS for MinAtar Breakout.
+    calls.clear()
+    flag_values, rest = _parsed(impala_main.PAPER, "--env=breakout-minatar", "--seeds=2")
+    plan = cli.plan_from_flags(impala_main.PAPER, rest, flag_values)
+    cli.run_several(impala_main.PAPER, plan, flag_values)
+    ((args, kwargs),) = calls
+    assert args[3] == "runs/impala_MinAtar_Breakout-v0_ablations"
+    assert args[4] == ["--env=MinAtar/Breakout-v0"] and kwargs["game"] is None
     with pytest.raises(cli.FlagError, match="--seeds=2 needs --ablation or --ablations"):
         _plan(_paper(dice_config.DiceConfig), "--seeds=2")
 
@@ -399,6 +485,14 @@ print(json.dumps(dict(status=status, imported=[m for m in ("tensorflow", "reverb
     [
         ("impala", ["--learning_rate=-0.1"], "--learning_rate=-0.1 must be > 0"),
         ("impala", ["--env=Pongo"], "--env='Pongo' is not CartPole or an Atari game"),
+        (
+            "impala",
+            ["--env=MinAtar/Pong-v0"],
+            (
+                "--env='MinAtar/Pong-v0' is not a MinAtar env: the games are asterix, breakout, "
+                "freeway, seaquest, space_invaders"
+            ),
+        ),
         ("impala", ["--learning_rat=1"], "unknown flag --learning_rat (did you mean"),
         ("impala", ["--role=replay", "--ablations=vtrace,no_correction"], "--role=replay runs one"),
         ("dice", ["--bandit_widths=1,x"], "--bandit_widths=1,x must be a comma list of integers"),

@@ -1,11 +1,15 @@
-"""Tests for common/envs.py: protocols, backend equivalence, life loss, scores, errors, CartPole."""
+"""Tests for common/envs.py: protocols, backend equivalence, life loss, scores, errors, CartPole,
+MinAtar (names, families, equality with the library, seeds, rendering)."""
 
 import dataclasses
+import inspect
 
 import ale_py.roms
+import minatar
 import numpy as np
 import pytest
 
+from common import envs
 from common.envs import PROTOCOLS, StepResult, atari_game, canonical_env, make_env
 
 
@@ -223,3 +227,260 @@ def test_cartpole_batches_and_resets_on_the_same_step():
         ends = np.flatnonzero(ended[:, b])
         np.testing.assert_array_equal(run.episode_length[ends, b], np.diff(ends, prepend=-1))
     assert np.isnan(run.episode_return[~ended]).all()
+
+
+# ------------------------------------------------------------------------------------- MinAtar
+
+# MinAtar's games: module name, gym id's game, channels (each game's `state_shape()`) and the size
+# of its minimal action set (`minimal_action_set()`).
+MINATAR = [
+    ("asterix", "Asterix", 4, 5),
+    ("breakout", "Breakout", 4, 3),
+    ("freeway", "Freeway", 7, 3),
+    ("seaquest", "Seaquest", 10, 6),
+    ("space_invaders", "SpaceInvaders", 6, 4),
+]
+
+
+@pytest.mark.parametrize(
+    "written, canonical",
+    [
+        ("MinAtar/Breakout-v0", "MinAtar/Breakout-v0"),
+        ("MinAtar/Breakout-v1", "MinAtar/Breakout-v1"),
+        ("breakout-minatar", "MinAtar/Breakout-v0"),
+        ("Breakout-MinAtar", "MinAtar/Breakout-v0"),  # gymnax's spelling
+        ("minatar:breakout", "MinAtar/Breakout-v0"),
+        ("minatar/breakout", "MinAtar/Breakout-v0"),
+        ("MINATAR/BREAKOUT-V1", "MinAtar/Breakout-v1"),
+        ("minatar-space_invaders", "MinAtar/SpaceInvaders-v0"),
+        ("MinAtar/space_invaders", "MinAtar/SpaceInvaders-v0"),
+        ("minatar:spaceinvaders-v1", "MinAtar/SpaceInvaders-v1"),
+        ("space_invaders-minatar", "MinAtar/SpaceInvaders-v0"),
+        ("SpaceInvaders-MinAtar-v1", "MinAtar/SpaceInvaders-v1"),
+        ("MinAtar/Asterix-v0", "MinAtar/Asterix-v0"),
+        ("minatar_freeway", "MinAtar/Freeway-v0"),
+        ("Seaquest-MinAtar", "MinAtar/Seaquest-v0"),
+    ],
+)
+def test_minatar_names_as_people_write_them(written, canonical):
+    assert canonical_env(written) == canonical
+    assert canonical_env(canonical) == canonical
+    assert envs.env_family(written) == "minatar" and envs.is_minatar(written)
+
+
+def test_minatar_gym_ids_of_every_game_are_canonical():
+    for game, name, _, _ in MINATAR:
+        for version in (0, 1):
+            gym_id = f"MinAtar/{name}-v{version}"  # as MinAtar's gym.py registers them
+            assert canonical_env(gym_id) == gym_id
+            assert envs.minatar_game(gym_id) == (game, version)
+            assert canonical_env(f"minatar:{game}-v{version}") == gym_id
+        assert envs.minatar_game(name) is None  # no "minatar" in it: the Atari game
+        assert envs.env_family(name) == "atari"
+
+
+@pytest.mark.parametrize(
+    "name", ["MinAtar/Pong-v0", "pong-minatar", "MinAtar/Breakout-v2", "minatar"]
+)
+def test_bad_minatar_names_raise_one_line_listing_the_games(name):
+    games = "asterix, breakout, freeway, seaquest, space_invaders"
+    for call in (canonical_env, envs.env_family, lambda n: make_env(n, 1, 0)):
+        with pytest.raises(ValueError) as error:
+            call(name)
+        message = str(error.value)
+        assert "\n" not in message and repr(name) in message and games in message, message
+    assert not envs.is_minatar(name)
+
+
+def test_env_families_frames_per_step_and_hns_games():
+    assert [envs.env_family(n) for n in ("cartpole", "PongNoFrameskip-v4", "breakout-minatar")] == [
+        "cartpole",
+        "atari",
+        "minatar",
+    ]
+    assert set(envs.FAMILIES) == {"cartpole", "atari", "minatar"}
+    assert not envs.is_minatar("Breakout") and not envs.is_minatar("CartPole")
+    # MinAtar repeats no action: one agent step is one frame (as on CartPole).
+    assert envs.frames_per_step("MinAtar/Breakout-v0") == 1
+    assert envs.frames_per_step("MinAtar/SpaceInvaders-v1", PROTOCOLS["dice_gdi_lbc"]) == 1
+    assert envs.frames_per_step("CartPole") == 1 and envs.frames_per_step("Breakout") == 4
+    # Human-normalised scores exist for Atari only: not Atari Breakout's for MinAtar Breakout.
+    assert envs.hns_game("breakout") == "Breakout"
+    assert envs.hns_game("MinAtar/Breakout-v0") is None and envs.hns_game("CartPole") is None
+    with pytest.raises(ValueError, match="unknown env 'Pongo'"):
+        envs.env_family("Pongo")
+
+
+def test_minatar_protocol_is_the_library_default():
+    defaults = inspect.signature(minatar.Environment).parameters
+    protocol = envs.MINATAR_PROTOCOL
+    assert protocol.sticky_action_prob == defaults["sticky_action_prob"].default == 0.1
+    assert protocol.difficulty_ramping is defaults["difficulty_ramping"].default is True
+    assert protocol.reward_clip is None and not protocol.terminal_on_life_loss
+    assert (protocol.frame_skip, protocol.frame_stack, protocol.max_episode_frames) == (1, 1, None)
+
+
+@pytest.mark.parametrize("game, name, channels, minimal", MINATAR, ids=[g[0] for g in MINATAR])
+@pytest.mark.parametrize("version", [0, 1])
+def test_minatar_observations_and_action_sets(game, name, channels, minimal, version):
+    env = make_env(f"MinAtar/{name}-v{version}", 2, 0)
+    assert env.num_envs == 2 and env.num_actions == (6 if version == 0 else minimal)
+    assert env.observation_shape == (10, 10, channels) and env.observation_dtype == np.uint8
+    obs = env.reset()
+    assert obs.shape == (2, 10, 10, channels) and obs.dtype == np.uint8
+    assert set(np.unique(obs)) <= {0, 1} and obs.any()
+    result = env.step(np.full(2, env.num_actions - 1, np.int32))
+    env.close()
+    assert result.observation.shape == (2, 10, 10, channels)
+    assert result.observation.dtype == result.final_observation.dtype == np.uint8
+    assert result.reward.dtype == result.raw_reward.dtype == np.float32
+    assert result.terminated.dtype == result.truncated.dtype == bool
+    assert result.episode_return.dtype == np.float32
+    assert result.episode_length.dtype == np.int32
+
+
+def _library_run(game: str, seed: int, actions: np.ndarray, action_set):
+    """The reference: MinAtar's own Environment objects seeded seed + i, agent action a played as
+    action_set[a], reset when the game ends. Returns the first observations and [T, B] arrays of
+    observations (after any reset), the states games ended on, rewards and terminals."""
+    games = [minatar.Environment(game) for _ in range(actions.shape[1])]
+    for i, env in enumerate(games):
+        env.seed(seed + i)
+        env.reset()
+    first = np.stack([env.state() for env in games])
+    observations, final_observations, rewards, terminals = [], [], [], []
+    for row in actions:
+        step = [[], [], [], []]
+        for env, action in zip(games, row):
+            reward, terminal = env.act(action_set[action])
+            step[1].append(env.state())
+            if terminal:
+                env.reset()
+            step[0].append(env.state())
+            step[2].append(reward)
+            step[3].append(terminal)
+        for out, values in zip((observations, final_observations, rewards, terminals), step):
+            out.append(np.stack(values) if isinstance(values[0], np.ndarray) else values)
+    return first, *(np.asarray(x) for x in (observations, final_observations, rewards, terminals))
+
+
+@pytest.mark.parametrize("game, name, channels, minimal", MINATAR, ids=[g[0] for g in MINATAR])
+@pytest.mark.parametrize("version", [0, 1])
+def test_minatar_equals_the_library(game, name, channels, minimal, version):
+    # Freeway ends itself after 2500 frames: v0 runs past that; v1 checks the action mapping.
+    steps = 2600 if version == 0 else 600
+    env = make_env(f"MinAtar/{name}-v{version}", 3, 11)
+    actions = _random_actions(env.num_actions, steps, 3, seed=version)
+    action_set = list(range(6)) if version == 0 else minatar.Environment(game).minimal_action_set()
+    assert env.num_actions == len(action_set)
+    first, run = _run(env, actions)
+    ref_first, ref_obs, ref_final, ref_reward, ref_terminal = _library_run(
+        game, 11, actions, action_set
+    )
+    np.testing.assert_array_equal(first, ref_first)
+    np.testing.assert_array_equal(run.observation, ref_obs)
+    np.testing.assert_array_equal(run.final_observation, ref_final)
+    np.testing.assert_array_equal(run.raw_reward, ref_reward)
+    np.testing.assert_array_equal(run.reward, ref_reward)  # no clipping
+    np.testing.assert_array_equal(run.terminated, ref_terminal)
+    assert not run.truncated.any()  # no cap beyond the games' own ends
+    if version == 0:
+        assert ref_terminal.any(axis=0).all()  # every env's game ended at least once
+    # episode_return / episode_length: the raw rewards and steps since the previous game end.
+    for b in range(3):
+        start = 0
+        for t in range(steps):
+            if ref_terminal[t, b]:
+                assert run.episode_return[t, b] == ref_reward[start : t + 1, b].sum()
+                assert run.episode_length[t, b] == t + 1 - start
+                start = t + 1
+            else:
+                assert np.isnan(run.episode_return[t, b]) and run.episode_length[t, b] == 0
+
+
+def test_minatar_seeds_make_runs_reproducible():
+    actions = _random_actions(6, 300, 2)
+    first_a, run_a = _run(make_env("minatar:space_invaders", 2, 5), actions)
+    first_b, run_b = _run(make_env("MinAtar/SpaceInvaders-v0", 2, 5), actions)
+    np.testing.assert_array_equal(first_a, first_b)
+    for field in StepResult._fields:
+        np.testing.assert_array_equal(getattr(run_a, field), getattr(run_b, field), err_msg=field)
+    _, run_c = _run(make_env("minatar:space_invaders", 2, 6), actions)
+    assert not np.array_equal(run_a.observation, run_c.observation)
+    # Env i is seeded with seed + i: env 1 of seed 5 is env 0 of seed 6, given its actions.
+    _, run_d = _run(make_env("minatar:space_invaders", 1, 6), actions[:, 1:])
+    np.testing.assert_array_equal(run_a.observation[:, 1], run_d.observation[:, 0])
+
+
+def test_minatar_keeps_only_the_papers_reward_clipping_from_an_atari_protocol():
+    # Seaquest pays up to 10 for surfacing with six divers; the game is scripted to pay 10, -3
+    # and 0.5 so the clipping shows. IMPALA's protocol clips the reward the learner sees to
+    # [-1, 1] (Table G.1); DiCE/GDI/LBC's does not; the score is the raw sum in both.
+    paid = {"impala": [1.0, -1.0, 0.5], "dice_gdi_lbc": [10.0, -3.0, 0.5]}
+    for protocol, expected in paid.items():
+        env = make_env("MinAtar/Seaquest-v0", 1, 0, protocol)
+        env.reset()
+        script = iter([(10.0, False), (-3.0, False), (0.5, True)])
+        env._envs[0].act = lambda action: next(script)
+        results = [env.step(np.zeros(1, np.int32)) for _ in range(3)]
+        np.testing.assert_array_equal([r.reward[0] for r in results], expected)
+        np.testing.assert_array_equal([r.raw_reward[0] for r in results], [10.0, -3.0, 0.5])
+        assert results[-1].episode_return[0] == 7.5
+        env.close()
+
+
+def test_minatar_ignores_the_atari_protocol_and_backend():
+    actions = _random_actions(3, 100, 2)
+    _, plain = _run(make_env("MinAtar/Breakout-v1", 2, 0), actions)
+    _, atari_args = _run(make_env("MinAtar/Breakout-v1", 2, 0, "dice_gdi_lbc", "gym"), actions)
+    np.testing.assert_array_equal(plain.observation, atari_args.observation)
+    # A MinAtarProtocol does apply: without sticky actions the same seed plays differently.
+    no_sticky = envs.MinAtarProtocol(sticky_action_prob=0.0)
+    _, other = _run(make_env("MinAtar/Breakout-v1", 2, 0, no_sticky), actions)
+    assert not np.array_equal(plain.observation, other.observation)
+
+
+def test_minatar_bad_actions_raise():
+    env = make_env("MinAtar/Breakout-v1", 2, 0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros(2, np.int32))
+    env.reset()
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(2, np.float32))
+    for bad in ([0, 3], [-1, 0]):
+        with pytest.raises(ValueError, match=r"\[0, 3\)"):
+            env.step(np.array(bad, np.int32))
+    env.close()
+
+
+def test_render_rgb_colours_each_minatar_channel():
+    channels = 10  # Seaquest's
+    observation = np.zeros((10, 10, channels), np.uint8)
+    for c in range(channels):
+        observation[0, c, c] = 1  # cell (0, c) shows channel c alone
+    observation[5, 5, [2, 7]] = 1  # two channels: the last one's colour, as MinAtar's display
+    image = envs.render_rgb("MinAtar/Seaquest-v0", observation)
+    assert image.shape == (160, 160, 3) and image.dtype == np.uint8
+    colours = [tuple(image[8, 16 * c + 8]) for c in range(channels)]
+    assert len(set(colours)) == channels and (0, 0, 0) not in colours
+    assert tuple(image[5 * 16 + 3, 5 * 16 + 3]) == colours[7]
+    assert not image[16:, :, :][np.arange(16, 160) // 16 != 5].any()  # black background
+    # Each cell is a uniform 16 x 16 block.
+    assert (image[:16, 32:48] == colours[2]).all()
+    # A batch of observations, another scale; the real game's states.
+    env = make_env("breakout-minatar", 3, 0)
+    batch = env.reset()
+    images = envs.render_rgb("breakout-minatar", batch, scale=4)
+    assert images.shape == (3, 40, 40, 3) and images.dtype == np.uint8
+    np.testing.assert_array_equal(images[1], envs.render_rgb("breakout-minatar", batch[1], 4))
+    # Black, the paddle, the bricks (the ball and its trail start on a brick row, under it).
+    assert len({tuple(p) for p in images.reshape(-1, 3)}) == 3
+    # Atari: the newest frame in grey; CartPole has no image.
+    frames = np.arange(84 * 84 * 4, dtype=np.uint32).reshape(84, 84, 4).astype(np.uint8)
+    grey = envs.render_rgb("Pong", frames, scale=1)
+    assert grey.shape == (84, 84, 3)
+    np.testing.assert_array_equal(grey, np.repeat(frames[..., -1:], 3, axis=-1))
+    with pytest.raises(ValueError, match="CartPole"):
+        envs.render_rgb("CartPole", np.zeros((2, 4), np.float32))

@@ -44,7 +44,10 @@ def test_every_field_has_help():
         (dict(num_actors=0), "--num_actors=0 must be > 0"),
         (dict(discount=1.5), "--discount=1.5 must be in"),
         (dict(correction="retrace"), "--correction='retrace' is not one of vtrace"),
-        (dict(network="resnet"), "--network='resnet' is not one of deep, shallow, nature, mlp"),
+        (
+            dict(network="resnet"),
+            "--network='resnet' is not one of deep, shallow, nature, minatar, mlp",
+        ),
         (dict(queue_capacity=8), "--queue_capacity=8 must be >= --batch_size=32"),
         (
             dict(actor_precision="float16"),
