@@ -503,11 +503,14 @@ def _stop(process: subprocess.Popen) -> None:
             continue
 
 
-def _start(command: list[str], directory: str) -> subprocess.Popen:
+def _start(command: list[str], directory: str, append: bool = False) -> subprocess.Popen:
+    """Starts `command` with its output in `directory`'s stdout.log and stderr.log, replaced, or
+    appended to with `append` (a resumed run keeps the logs of its earlier starts)."""
     os.makedirs(directory, exist_ok=True)
+    mode = "ab" if append else "wb"
     with (
-        open(os.path.join(directory, STDOUT_LOG), "wb") as out,
-        open(os.path.join(directory, STDERR_LOG), "wb") as err,
+        open(os.path.join(directory, STDOUT_LOG), mode) as out,
+        open(os.path.join(directory, STDERR_LOG), mode) as err,
     ):
         # A new session: stopping the run can then stop its actor processes too, and only those.
         return subprocess.Popen(
@@ -515,18 +518,25 @@ def _start(command: list[str], directory: str) -> subprocess.Popen:
         )
 
 
-def _check_finished(process: subprocess.Popen, variant: str, seed: int, directory: str) -> None:
+def _check_finished(
+    process: subprocess.Popen, variant: str, seed: int, directory: str, label: str | None = None
+) -> None:
+    """AblationRunError unless the run exited 0 and wrote episodes.csv. `label` names the run in
+    the error (e.g. "agent 'dice', game 'breakout', seed 0", then called a "run"); by default
+    it is an "ablation run" of "variant 'v', seed s"."""
     command = shlex.join(process.args)
+    kind = "ablation run" if label is None else "run"
+    label = f"variant {variant!r}, seed {seed}" if label is None else label
     if process.returncode != 0:
         raise AblationRunError(
-            f"ablation run failed: variant {variant!r}, seed {seed}, exit status {process.returncode}\n"
+            f"{kind} failed: {label}, exit status {process.returncode}\n"
             f"command: {command}\n"
             f"stderr (last {STDERR_TAIL_LINES} lines of {os.path.join(directory, STDERR_LOG)}):\n"
             f"{_stderr_tail(os.path.join(directory, STDERR_LOG))}"
         )
     if not os.path.isfile(os.path.join(directory, EPISODES_CSV)):
         raise AblationRunError(
-            f"ablation run of variant {variant!r}, seed {seed} exited 0 but wrote no "
+            f"{kind} of {label} exited 0 but wrote no "
             f"{os.path.join(directory, EPISODES_CSV)}; the module must write it (header "
             f"{','.join(EPISODES_COLUMNS)})\ncommand: {command}"
         )
@@ -568,10 +578,26 @@ def run_all(
     seeds: Sequence[int],
     logdir: str,
     parallel: int,
+    skip: Callable[[str, int], bool] | None = None,
+    label: Callable[[str, int], str] | None = None,
+    on_event: Callable[[str, str, int], None] | None = None,
+    append_logs: bool = False,
 ) -> None:
     """Runs `command(variant, seed)` for every variant and seed, `parallel` at a time, seed by
-    seed; AblationRunError as soon as one fails (the others are then stopped)."""
-    pending = [(variant, seed) for seed in seeds for variant in variants]
+    seed; AblationRunError as soon as one fails (the others are then stopped).
+
+    skip(variant, seed): True leaves that run out (e.g. one that already finished).
+    label(variant, seed): how an error names the run (`_check_finished`).
+    on_event(event, variant, seed): called with "start" once a run has started and with "end"
+    once it has exited 0 with its episodes.csv; an exception it raises stops the runs still
+    going, as a failed run does.
+    append_logs: a run's stdout.log and stderr.log are appended to, not replaced (`_start`)."""
+    pending = [
+        (variant, seed)
+        for seed in seeds
+        for variant in variants
+        if skip is None or not skip(variant, seed)
+    ]
     running: dict[subprocess.Popen, tuple[str, int, str]] = {}
     try:
         while pending or running:
@@ -580,12 +606,17 @@ def run_all(
                 directory = run_logdir(logdir, variant, seed)
                 argv = command(variant, seed)
                 log.info("starting %s seed %d: %s", variant, seed, shlex.join(argv))
-                running[_start(argv, directory)] = (variant, seed, directory)
+                running[_start(argv, directory, append_logs)] = (variant, seed, directory)
+                if on_event is not None:
+                    on_event("start", variant, seed)
             finished = [p for p in running if p.poll() is not None]
             for process in finished:
                 variant, seed, directory = running.pop(process)
-                _check_finished(process, variant, seed, directory)
+                name = label(variant, seed) if label is not None else None
+                _check_finished(process, variant, seed, directory, name)
                 log.info("finished %s seed %d", variant, seed)
+                if on_event is not None:
+                    on_event("end", variant, seed)
             if not finished:
                 time.sleep(0.05)
     finally:

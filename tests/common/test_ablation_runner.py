@@ -254,6 +254,62 @@ def test_failing_variant_raises_with_variant_seed_and_stderr(tmp_path, fake_modu
     assert not (tmp_path / "summary.md").exists()
 
 
+def test_run_all_skips_labels_reports_events_and_appends_logs(tmp_path, fake_module_on_path):
+    events = []
+
+    def run_twice():
+        ablation_runner.run_all(
+            lambda v, s: ablation_runner.run_command(fake_module_on_path, v, s, str(tmp_path), []),
+            ["fast", "slow"],
+            [0, 1],
+            str(tmp_path),
+            parallel=2,
+            skip=lambda v, s: (v, s) == ("slow", 0),
+            label=lambda v, s: f"the {v} run of seed {s}",
+            on_event=lambda event, v, s: events.append((event, v, s)),
+            append_logs=True,
+        )
+
+    run_twice()
+    assert not (tmp_path / "slow" / "seed0").exists()
+    assert [e for e in events if e[0] == "start"] == [
+        ("start", "fast", 0),
+        ("start", "fast", 1),
+        ("start", "slow", 1),
+    ]
+    assert sorted(e for e in events if e[0] == "end") == [
+        ("end", "fast", 0),
+        ("end", "fast", 1),
+        ("end", "slow", 1),
+    ]
+    run_twice()  # the logs of both starts are kept
+    assert (tmp_path / "fast" / "seed1" / "stdout.log").read_text().count("fake training") == 2
+    with pytest.raises(AblationRunError) as raised:
+        ablation_runner.run_all(
+            lambda v, s: ablation_runner.run_command(fake_module_on_path, v, s, str(tmp_path), []),
+            ["broken"],
+            [3],
+            str(tmp_path),
+            parallel=1,
+            label=lambda v, s: f"the {v} run of seed {s}",
+        )
+    assert str(raised.value).startswith("run failed: the broken run of seed 3, exit status 3")
+
+    def stop(event, variant, seed):
+        if event == "end":
+            raise RuntimeError("not at the budget")
+
+    with pytest.raises(RuntimeError, match="not at the budget"):
+        ablation_runner.run_all(
+            lambda v, s: ablation_runner.run_command(fake_module_on_path, v, s, str(tmp_path), []),
+            ["fast"],
+            [5],
+            str(tmp_path),
+            parallel=1,
+            on_event=stop,
+        )
+
+
 def test_run_without_episodes_csv_raises(tmp_path, fake_module_on_path):
     with pytest.raises(
         AblationRunError, match=r"variant 'silent', seed 0 exited 0 but wrote no .*episodes.csv"

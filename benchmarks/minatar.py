@@ -1,0 +1,1123 @@
+"""The MinAtar grid: agents x games x seeds on one frame budget, resumable, with one report.
+
+    python -m benchmarks.minatar --agents=impala,reactor,dice,gdi_h3,lbc --games=all --seeds=3 \\
+        --total_frames=5e6 --logdir=runs/minatar --parallel=2
+    python -m benchmarks.minatar --report_only --logdir=runs/minatar        # reports only
+    python -m benchmarks.minatar --measure_random --games=all               # the random rows
+
+Runs. Each run is one paper's main with the paper's own defaults for everything but the game,
+the seed, the budget and the logdir:
+
+    python -m <paper>.main [--ablation=<ablation>] --seed=<S>
+        --logdir=<logdir>/<agent>/<game>/seed<S> --env=MinAtar/<Game>-v0 --total_frames=<N>
+        <the arguments after -->
+
+with the agents impala, reactor, dice, lbc (`<paper>.main`) and gdi_h3, gdi_i3 (`gdi.main
+--ablation=gdi_h3` / `gdi_i3`) and the games asterix, breakout, freeway, seaquest, space_invaders
+(`all`); `-v0` is MinAtar's full set of 6 actions, as in the published curves. An argument after
+`--` written `<agent or paper>:--flag=value` goes to that agent's runs only (common.compare's
+rule). Before the first run starts, every agent's command is checked with `--check_flags`, so a
+flag one paper refuses stops the grid at once. `--parallel` runs go at a time, seed by seed (all
+agents on all games with seed 0 first, so a partial grid already compares the agents), and a line
+with the runs done / running / left and an ETA is printed whenever a run starts or ends. A run
+that fails stops the grid with one error naming its agent, game and seed and the tail of its
+stderr; the runs still going are stopped (SIGTERM, on which a paper's main checkpoints;
+common.ablation_runner sends SIGKILL after 10 s). `--seeds=3` means seeds 0, 1, 2; `--seeds=3,4`
+those two.
+
+Finished and resumed runs. The same command run again skips the runs that finished and resumes
+the others: a paper's main restores the latest checkpoint under its logdir (`<run>/checkpoints`,
+common.learning.Learner) and continues from there when started with the same command, and a
+learner restored at or past its budget (`Learner.done`: its frame counter >= --total_frames)
+trains no more. So a run is finished exactly when its latest checkpoint's frame counter (the
+checkpoint's `frames` variable, read with TensorFlow) has reached --total_frames; the learner
+checkpoints when it stops for any reason, so every run that ran to its budget has such a
+checkpoint. A run directory without checkpoints (copied from elsewhere, or a process killed
+before its first checkpoint, which a resume starts afresh) counts the frames of its last
+episodes.csv row instead. A run that exits 0 short of the budget (it was stopped from outside)
+is an error naming it; the same command resumes it. stdout.log and stderr.log of a run are
+appended to, so a resumed run keeps the logs of its earlier starts.
+
+Reports (written at the end, or by `--report_only` from the run directories alone, also while a
+grid runs; the arguments after `--` are then only quoted in summary.md's commands):
+
+* `<logdir>/curves.csv`: agent, game, seed, frames, return_last_100: at 100 frame counts spaced
+  --total_frames/100 apart (up to what the run has trained), the mean return of the last 100
+  training games that ended at or before that count (fewer early on), from each run's
+  episodes.csv (`frames,episode_return,episode_length,wall_time`);
+* `<logdir>/<game>.png`: per agent, that curve's mean over seeds with a band of one standard error,
+  and horizontal lines at the published DQN and AC(lambda=0.8) returns at 5M frames and at the
+  random policy's return;
+* `<logdir>/summary.md`: the final return of every agent on every game (mean over seeds +- the
+  standard error, the number of seeds, runs short of the budget marked), the published and random
+  references, the normalised scores and their aggregate, and the commands.
+
+What is measured:
+
+* final return of a run = the mean return of the last 100 training games that ended at or before
+  --total_frames (the MinAtar figure's y-axis: the moving average of returns over 100 episodes, at
+  5M frames); a run short of the budget reports its last 100 games so far, marked;
+* normalised score = (final return - random) / (reference - random) per game, with reference = the
+  better of the published DQN and AC(lambda=0.8) returns at 5M frames and random = the uniformly
+  random policy's mean return measured here with the installed minatar package;
+* aggregate = the interquartile mean (IQM) of the normalised scores of all runs and games of an
+  agent, with a 95% stratified-bootstrap confidence interval (runs resampled within each game;
+  `rliable.library.get_interval_estimates` with `rliable.metrics.aggregate_iqm`, 2000 repetitions,
+  random state 0), over the seeds whose runs reached the budget on every game of the report.
+
+The references (`benchmarks/data/minatar_references.csv`): DQN and AC(lambda=0.8), the published
+MinAtar learning curves (Young & Tian 2019, arXiv:1903.03176; the MinAtar README figure
+img/learning_curves.gif at kenjyoung/MinAtar@87c2bc825e0a4171040323a8164e9ecd32d14731, 30 runs per
+curve, full action set, sticky actions 0.1), read off the figure by eye at 5M frames; and a
+uniformly random policy over the 6 actions, measured by `--measure_random` with
+`minatar.Environment` (sticky actions 0.1, difficulty ramping, seed 0 for the game and the
+actions), playing whole games until 1000 games or 1M frames, whichever comes first.
+"""
+
+import csv
+import dataclasses
+import importlib.metadata
+import logging
+import math
+import os
+import shlex
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from common import ablation_runner, cli, compare, runlog
+from common.config import field
+
+TOOL = "benchmarks.minatar"
+
+# The five MinAtar games, with the capitalisation of MinAtar's gym ids (minatar/gym.py
+# registers game.title().replace("_", "")).
+GAMES = {
+    "asterix": "Asterix",
+    "breakout": "Breakout",
+    "freeway": "Freeway",
+    "seaquest": "Seaquest",
+    "space_invaders": "SpaceInvaders",
+}
+ALL = "all"
+
+
+def env_id(game: str) -> str:
+    """The env a run plays: `MinAtar/<Game>-v0`, all 6 actions (v1 is the minimal action set)."""
+    return f"MinAtar/{GAMES[game]}-v0"
+
+
+class AgentSpec(NamedTuple):
+    """How an agent runs: `python -m <module or paper.main> [--ablation=<ablation>]`."""
+
+    paper: str
+    ablation: str | None = None
+    module: str | None = None  # tests: a stand-in for `<paper>.main`
+
+
+AGENTS: dict[str, AgentSpec] = {
+    "impala": AgentSpec("impala"),
+    "reactor": AgentSpec("reactor"),
+    "dice": AgentSpec("dice"),
+    "gdi_h3": AgentSpec("gdi", "gdi_h3"),
+    "gdi_i3": AgentSpec("gdi", "gdi_i3"),
+    "lbc": AgentSpec("lbc"),
+}
+DEFAULT_AGENTS = ("impala", "reactor", "dice", "gdi_h3", "lbc")
+
+# The published budget of the MinAtar curves (Young & Tian 2019, Figure: 5 million frames).
+PUBLISHED_FRAMES = 5_000_000
+# The published curves' statistic: the moving average of returns over 100 episodes.
+LAST_GAMES = 100
+# choice: 100 curve points, as common.ablation_runner's plots.
+CURVE_POINTS = 100
+# choice: rliable's stratified bootstrap with 2000 repetitions (its default is 50000, ~25 times
+# slower; on three random 3 x 5 score matrices in [0, 1.2] the bounds of 2000 were within 0.005 of
+# those of 50000) and a fixed random state, so a report is reproducible.
+BOOTSTRAP_REPS = 2000
+BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
+
+# The learner's checkpoints in a run's logdir and its frame counter in them
+# (common.learning.Learner: CheckpointManager under <logdir>/checkpoints, tf.train.Checkpoint with
+# frames=...).
+CHECKPOINTS_DIR = "checkpoints"
+FRAMES_KEY = "frames/.ATTRIBUTES/VARIABLE_VALUE"
+
+REFERENCES_CSV = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "data", "minatar_references.csv"
+)
+REFERENCE_COLUMNS = ("game", "agent", "return", "frames", "seeds", "source", "note")
+DQN, AC_LAMBDA, RANDOM = "dqn", "ac_lambda_0.8", "random"
+REFERENCE_NAMES = {DQN: "DQN", AC_LAMBDA: "AC(λ=0.8)", RANDOM: "random policy"}
+
+# The random policy's measurement (module docstring).
+RANDOM_MIN_GAMES = 1000
+RANDOM_MIN_FRAMES = 1_000_000
+RANDOM_SEED = 0
+STICKY_ACTION_PROB = 0.1  # MinAtar's default (minatar/environment.py), as in the published curves
+NUM_ACTIONS = 6
+
+CURVES_CSV, SUMMARY_MD = "curves.csv", "summary.md"
+CURVES_COLUMNS = ("agent", "game", "seed", "frames", "return_last_100")
+
+log = logging.getLogger(__name__)
+
+
+class GridRunError(ablation_runner.AblationRunError):
+    """A run of the grid exited 0 before its frame budget."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands.
+
+
+def cell(agent: str, game: str) -> str:
+    """An agent's runs on a game, as common.ablation_runner's "variant": their directories are
+    `<logdir>/<agent>/<game>/seed<S>` (`ablation_runner.run_logdir`)."""
+    return f"{agent}/{game}"
+
+
+def run_dir(logdir: str, agent: str, game: str, seed: int) -> str:
+    return ablation_runner.run_logdir(logdir, cell(agent, game), seed)
+
+
+def _command(
+    module: str, ablation: str | None, seed, directory: str, env: str, argv: Sequence[str]
+) -> list[str]:
+    ablation_flag = [f"--ablation={ablation}"] if ablation else []
+    return [
+        sys.executable,
+        "-m",
+        module,
+        *ablation_flag,
+        f"--seed={seed}",
+        f"--logdir={directory}",
+        f"--env={env}",
+        *argv,
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class GridRun(compare.AgentRun):
+    """One agent on one game (`name` is the agent). Its `command` puts the run in the grid's
+    layout and plays `env_id(game)`; `arguments` (common.compare) keeps the arguments after `--`
+    meant for this agent or paper, so `compare.check_flags` and `check_targets` take it."""
+
+    game: str = ""
+    module: str | None = None
+
+    @classmethod
+    def of(cls, agent: str, game: str) -> "GridRun":
+        spec = AGENTS[agent]
+        return cls(agent, spec.paper, spec.ablation, game, spec.module)
+
+    def command(self, seed: int, logdir: str, argv: Sequence[str]) -> list[str]:
+        return _command(
+            self.module or f"{self.paper}.main",
+            self.ablation,
+            seed,
+            run_dir(logdir, self.name, self.game, seed),
+            env_id(self.game),
+            self.arguments(argv),
+        )
+
+
+def shared_arguments(total_frames: int, extra_argv: Sequence[str]) -> list[str]:
+    """The arguments every run gets after its own (`GridRun.command` filters targeted ones)."""
+    return [f"--total_frames={total_frames}", *extra_argv]
+
+
+def run_template(logdir: str, total_frames: int, extra_argv: Sequence[str]) -> str:
+    """The command of every run (`GridRun.command`) with placeholders, for summary.md."""
+    directory = ablation_runner.run_logdir(logdir, cell("AGENT", "GAME"), "SEED")
+    return " ".join(
+        [
+            "python -m PAPER.main [--ablation=ABLATION] --seed=SEED",
+            shlex.quote(f"--logdir={directory}"),
+            "--env=MinAtar/<Game>-v0",
+            shlex.join(shared_arguments(total_frames, extra_argv)),
+        ]
+    )
+
+
+def grid_command(
+    agents: Sequence[str],
+    games: Sequence[str],
+    seeds: Sequence[int],
+    total_frames: int,
+    logdir: str,
+    parallel: int,
+    extra_argv: Sequence[str] = (),
+) -> str:
+    """The command line of this tool that runs (and resumes) the grid."""
+    argv = [
+        "python",
+        "-m",
+        TOOL,
+        f"--agents={','.join(agents)}",
+        f"--games={','.join(games)}",
+        f"--seeds={','.join(map(str, seeds))}"
+        if list(seeds) != list(range(len(seeds)))
+        else f"--seeds={len(seeds)}",
+        f"--total_frames={total_frames}",
+        f"--logdir={logdir}",
+        f"--parallel={parallel}",
+    ]
+    return shlex.join([*argv, "--", *extra_argv] if extra_argv else argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading runs.
+
+
+def _last_row_frames(path: str) -> int | None:
+    """The frames of the last complete row of an episodes.csv (read from its end: the file of a
+    long run holds tens of thousands of games); None without a row."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(size - 4096, 0))
+        data = f.read()
+    lines = data.split(b"\n")[:-1]  # the part after the last line end is not a complete row
+    for line in reversed(lines):
+        try:
+            return int(float(line.split(b",", 1)[0]))
+        except ValueError:
+            return None  # the header: no row
+    return None
+
+
+def checkpoint_frames(directory: str) -> int | None:
+    """The learner frame counter of the run's latest checkpoint; None without a checkpoint.
+    Imports TensorFlow (only then)."""
+    checkpoints = os.path.join(directory, CHECKPOINTS_DIR)
+    if not os.path.isfile(os.path.join(checkpoints, "checkpoint")):
+        return None
+    if "tensorflow" not in sys.modules:
+        # Quiet TensorFlow's start-up lines in this process only (the runs inherit the env).
+        level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        try:
+            import tensorflow  # noqa: F401
+        finally:
+            if level is None:
+                del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+            else:
+                os.environ["TF_CPP_MIN_LOG_LEVEL"] = level
+    import tensorflow as tf
+
+    try:
+        return int(tf.train.load_checkpoint(checkpoints).get_tensor(FRAMES_KEY))
+    except (tf.errors.OpError, ValueError) as error:  # one being written by a running learner
+        log.warning("cannot read the checkpoint in %s (%s); using episodes.csv", checkpoints, error)
+        return None
+
+
+def trained_frames(directory: str) -> int:
+    """The frames the run has trained: its latest checkpoint's frame counter, or without a
+    checkpoint the frames of its last episodes.csv row, or 0 (module docstring)."""
+    frames = checkpoint_frames(directory)
+    # choice: without a checkpoint, episodes.csv's frames (module docstring): a run copied without
+    # its checkpoints is judged by its logs.
+    if frames is None:
+        frames = _last_row_frames(os.path.join(directory, ablation_runner.EPISODES_CSV))
+    return frames or 0
+
+
+def last_games_curve(
+    episodes: ablation_runner.Episodes, at_frames: np.ndarray, games: int = LAST_GAMES
+) -> np.ndarray:
+    """At each of `at_frames`, the mean return of the last `games` games that ended at or before
+    it (fewer if fewer had ended; nan if none)."""
+    order = np.argsort(episodes.frames, kind="stable")
+    frames, returns = episodes.frames[order], episodes.returns[order]
+    cumulative = np.concatenate([[0.0], np.cumsum(returns)])
+    end = np.searchsorted(frames, np.asarray(at_frames, dtype=float), side="right")
+    start = np.maximum(end - games, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(end > 0, (cumulative[end] - cumulative[start]) / (end - start), np.nan)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    agent: str
+    game: str
+    seed: int
+    frames: int  # trained (`trained_frames`)
+    reached: bool  # frames >= the budget
+    final: float  # mean of the last 100 games at or before the budget
+    curve_frames: np.ndarray
+    curve: np.ndarray
+
+
+def read_result(logdir: str, agent: str, game: str, seed: int, total_frames: int) -> RunResult:
+    directory = run_dir(logdir, agent, game, seed)
+    episodes = ablation_runner.read_episodes(
+        os.path.join(directory, ablation_runner.EPISODES_CSV), ablation_runner.EPISODES_COLUMNS
+    )
+    frames = trained_frames(directory)
+    grid = total_frames * np.arange(1, CURVE_POINTS + 1) / CURVE_POINTS
+    grid = grid[grid <= frames]
+    curve = last_games_curve(episodes, grid)
+    known = np.isfinite(curve)
+    return RunResult(
+        agent=agent,
+        game=game,
+        seed=seed,
+        frames=frames,
+        reached=frames >= total_frames,
+        # choice: games that ended after the budget (the actors run a little ahead of the learner,
+        # whose frames set the budget) are left out, so every run's final return is at the budget.
+        final=float(last_games_curve(episodes, [total_frames])[0]),
+        curve_frames=grid[known],
+        curve=curve[known],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# References.
+
+
+def read_references(path: str = REFERENCES_CSV) -> dict[str, dict[str, float]]:
+    """{game: {agent: return}} of the reference file; ValueError naming the file on a bad one."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != REFERENCE_COLUMNS:
+            raise ValueError(
+                f"{path}: header {reader.fieldnames}, expected {','.join(REFERENCE_COLUMNS)}"
+            )
+        rows = list(reader)
+    references: dict[str, dict[str, float]] = {}
+    for line, row in enumerate(rows, start=2):
+        if row["game"] not in GAMES:
+            raise ValueError(
+                f"{path}:{line}: game {row['game']!r} is not one of {', '.join(GAMES)}"
+            )
+        if row["agent"] in references.get(row["game"], {}):
+            raise ValueError(f"{path}:{line}: a second {row['agent']} row for {row['game']}")
+        try:
+            value = float(row["return"])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}:{line}: return {row['return']!r} is not a number") from None
+        references.setdefault(row["game"], {})[row["agent"]] = value
+    return references
+
+
+def normaliser(references: Mapping[str, Mapping[str, float]], game: str) -> tuple[float, float]:
+    """(random, reference) of a game: the random policy's return and the better of the published
+    DQN and AC(lambda=0.8) returns; ValueError naming what is missing."""
+    known = references.get(game, {})
+    missing = [name for name in (DQN, AC_LAMBDA, RANDOM) if name not in known]
+    if missing:
+        hint = " (python -m benchmarks.minatar --measure_random)" if RANDOM in missing else ""
+        raise ValueError(f"the references lack {', '.join(missing)} for {game}{hint}")
+    return known[RANDOM], max(known[DQN], known[AC_LAMBDA])
+
+
+def normalise(score, random: float, reference: float):
+    return (np.asarray(score, dtype=float) - random) / (reference - random)
+
+
+# ---------------------------------------------------------------------------------------------
+# The random policy.
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomPolicyResult:
+    game: str
+    mean: float
+    standard_error: float
+    games: int
+    frames: int
+
+
+def measure_random_policy(
+    game: str,
+    min_games: int = RANDOM_MIN_GAMES,
+    min_frames: int = RANDOM_MIN_FRAMES,
+    seed: int = RANDOM_SEED,
+) -> RandomPolicyResult:
+    """A uniformly random policy over MinAtar's 6 actions on `game` (`minatar.Environment`,
+    sticky actions 0.1, difficulty ramping; `seed` seeds the game and the actions), whole games
+    until `min_games` games or `min_frames` frames, whichever comes first."""
+    from minatar import Environment  # the MinAtar package (this module is benchmarks.minatar)
+
+    env = Environment(game, sticky_action_prob=STICKY_ACTION_PROB, difficulty_ramping=True)
+    env.seed(seed)
+    env.reset()
+    actions = np.random.default_rng(seed)
+    returns: list[float] = []
+    frames = 0
+    game_return = 0.0
+    # choice: the stopping rule is checked at the end of each game only, so no game is cut and
+    # `frames` counts the frames of the games counted.
+    while True:
+        reward, terminal = env.act(int(actions.integers(NUM_ACTIONS)))
+        frames += 1
+        game_return += float(reward)
+        if terminal:
+            returns.append(game_return)
+            game_return = 0.0
+            if len(returns) >= min_games or frames >= min_frames:
+                break
+            env.reset()
+    values = np.asarray(returns)
+    standard_error = (
+        float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
+    )
+    return RandomPolicyResult(game, float(values.mean()), standard_error, values.size, frames)
+
+
+def write_random_rows(results: Sequence[RandomPolicyResult], path: str = REFERENCES_CSV) -> None:
+    """Replaces the random rows of the measured games in the reference file (the others stay)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    measured = {r.game: r for r in results}
+    version = importlib.metadata.version("minatar")
+    new_rows = []
+    for game in GAMES:
+        new_rows += [row for row in rows if row["game"] == game and row["agent"] != RANDOM]
+        old = [row for row in rows if row["game"] == game and row["agent"] == RANDOM]
+        if game not in measured:
+            new_rows += old
+            continue
+        result = measured[game]
+        new_rows.append(
+            dict(
+                game=game,
+                agent=RANDOM,
+                **{"return": f"{result.mean:.4f}"},
+                frames=str(result.frames),
+                seeds="1",
+                source=f"measured: python -m {TOOL} --measure_random --games={game}",
+                note=(
+                    f"uniform random over {NUM_ACTIONS} actions; sticky actions "
+                    f"{STICKY_ACTION_PROB}; difficulty ramping; seed {RANDOM_SEED} (game and "
+                    f"actions); minatar {version}; {result.games} games, {result.frames} frames; "
+                    f"standard error {result.standard_error:.4f}"
+                ),
+            )
+        )
+    new_rows += [row for row in rows if row["game"] not in GAMES]
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", newline="") as f:
+        writer = csv.DictWriter(f, REFERENCE_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(new_rows)
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports.
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate:
+    """An agent's IQM of normalised scores over `seeds` (each with runs on every game)."""
+
+    seeds: tuple[int, ...]
+    scores: np.ndarray  # [len(seeds), games]
+    iqm: float
+    low: float
+    high: float
+
+
+@dataclasses.dataclass(frozen=True)
+class GridReport:
+    logdir: str
+    agents: tuple[str, ...]
+    games: tuple[str, ...]
+    seeds: tuple[int, ...]
+    total_frames: int
+    results: tuple[RunResult, ...]
+    references: dict[str, dict[str, float]]
+    aggregates: dict[str, Aggregate | None]
+
+    def runs(self, agent: str, game: str) -> list[RunResult]:
+        return [r for r in self.results if r.agent == agent and r.game == game]
+
+    def finals(self, agent: str, game: str) -> np.ndarray:
+        return np.array([r.final for r in self.runs(agent, game)])
+
+    @property
+    def curves_csv(self) -> str:
+        return os.path.join(self.logdir, CURVES_CSV)
+
+    @property
+    def summary_md(self) -> str:
+        return os.path.join(self.logdir, SUMMARY_MD)
+
+    def figure(self, game: str) -> str:
+        return os.path.join(self.logdir, f"{game}.png")
+
+
+def mean_and_standard_error(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample standard deviation, ddof 1, over sqrt(n); nan for n = 1)."""
+    values = np.asarray(values, dtype=float)
+    if values.size > 1:
+        return float(values.mean()), float(values.std(ddof=1) / math.sqrt(values.size))
+    return float(values.mean()), math.nan
+
+
+def interquartile_mean(scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED):
+    """(IQM, CI low, CI high) of a [runs, games] score matrix: rliable's point estimate and its
+    stratified-bootstrap 95% confidence interval."""
+    from rliable import library as rly
+    from rliable import metrics as rly_metrics
+
+    with warnings.catch_warnings():
+        # arch 7 warns that rliable passes it a RandomState by its old keyword; it is used.
+        warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
+        points, intervals = rly.get_interval_estimates(
+            {"agent": np.asarray(scores, dtype=float)},
+            lambda x: np.array([rly_metrics.aggregate_iqm(x)]),
+            reps=reps,
+            confidence_interval_size=CONFIDENCE,
+            random_state=np.random.RandomState(seed),
+        )
+    return (
+        float(points["agent"][0]),
+        float(intervals["agent"][0, 0]),
+        float(intervals["agent"][1, 0]),
+    )
+
+
+def _aggregate(
+    results: Sequence[RunResult],
+    agent: str,
+    games: Sequence[str],
+    seeds: Sequence[int],
+    references: Mapping[str, Mapping[str, float]],
+) -> Aggregate | None:
+    by_key = {(r.game, r.seed): r for r in results if r.agent == agent}
+    # choice: rliable's score matrix is runs x games, one run per game in each row: a seed counts
+    # once its runs on every game reached the budget, so a partial grid aggregates finished seeds.
+    complete = [s for s in seeds if all((g, s) in by_key and by_key[g, s].reached for g in games)]
+    if not complete:
+        return None
+    scores = np.array(
+        [
+            [normalise(by_key[g, s].final, *normaliser(references, g)) for g in games]
+            for s in complete
+        ]
+    )
+    return Aggregate(tuple(complete), scores, *interquartile_mean(scores))
+
+
+def _cell_text(values: Sequence[float], short: bool, digits: int = 2) -> str:
+    if not len(values):
+        return "—"
+    mean, se = mean_and_standard_error(values)
+    text = f"{mean:.{digits}f}" if math.isnan(se) else f"{mean:.{digits}f} ± {se:.{digits}f}"
+    return f"{text} ({len(values)}){'†' if short else ''}"
+
+
+def _summary_markdown(report: GridReport, command: str | None, template: str | None) -> str:
+    games, refs = report.games, report.references
+    lines = [
+        "# MinAtar grid",
+        "",
+        (
+            f"Agents {', '.join(report.agents)}; games {', '.join(games)} "
+            f"(`MinAtar/<Game>-v0`, all 6 actions); seeds {', '.join(map(str, report.seeds))}; "
+            f"budget {report.total_frames:,} frames per run."
+        ),
+        "",
+    ]
+    if command:
+        lines += [f"Grid (the same command resumes it): `{command}`", ""]
+    if template:
+        mapping = ", ".join(
+            f"{a}: `{AGENTS[a].module or AGENTS[a].paper + '.main'}"
+            f"{' --ablation=' + AGENTS[a].ablation if AGENTS[a].ablation else ''}`"
+            for a in report.agents
+        )
+        lines += [f"Each run: `{template}` ({mapping}).", ""]
+    lines += [
+        (
+            f"Final return of a run: the mean return of its last {LAST_GAMES} training games "
+            f"that ended at or before {report.total_frames:,} frames (episodes.csv). Each cell: "
+            "mean ± standard error (sample standard deviation / √n) over seeds, (n seeds); † = a "
+            "run that has not reached the budget (its last games so far). DQN and AC(λ=0.8): the "
+            f"published curves at {PUBLISHED_FRAMES:,} frames (Young & Tian 2019, "
+            "arXiv:1903.03176; the MinAtar README figure at "
+            "kenjyoung/MinAtar@87c2bc825e0a4171040323a8164e9ecd32d14731, 30 runs each, read off "
+            "by eye); random: a uniformly random policy measured with the installed minatar "
+            "package (benchmarks/data/minatar_references.csv says how)."
+        ),
+        "",
+        "| agent | " + " | ".join(games) + " |",
+        "|---|" + "---|" * len(games),
+    ]
+    for agent in report.agents:
+        cells = [
+            _cell_text(report.finals(agent, g), any(not r.reached for r in report.runs(agent, g)))
+            for g in games
+        ]
+        lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+    for name in (DQN, AC_LAMBDA, RANDOM):
+        values = [refs.get(g, {}).get(name) for g in games]
+        cells = ["—" if v is None else f"{v:.2f}" for v in values]
+        lines.append(f"| {REFERENCE_NAMES[name]} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        (
+            "Normalised score per game: (final return − random) / (reference − random), "
+            "reference = the better of the published DQN and AC(λ=0.8) returns (1 = the better "
+            "published agent, 0 = random). Each cell: mean ± standard error over seeds. IQM: the "
+            "interquartile mean (the mean of the middle 50%) of the normalised scores of all the "
+            f"agent's runs on all games, with its {CONFIDENCE:.0%} stratified-bootstrap "
+            "confidence interval (rliable `get_interval_estimates` with `aggregate_iqm`, "
+            f"{BOOTSTRAP_REPS} repetitions resampling the runs within each game, random state "
+            f"{BOOTSTRAP_SEED}), over the seeds whose runs reached the budget on every game."
+        ),
+        "",
+        "| agent | " + " | ".join(games) + " | IQM [95% CI] | seeds in IQM |",
+        "|---|" + "---|" * (len(games) + 2),
+    ]
+    for agent in report.agents:
+        cells = []
+        for g in games:
+            runs = report.runs(agent, g)
+            scores = normalise([r.final for r in runs], *normaliser(refs, g))
+            cells.append(_cell_text(scores, any(not r.reached for r in runs)))
+        aggregate = report.aggregates[agent]
+        if aggregate is None:
+            cells += ["—", "none on every game"]
+        else:
+            cells += [
+                f"{aggregate.iqm:.2f} [{aggregate.low:.2f}, {aggregate.high:.2f}]",
+                ", ".join(map(str, aggregate.seeds)),
+            ]
+        lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+    short = [r for r in report.results if not r.reached]
+    missing = [
+        f"{a}/{g}/seed{s}"
+        for a in report.agents
+        for g in games
+        for s in report.seeds
+        if not any(r.seed == s for r in report.runs(a, g))
+    ]
+    if short or missing:
+        lines.append("")
+    if short:
+        listed = ", ".join(f"{r.agent}/{r.game}/seed{r.seed} ({r.frames:,})" for r in short)
+        lines.append(f"† Short of the budget (frames trained): {listed}.")
+    if missing:
+        lines.append(f"Not run yet: {', '.join(missing)}.")
+    return "\n".join(lines) + "\n"
+
+
+def _write_curves_csv(report: GridReport) -> None:
+    with open(report.curves_csv, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(CURVES_COLUMNS)
+        for r in report.results:
+            for frames, value in zip(r.curve_frames, r.curve):
+                writer.writerow(
+                    [
+                        r.agent,
+                        r.game,
+                        r.seed,
+                        ablation_runner._number(frames),
+                        ablation_runner._number(value),
+                    ]
+                )
+
+
+def seed_mean_curve(
+    runs: Sequence[RunResult], grid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, standard error, seeds) over the runs' curves at each grid point, of the runs that
+    have a point there (standard error nan where fewer than 2 do)."""
+    values = np.full((len(runs), grid.size), np.nan)
+    for i, r in enumerate(runs):
+        values[i, np.searchsorted(grid, r.curve_frames)] = r.curve
+    count = np.isfinite(values).sum(axis=0)
+    masked = np.ma.masked_invalid(values)
+    mean = masked.mean(axis=0).filled(np.nan)
+    std = masked.std(axis=0, ddof=1).filled(np.nan) if len(runs) > 1 else np.full(grid.size, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.where(count > 1, std / np.sqrt(count), np.nan)
+    return mean, se, count
+
+
+def _plot_game(report: GridReport, game: str) -> None:
+    grid = report.total_frames * np.arange(1, CURVE_POINTS + 1) / CURVE_POINTS
+    figure = Figure(figsize=(7.5, 4.5), layout="constrained")
+    axes = figure.subplots()
+    for agent in report.agents:
+        runs = [r for r in report.runs(agent, game) if r.curve.size]
+        if not runs:
+            continue
+        mean, se, _ = seed_mean_curve(runs, grid)
+        (line,) = axes.plot(
+            grid, mean, label=f"{agent} ({len(runs)} seed{'' if len(runs) == 1 else 's'})"
+        )
+        axes.fill_between(
+            grid, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0
+        )
+    styles = {DQN: ("--", "black"), AC_LAMBDA: (":", "black"), RANDOM: ("-.", "grey")}
+    for name, (style, color) in styles.items():
+        value = report.references.get(game, {}).get(name)
+        if value is not None:
+            where = "published, 5M frames" if name != RANDOM else "measured"
+            axes.axhline(
+                value,
+                linestyle=style,
+                color=color,
+                linewidth=1,
+                label=f"{REFERENCE_NAMES[name]} ({where}): {value:.1f}",
+            )
+    axes.set_title(f"MinAtar {GAMES[game]} ({env_id(game)})")
+    axes.set_xlabel("environment frames")
+    axes.set_ylabel(f"mean return of the last {LAST_GAMES} training games")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize="small")
+    figure.savefig(report.figure(game), dpi=100)
+
+
+def write_reports(
+    logdir: str,
+    agents: Sequence[str],
+    games: Sequence[str],
+    seeds: Sequence[int],
+    total_frames: int,
+    command: str | None = None,
+    template: str | None = None,
+    references: str = REFERENCES_CSV,
+) -> GridReport:
+    """curves.csv, summary.md and <game>.png in `logdir` from the run directories of the grid
+    that exist (module docstring); ValueError if none does."""
+    if not os.path.isdir(logdir):
+        raise ValueError(f"logdir {logdir!r} is not a directory")
+    table = read_references(references)
+    for game in games:
+        normaliser(table, game)  # every game has its references
+    results = tuple(
+        read_result(logdir, a, g, s, total_frames)
+        for s in seeds
+        for g in games
+        for a in agents
+        if os.path.isfile(os.path.join(run_dir(logdir, a, g, s), ablation_runner.EPISODES_CSV))
+    )
+    if not results:
+        raise ValueError(
+            f"no {ablation_runner.EPISODES_CSV} of the grid under {logdir!r}; expected "
+            f"<logdir>/<agent>/<game>/seed<S>/{ablation_runner.EPISODES_CSV}"
+        )
+    report = GridReport(
+        logdir=logdir,
+        agents=tuple(agents),
+        games=tuple(games),
+        seeds=tuple(seeds),
+        total_frames=total_frames,
+        results=results,
+        references=table,
+        aggregates={a: _aggregate(results, a, games, seeds, table) for a in agents},
+    )
+    _write_curves_csv(report)
+    with open(report.summary_md, "w") as f:
+        f.write(_summary_markdown(report, command, template))
+    for game in games:
+        _plot_game(report, game)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Running.
+
+
+class Progress:
+    """The runs done / running / left and an ETA, printed when a run starts or ends.
+
+    choice: ETA = the frames left over all unfinished runs at the frames per second of one run
+    (from the runs that ended in this invocation: their frames trained over their wall time;
+    before any has ended, from the running ones' episodes.csv), `parallel` runs at a time, and
+    never less than the longest single run left."""
+
+    def __init__(
+        self,
+        frames: Mapping[tuple[str, int], int],
+        total_frames: int,
+        parallel: int,
+        logdir: str,
+        clock: Callable[[], float] = time.monotonic,
+        current: Callable[[str, int], int] | None = None,
+        out=None,
+    ):
+        self.frames = dict(frames)  # (cell, seed) -> frames trained, updated as runs go
+        self.total_frames = total_frames
+        self.parallel = parallel
+        self.logdir = logdir
+        self.clock = clock
+        self.current = current or self._episodes_frames
+        self.out = out
+        self.done = {key for key, f in self.frames.items() if f >= total_frames}
+        self.running: dict[tuple[str, int], tuple[float, int]] = {}  # key -> (start time, frames)
+        self.ended: list[tuple[int, float]] = []  # (frames trained, seconds) of the ended runs
+
+    def _episodes_frames(self, variant: str, seed: int) -> int:
+        path = os.path.join(
+            ablation_runner.run_logdir(self.logdir, variant, seed), ablation_runner.EPISODES_CSV
+        )
+        return _last_row_frames(path) or 0
+
+    def start(self, variant: str, seed: int) -> str:
+        self.running[variant, seed] = (self.clock(), self.frames[variant, seed])
+        return self._line(f"started {variant} seed {seed}")
+
+    def end(self, variant: str, seed: int, frames: int) -> str:
+        started, start_frames = self.running.pop((variant, seed))
+        self.ended.append((max(frames - start_frames, 0), self.clock() - started))
+        self.frames[variant, seed] = frames
+        self.done.add((variant, seed))
+        return self._line(f"finished {variant} seed {seed}")
+
+    def rate(self) -> tuple[float, str]:
+        """Frames per second of one run, and what it comes from."""
+        frames = sum(f for f, _ in self.ended)
+        seconds = sum(s for _, s in self.ended)
+        if frames > 0 and seconds > 0:
+            return frames / seconds, f"{len(self.ended)} finished"
+        now, gained, elapsed = self.clock(), 0, 0.0
+        for (variant, seed), (started, start_frames) in self.running.items():
+            gained += max(self.current(variant, seed) - start_frames, 0)
+            elapsed += now - started
+        if gained > 0 and elapsed > 0:
+            return gained / elapsed, f"{len(self.running)} running"
+        return math.nan, "no progress yet"
+
+    def eta(self) -> tuple[float, str]:
+        rate, basis = self.rate()
+        left = []
+        for key, frames in self.frames.items():
+            if key in self.done:
+                continue
+            if key in self.running:
+                frames = max(frames, self.current(*key))
+            left.append(max(self.total_frames - frames, 0))
+        if not left:
+            return 0.0, basis
+        if not rate > 0:
+            return math.nan, basis
+        slots = min(self.parallel, len(left))
+        return max(
+            sum(left) / (rate * slots), max(left) / rate
+        ), f"{runlog.format_count(rate)} frames/s per run from {basis}"
+
+    def _line(self, event: str) -> str:
+        seconds, basis = self.eta()
+        left = len(self.frames) - len(self.done) - len(self.running)
+        line = (
+            f"[minatar] {len(self.done)}/{len(self.frames)} done, {len(self.running)} running, "
+            f"{left} left | ETA {runlog.format_duration(seconds)} ({basis}) | {event}"
+        )
+        print(line, file=self.out or sys.stdout, flush=True)
+        return line
+
+
+def _label(variant: str, seed: int) -> str:
+    agent, game = variant.split("/")
+    return f"agent {agent!r}, game {game!r}, seed {seed}"
+
+
+def run_grid(
+    agents: Sequence[str],
+    games: Sequence[str],
+    seeds: Sequence[int],
+    total_frames: int,
+    logdir: str,
+    extra_argv: Sequence[str] = (),
+    parallel: int = 2,
+    check_flags: bool = True,
+) -> dict[tuple[str, int], int]:
+    """Runs the grid's unfinished runs (module docstring); returns {(cell, seed): frames trained
+    before this call} of all its runs. AblationRunError naming the run when one fails."""
+    # choice: within a seed, game by game with every agent, so a partial grid compares agents on
+    # the games it has.
+    runs = {cell(a, g): GridRun.of(a, g) for g in games for a in agents}
+    shared = shared_arguments(total_frames, extra_argv)
+    compare.check_targets(list(runs.values()), extra_argv)
+    before = {
+        (variant, seed): trained_frames(ablation_runner.run_logdir(logdir, variant, seed))
+        for seed in seeds
+        for variant in runs
+    }
+    finished = {key for key, frames in before.items() if frames >= total_frames}
+    resumed = [key for key, frames in before.items() if 0 < frames < total_frames]
+    print(
+        f"[minatar] {len(before)} runs: {len(finished)} finished (skipped), {len(resumed)} to "
+        f"resume, {len(before) - len(finished) - len(resumed)} to start; {parallel} at a time; "
+        f"logs in {logdir}/<agent>/<game>/seed<S>",
+        flush=True,
+    )
+    if len(finished) == len(before):
+        return before
+    if check_flags:
+        checked = {}
+        for run in runs.values():
+            # choice: one game per agent: its runs' flags differ only in the MinAtar env id.
+            checked.setdefault(run.name, run)
+        compare.check_flags(list(checked.values()), seeds[0], logdir, shared)
+    progress = Progress(before, total_frames, parallel, logdir)
+
+    def on_event(event: str, variant: str, seed: int) -> None:
+        if event == "start":
+            progress.start(variant, seed)
+            return
+        directory = ablation_runner.run_logdir(logdir, variant, seed)
+        frames = trained_frames(directory)
+        if frames < total_frames:
+            stdout = os.path.join(directory, ablation_runner.STDOUT_LOG)
+            raise GridRunError(
+                f"run of {_label(variant, seed)} exited 0 at {frames:,} of {total_frames:,} frames "
+                "(stopped from outside?); the same command resumes it\n"
+                f"stdout (last lines of {stdout}):\n{ablation_runner._stderr_tail(stdout)}"
+            )
+        progress.end(variant, seed, frames)
+
+    ablation_runner.run_all(
+        lambda variant, seed: runs[variant].command(seed, logdir, shared),
+        list(runs),
+        list(seeds),
+        logdir,
+        parallel,
+        skip=lambda variant, seed: (variant, seed) in finished,
+        label=_label,
+        on_event=on_event,
+        append_logs=True,
+    )
+    return before
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line.
+
+
+def _names(values: Sequence[str], allowed: Sequence[str], flag: str) -> tuple[str, ...]:
+    if not values:
+        raise cli.FlagError(f"--{flag} names at least one of {', '.join(allowed)}")
+    for value in values:
+        if value not in allowed:
+            raise cli.FlagError(f"--{flag}: {value!r} is not one of {', '.join(allowed)}")
+    if len(set(values)) != len(values):
+        raise cli.FlagError(f"--{flag}={','.join(values)} names one twice")
+    return tuple(values)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandLine:
+    """The flags of `python -m benchmarks.minatar`."""
+
+    agents: tuple[str, ...] = field(DEFAULT_AGENTS, f"Agents, of: {', '.join(AGENTS)}.")
+    games: tuple[str, ...] = field((ALL,), f"Games, of: {', '.join(GAMES)}; or {ALL}.")
+    seeds: tuple[int, ...] = field((3,), "Number of seeds N (seeds 0..N-1) or a list of seeds.")
+    total_frames: int = field(
+        5_000_000, "Environment frames of every run (5e6: the published budget)."
+    )
+    logdir: str = field("runs/minatar", "Root directory of the runs and the reports.")
+    parallel: int = field(2, "Runs at a time.")
+    report_only: bool = field(False, "Only write the reports from the run directories there are.")
+    measure_random: bool = field(
+        False, "Measure the random policy on --games and rewrite its rows of the reference file."
+    )
+
+    def validate(self) -> "CommandLine":
+        """Raises cli.FlagError naming the flag; returns the command line with the games and
+        seeds spelt out."""
+        agents = _names(self.agents, tuple(AGENTS), "agents")
+        games = (
+            tuple(GAMES)
+            if tuple(self.games) == (ALL,)
+            else _names(self.games, tuple(GAMES) + (ALL,), "games")
+        )
+        if ALL in games:
+            raise cli.FlagError(f"--games={','.join(self.games)}: {ALL} stands alone")
+        seeds = tuple(cli.parse_seeds(self.seeds))
+        if self.total_frames <= 0:
+            raise cli.FlagError(f"--total_frames={self.total_frames} must be > 0")
+        if self.parallel < 1:
+            raise cli.FlagError(f"--parallel={self.parallel} must be >= 1")
+        if not self.logdir:
+            raise cli.FlagError("--logdir must name a directory")
+        if self.report_only and self.measure_random:
+            raise cli.FlagError("--report_only and --measure_random: give one of them")
+        return dataclasses.replace(self, agents=agents, games=games, seeds=seeds)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = ablation_runner.parse_tool_command_line(argv, CommandLine, TOOL, __doc__)
+        if extra and args.measure_random:
+            raise cli.FlagError(
+                f"--measure_random runs no agent: the arguments after -- ({shlex.join(extra)}) "
+                "would go nowhere"
+            )
+    except cli.FlagError as error:
+        cli.fail(str(error))
+    # The runner's "starting <run>: <command>" lines; not rliable's per-estimate ones.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    logging.getLogger(ablation_runner.__name__).setLevel(logging.INFO)
+    if args.measure_random:
+        results = []
+        for game in args.games:
+            started = time.monotonic()
+            result = measure_random_policy(game)
+            print(
+                f"[minatar] random policy on {game}: {result.mean:.4f} ± "
+                f"{result.standard_error:.4f} ({result.games} games, {result.frames:,} frames, "
+                f"{time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
+            results.append(result)
+        write_random_rows(results)
+        print(f"wrote the random rows of {REFERENCES_CSV}")
+        return
+    command = grid_command(
+        args.agents, args.games, args.seeds, args.total_frames, args.logdir, args.parallel, extra
+    )
+    try:
+        if not args.report_only:
+            run_grid(
+                args.agents,
+                args.games,
+                args.seeds,
+                args.total_frames,
+                args.logdir,
+                extra,
+                args.parallel,
+            )
+        report = write_reports(
+            args.logdir,
+            args.agents,
+            args.games,
+            args.seeds,
+            args.total_frames,
+            command=command,
+            template=run_template(args.logdir, args.total_frames, extra),
+        )
+    except cli.FlagError as error:
+        cli.fail(str(error))
+    except (ablation_runner.AblationRunError, ValueError) as error:
+        sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        sys.exit(
+            f"interrupted: the runs going were stopped (they checkpoint); `{command}` resumes them"
+        )
+    with open(report.summary_md) as f:
+        print(f.read())
+    figures = ", ".join(report.figure(g) for g in report.games)
+    print(f"wrote {report.curves_csv}, {report.summary_md} and {figures}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,594 @@
+"""benchmarks.minatar: commands, skipping and resuming runs, failures, reports and references.
+
+The grid's runs are tests/benchmarks/fake_minatar_trainer.py (found through PYTHONPATH), which
+keeps a paper main's command line and resumes where its episodes.csv stops; the real mains are
+exercised by the paper packages' tests.
+"""
+
+import csv
+import io
+import math
+import os
+import pathlib
+import shutil
+import struct
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks import minatar
+from common import ablation_runner, compare
+
+HERE = pathlib.Path(__file__).parent
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+FAKE = "fake_minatar_trainer"
+BUDGET = 200_000  # the fake's runs: 200 games of 1000 frames
+
+
+@pytest.fixture
+def fake_agents(monkeypatch):
+    """Agents fast, slow and broken, run by the fake trainer."""
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    )
+    monkeypatch.setitem(minatar.AGENTS, "fast", minatar.AgentSpec("fake", None, FAKE))
+    monkeypatch.setitem(minatar.AGENTS, "slow", minatar.AgentSpec("fake", None, FAKE))
+    monkeypatch.setitem(minatar.AGENTS, "broken", minatar.AgentSpec("fake", "broken", FAKE))
+
+
+def _write_csv(path: pathlib.Path, header, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _read_csv(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _png_size(path) -> tuple[int, int]:
+    data = pathlib.Path(path).read_bytes()
+    assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR", "not a PNG file"
+    return struct.unpack(">II", data[16:24])
+
+
+def _brute_last_games(frames, returns, at, games=100):
+    # Ground truth: the last `games` games (in frame order) that ended at or before `at`.
+    ended = [r for f, r in sorted(zip(frames, returns), key=lambda x: x[0]) if f <= at]
+    return np.mean(ended[-games:]) if ended else np.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands.
+
+
+@pytest.mark.parametrize(
+    "agent, module, ablation",
+    [
+        ("impala", "impala.main", []),
+        ("reactor", "reactor.main", []),
+        ("dice", "dice.main", []),
+        ("gdi_h3", "gdi.main", ["--ablation=gdi_h3"]),
+        ("gdi_i3", "gdi.main", ["--ablation=gdi_i3"]),
+        ("lbc", "lbc.main", []),
+    ],
+)
+def test_each_agent_runs_its_papers_main(agent, module, ablation):
+    shared = minatar.shared_arguments(5_000_000, ["--eval_interval_s=0", "dice:--warmup_steps=2"])
+    command = minatar.GridRun.of(agent, "space_invaders").command(2, "runs/m", shared)
+    targeted = ["--warmup_steps=2"] if agent == "dice" else []
+    assert command == [
+        sys.executable,
+        "-m",
+        module,
+        *ablation,
+        "--seed=2",
+        f"--logdir={os.path.join('runs/m', agent, 'space_invaders', 'seed2')}",
+        "--env=MinAtar/SpaceInvaders-v0",
+        "--total_frames=5000000",
+        "--eval_interval_s=0",
+        *targeted,
+    ]
+
+
+def test_env_ids_have_gym_capitalisation_and_all_actions():
+    assert [minatar.env_id(g) for g in minatar.GAMES] == [
+        "MinAtar/Asterix-v0",
+        "MinAtar/Breakout-v0",
+        "MinAtar/Freeway-v0",
+        "MinAtar/Seaquest-v0",
+        "MinAtar/SpaceInvaders-v0",
+    ]
+
+
+def test_templates_quote_the_grid():
+    assert minatar.run_template("runs/m", 5_000_000, ["--x=1"]) == (
+        "python -m PAPER.main [--ablation=ABLATION] --seed=SEED "
+        "--logdir=runs/m/AGENT/GAME/seedSEED --env=MinAtar/<Game>-v0 --total_frames=5000000 --x=1"
+    )
+    assert minatar.grid_command(["impala", "lbc"], ["breakout"], [0, 1, 2], 5_000_000, "r", 2) == (
+        "python -m benchmarks.minatar --agents=impala,lbc --games=breakout --seeds=3 "
+        "--total_frames=5000000 --logdir=r --parallel=2"
+    )
+    assert minatar.grid_command(["dice"], ["freeway"], [0, 5], 10, "r", 1, ["--a=1"]).endswith(
+        "--seeds=0,5 --total_frames=10 --logdir=r --parallel=1 -- --a=1"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", list(minatar.AGENTS))
+def test_each_papers_main_accepts_the_grids_flags(agent, tmp_path):
+    # What the grid checks before its first run: the paper's main validates the flags and exits.
+    run = minatar.GridRun.of(agent, "space_invaders")
+    compare.check_flags([run], 0, str(tmp_path), minatar.shared_arguments(5_000_000, []))
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Running: skip, resume, fail (the fake trainer's processes).
+
+
+def _fake_run_rows(agent: str, seed: int, upto: int):
+    # What the fake trainer writes up to `upto` frames.
+    slope = {"fast": 20.0, "slow": 5.0}[agent]
+    return [(t, slope * t / BUDGET + seed, 1000, t / 1e5) for t in range(1000, upto + 1, 1000)]
+
+
+def _grid(logdir, *flags, parallel=2):
+    return [
+        "--agents=fast,slow",
+        "--games=breakout,freeway",
+        f"--total_frames={BUDGET}",
+        f"--logdir={logdir}",
+        f"--parallel={parallel}",
+        *flags,
+    ]
+
+
+def _starts(logdir: pathlib.Path) -> dict[str, str]:
+    return {
+        str(path.parent.relative_to(logdir)): path.read_text()
+        for path in sorted(logdir.glob("*/*/seed*/starts.txt"))
+    }
+
+
+@pytest.mark.slow
+def test_grid_skips_finished_runs_and_resumes_unfinished_ones(tmp_path, fake_agents, capsys):
+    columns = ablation_runner.EPISODES_COLUMNS
+    _write_csv(
+        tmp_path / "fast/breakout/seed0/episodes.csv", columns, _fake_run_rows("fast", 0, BUDGET)
+    )
+    _write_csv(
+        tmp_path / "slow/freeway/seed1/episodes.csv", columns, _fake_run_rows("slow", 1, 50_000)
+    )
+    minatar.main(_grid(tmp_path, "--seeds=2"))
+    out = capsys.readouterr().out
+    assert "8 runs: 1 finished (skipped), 1 to resume, 6 to start; 2 at a time" in out
+    starts = _starts(tmp_path)
+    assert "fast/breakout/seed0" not in starts  # finished: skipped
+    assert starts.pop("slow/freeway/seed1") == "50000\n"  # resumed where it stopped
+    assert set(starts.values()) == {"0\n"} and len(starts) == 6
+    # Seed-major, then game, then agent.
+    started = [line.split("| started ")[1] for line in out.splitlines() if "| started " in line]
+    assert started == [
+        "slow/breakout seed 0",
+        "fast/freeway seed 0",
+        "slow/freeway seed 0",
+        "fast/breakout seed 1",
+        "slow/breakout seed 1",
+        "fast/freeway seed 1",
+        "slow/freeway seed 1",
+    ]
+    progress = [
+        line for line in out.splitlines() if line.startswith("[minatar] ") and "ETA" in line
+    ]
+    assert progress[0].startswith("[minatar] 1/8 done, 1 running, 6 left | ETA ")
+    assert progress[-1].startswith("[minatar] 8/8 done, 0 running, 0 left | ETA 0m00s")
+    assert len(progress) == 2 * 7
+    resumed = _read_csv(tmp_path / "slow/freeway/seed1/episodes.csv")
+    assert [int(r["frames"]) for r in resumed] == list(range(1000, BUDGET + 1, 1000))
+    # The report: the fake's last 100 games at 200k frames are t = 101k..200k: mean t = 150.5k.
+    summary = (tmp_path / "summary.md").read_text()
+    final = 20.0 * 150_500 / BUDGET + np.array([0.0, 1.0])
+    mean, se = final.mean(), final.std(ddof=1) / math.sqrt(2)
+    assert f"| fast | {mean:.2f} ± {se:.2f} (2) | {mean:.2f} ± {se:.2f} (2) |" in summary
+    assert "--seeds=2 --total_frames=200000" in summary
+    for game in ("breakout", "freeway"):
+        _png_size(tmp_path / f"{game}.png")
+
+    # Again: everything finished, nothing starts. With a third seed: only its runs start.
+    minatar.main(_grid(tmp_path, "--seeds=2"))
+    assert "8 runs: 8 finished (skipped), 0 to resume, 0 to start" in capsys.readouterr().out
+    assert _starts(tmp_path) == {**starts, "slow/freeway/seed1": "50000\n"}
+    minatar.main(_grid(tmp_path, "--seeds=3"))
+    assert "12 runs: 8 finished (skipped), 0 to resume, 4 to start" in capsys.readouterr().out
+    new = {k: v for k, v in _starts(tmp_path).items() if k.endswith("seed2")}
+    assert new == {
+        f"{a}/{g}/seed2": "0\n" for a in ("fast", "slow") for g in ("breakout", "freeway")
+    }
+
+
+@pytest.mark.slow
+def test_a_failed_run_is_named_with_its_stderr(tmp_path, fake_agents):
+    with pytest.raises(ablation_runner.AblationRunError) as raised:
+        minatar.run_grid(["fast", "broken"], ["seaquest"], [0], BUDGET, str(tmp_path), parallel=2)
+    message = str(raised.value)
+    assert message.startswith("run failed: agent 'broken', game 'seaquest', seed 0, exit status 3")
+    assert "RuntimeError: fake failure in the learner" in message
+    assert str(tmp_path / "broken" / "seaquest" / "seed0" / "stderr.log") in message
+
+
+@pytest.mark.slow
+def test_command_line_failure_exits_with_one_error_and_no_report(tmp_path, fake_agents):
+    with pytest.raises(SystemExit) as raised:
+        minatar.main(["--agents=broken", "--games=breakout", "--seeds=1", f"--logdir={tmp_path}"])
+    assert str(raised.value).startswith(
+        "error: run failed: agent 'broken', game 'breakout', seed 0"
+    )
+    assert not (tmp_path / "summary.md").exists()
+
+
+@pytest.mark.slow
+def test_a_run_that_exits_0_short_of_its_budget_is_an_error(tmp_path, fake_agents):
+    with pytest.raises(minatar.GridRunError, match="exited 0 at 50,000 of 200,000 frames"):
+        minatar.run_grid(["fast"], ["breakout"], [0], BUDGET, str(tmp_path), ["--stop_at=50000"], 1)
+    # The same command without the stop resumes it.
+    minatar.run_grid(["fast"], ["breakout"], [0], BUDGET, str(tmp_path), parallel=1)
+    assert (tmp_path / "fast/breakout/seed0/starts.txt").read_text() == "0\n50000\n"
+    assert "fake training" in (tmp_path / "fast/breakout/seed0/stdout.log").read_text()
+    assert (tmp_path / "fast/breakout/seed0/stdout.log").read_text().count("fake training") == 2
+
+
+@pytest.mark.slow
+def test_a_flag_a_paper_refuses_stops_the_grid_before_any_run(tmp_path, fake_agents, capsys):
+    with pytest.raises(SystemExit) as raised:
+        minatar.main(_grid(tmp_path, "--seeds=1", "--", "--bogus=1"))
+    assert raised.value.code == 2
+    assert "error: --agents: fast refuses its flags: error: unknown flag --bogus=1" in (
+        capsys.readouterr().err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading runs.
+
+
+def test_last_games_curve_matches_brute_force():
+    rng = np.random.default_rng(3)
+    frames = np.cumsum(rng.integers(1, 50, size=400)).astype(float)
+    frames[[10, 11]] = frames[12]  # games that ended together
+    returns = rng.normal(size=frames.size)
+    episodes = ablation_runner.Episodes(frames, returns, np.zeros_like(frames))
+    at = np.array([0.0, frames[0], frames[50] + 0.5, frames[150], frames[-1], frames[-1] * 2])
+    expected = [_brute_last_games(frames, returns, a) for a in at]
+    np.testing.assert_allclose(minatar.last_games_curve(episodes, at), expected)
+
+
+def test_trained_frames_prefers_the_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    assert minatar.trained_frames(str(run)) == 0
+    path = run / "episodes.csv"
+    _write_csv(path, ablation_runner.EPISODES_COLUMNS, [(3000, 1.0, 10, 0.5), (9000, 2.0, 10, 1.0)])
+    assert minatar.trained_frames(str(run)) == 9000
+    with open(path, "a") as f:
+        f.write("12000,3.0,1")  # a row being written: not counted
+    assert minatar.trained_frames(str(run)) == 9000
+    import tensorflow as tf
+
+    # common.learning.Learner's checkpoint: a frames counter under <logdir>/checkpoints.
+    step = tf.Variable(0, dtype=tf.int64)
+    frames = tf.Variable(7000, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(step=step, frames=frames)
+    manager = tf.train.CheckpointManager(checkpoint, str(run / "checkpoints"), 3, step_counter=step)
+    manager.save(checkpoint_number=step)
+    assert minatar.trained_frames(str(run)) == 7000
+    frames.assign(5_000_000)
+    step.assign(1)
+    manager.save(checkpoint_number=step)
+    assert minatar.trained_frames(str(run)) == 5_000_000  # the latest checkpoint
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports on synthetic runs.
+
+GAMES = ("breakout", "freeway")
+REFERENCES = {  # game: (dqn, ac, random)
+    "breakout": (10.0, 17.5, 0.5),
+    "freeway": (50.0, 47.5, 0.1),
+}
+
+
+def _references(path: pathlib.Path) -> str:
+    rows = []
+    for game, (dqn, ac, random) in REFERENCES.items():
+        rows += [
+            (game, "dqn", dqn, 5_000_000, 30, "paper", ""),
+            (game, "ac_lambda_0.8", ac, 5_000_000, 30, "paper", ""),
+            (game, "random", random, 1_000_000, 1, "measured", ""),
+        ]
+    _write_csv(path, minatar.REFERENCE_COLUMNS, rows)
+    return str(path)
+
+
+def _synthetic_run(root: pathlib.Path, agent: str, game: str, seed: int, rng, frames_to: int):
+    """Irregular games up to `frames_to` frames; returns (frames, returns)."""
+    n = int(rng.integers(150, 260))
+    frames = np.cumsum(rng.integers(1, 2 * frames_to // n, size=n))
+    frames = np.round(frames * frames_to / frames[-1]).astype(int)
+    level = {"fast": 15.0, "slow": 5.0}[agent] + (20.0 if game == "freeway" else 0.0)
+    returns = np.round(rng.normal(level + 5.0 * frames / frames_to, 3.0), 3)
+    _write_csv(
+        root / agent / game / f"seed{seed}" / "episodes.csv",
+        ablation_runner.EPISODES_COLUMNS,
+        [(int(f), float(r), 7, 1.0) for f, r in zip(frames, returns)],
+    )
+    return frames, returns
+
+
+def test_reports_match_a_hand_computation(tmp_path, fake_agents):
+    rng = np.random.default_rng(0)
+    logdir = tmp_path / "grid"
+    runs = {}
+    for seed in (0, 1, 2):
+        for game in GAMES:
+            for agent in ("fast", "slow"):
+                # slow/freeway/seed2 is short of the budget; fast/breakout/seed1 went past it (the
+                # actors' frames overshoot the learner's budget: those games do not count).
+                frames_to = {("slow", "freeway", 2): 60_000, ("fast", "breakout", 1): 110_000}
+                upto = frames_to.get((agent, game, seed), 100_000)
+                runs[agent, game, seed] = _synthetic_run(logdir, agent, game, seed, rng, upto)
+    report = minatar.write_reports(
+        str(logdir),
+        ["fast", "slow"],
+        list(GAMES),
+        [0, 1, 2],
+        100_000,
+        command="python -m benchmarks.minatar ...",
+        template="python -m PAPER.main ...",
+        references=_references(tmp_path / "references.csv"),
+    )
+
+    # curves.csv: the mean of the last 100 games at 1000, 2000, ... frames, up to the run's.
+    rows = _read_csv(report.curves_csv)
+    assert list(rows[0]) == list(minatar.CURVES_COLUMNS)
+    for (agent, game, seed), (frames, returns) in runs.items():
+        mine = [r for r in rows if (r["agent"], r["game"], r["seed"]) == (agent, game, str(seed))]
+        points = [g for g in range(1000, 100_001, 1000) if g <= frames[-1] and g >= frames[0]]
+        assert [int(r["frames"]) for r in mine] == points
+        expected = [_brute_last_games(frames, returns, g) for g in points]
+        np.testing.assert_allclose([float(r["return_last_100"]) for r in mine], expected)
+
+    finals = {key: _brute_last_games(f, r, 100_000) for key, (f, r) in runs.items()}
+    summary = pathlib.Path(report.summary_md).read_text()
+    normalised = {}
+    for game in GAMES:
+        dqn, ac, random = REFERENCES[game]
+        for agent in ("fast", "slow"):
+            values = np.array([finals[agent, game, s] for s in (0, 1, 2)])
+            scores = (values - random) / (max(dqn, ac) - random)
+            normalised[agent, game] = scores
+            np.testing.assert_allclose(report.finals(agent, game), values)
+            short = "†" if (agent, game) == ("slow", "freeway") else ""
+            for shown in (values, scores):
+                mean, se = shown.mean(), shown.std(ddof=1) / math.sqrt(3)
+                assert f"{mean:.2f} ± {se:.2f} (3){short}" in summary
+    assert "† Short of the budget (frames trained): slow/freeway/seed2 (60,000)." in summary
+    assert "| random policy | 0.50 | 0.10 |" in summary
+
+    # IQM: the mean of the middle half of the normalised scores of the seeds that reached the
+    # budget on every game (slow: seeds 0 and 1).
+    for agent, seeds in (("fast", [0, 1, 2]), ("slow", [0, 1])):
+        scores = np.sort(np.concatenate([normalised[agent, g][seeds] for g in GAMES]))
+        cut = int(0.25 * scores.size)
+        iqm = scores[cut : scores.size - cut].mean()
+        aggregate = report.aggregates[agent]
+        assert aggregate.seeds == tuple(seeds)
+        assert aggregate.iqm == pytest.approx(iqm)
+        assert aggregate.low <= aggregate.iqm <= aggregate.high
+        assert aggregate.low < aggregate.high
+        interval = f"{aggregate.iqm:.2f} [{aggregate.low:.2f}, {aggregate.high:.2f}]"
+        row = f"| {interval} | {', '.join(map(str, seeds))} |"
+        assert row in summary
+    # Seeded: the same report twice gives the same interval.
+    again = minatar._aggregate(report.results, "fast", GAMES, [0, 1, 2], report.references)
+    assert (again.low, again.high) == (
+        report.aggregates["fast"].low,
+        report.aggregates["fast"].high,
+    )
+    for game in GAMES:
+        assert _png_size(report.figure(game))[0] > 0
+
+
+def test_interquartile_mean_against_numpy():
+    scores = np.random.default_rng(1).normal(size=(5, 5))
+    iqm, low, high = minatar.interquartile_mean(scores)
+    values = np.sort(scores.ravel())
+    assert iqm == pytest.approx(values[6:19].mean())  # 25 values: 6 cut at each end
+    assert low < iqm < high
+
+
+def test_seed_mean_curve_has_a_standard_error_band():
+    grid = np.array([1.0, 2.0, 3.0])
+    runs = [
+        minatar.RunResult("a", "breakout", s, 3, True, 0.0, np.array(f), np.array(v))
+        for s, (f, v) in enumerate(
+            [([1, 2, 3], [1, 2, 3]), ([1, 2, 3], [3, 4, 5]), ([1, 2], [2, 9])]
+        )
+    ]
+    mean, se, count = minatar.seed_mean_curve(runs, grid)
+    np.testing.assert_allclose(mean, [2.0, 5.0, 4.0])
+    np.testing.assert_allclose(
+        se,
+        [
+            np.std([1, 3, 2], ddof=1) / math.sqrt(3),
+            np.std([2, 4, 9], ddof=1) / math.sqrt(3),
+            np.std([3, 5], ddof=1) / math.sqrt(2),
+        ],
+    )
+    np.testing.assert_array_equal(count, [3, 3, 2])
+
+
+def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
+    rng = np.random.default_rng(2)
+    for game in minatar.GAMES:
+        _synthetic_run(tmp_path, "fast", game, 0, rng, 5_000_000)
+    minatar.main(["--report_only", "--agents=fast,slow", "--seeds=1", f"--logdir={tmp_path}"])
+    out = capsys.readouterr().out
+    assert "| slow | — | — | — | — | — |" in out
+    assert "Not run yet: slow/asterix/seed0" in out
+    assert "| fast |" in out and "| 0 |" in out  # fast's IQM over seed 0
+    for game in minatar.GAMES:
+        assert (tmp_path / f"{game}.png").exists()
+    with pytest.raises(SystemExit, match="no episodes.csv of the grid"):
+        minatar.main(["--report_only", "--agents=slow", f"--logdir={tmp_path}"])
+
+
+# ---------------------------------------------------------------------------------------------
+# References and the random policy.
+
+
+def test_reference_file_covers_every_game():
+    references = minatar.read_references()
+    published = {
+        "asterix": (17, 19.5),
+        "breakout": (10, 17.5),
+        "freeway": (50, 47.5),
+        "seaquest": (20.3, 15.5),
+        "space_invaders": (43, 185),
+    }
+    assert set(references) == set(minatar.GAMES)
+    for game, (dqn, ac) in published.items():
+        assert references[game][minatar.DQN] == dqn
+        assert references[game][minatar.AC_LAMBDA] == ac
+        random, reference = minatar.normaliser(references, game)
+        assert reference == max(dqn, ac)
+        assert 0 <= random < 0.1 * reference  # a random policy scores little
+    rows = _read_csv(minatar.REFERENCES_CSV)
+    assert len(rows) == 15
+    for row in rows:
+        if row["agent"] == minatar.RANDOM:
+            assert (
+                row["source"]
+                == f"measured: python -m benchmarks.minatar --measure_random --games={row['game']}"
+            )
+            assert int(row["frames"]) >= 1_000_000 or "1000 games" in row["note"]
+        else:
+            assert "87c2bc825e0a4171040323a8164e9ecd32d14731" in row["source"]
+            assert (row["frames"], row["seeds"]) == ("5000000", "30")
+    seaquest = [
+        row["note"] for row in rows if row["game"] == "seaquest" and row["agent"] != "random"
+    ]
+    assert all("oxygen-bar fix of minatar 1.0.11" in note for note in seaquest)
+
+
+def test_bad_reference_files_are_named(tmp_path):
+    path = tmp_path / "references.csv"
+    _write_csv(path, ("game", "agent", "return"), [])
+    with pytest.raises(ValueError, match="header"):
+        minatar.read_references(str(path))
+    _write_csv(path, minatar.REFERENCE_COLUMNS, [("pong", "dqn", 1, 1, 1, "", "")])
+    with pytest.raises(ValueError, match="game 'pong' is not one of"):
+        minatar.read_references(str(path))
+    _write_csv(path, minatar.REFERENCE_COLUMNS, [("freeway", "dqn", 1, 1, 1, "", "")])
+    with pytest.raises(
+        ValueError, match=r"lack ac_lambda_0.8, random for freeway .*--measure_random"
+    ):
+        minatar.normaliser(minatar.read_references(str(path)), "freeway")
+
+
+def test_random_policy_measurement(tmp_path):
+    first = minatar.measure_random_policy("breakout", min_games=30, min_frames=10**9)
+    assert first == minatar.measure_random_policy("breakout", min_games=30, min_frames=10**9)
+    assert first.games == 30 and first.frames > 30 and first.standard_error > 0
+    # Stops at a game's end once the frames are reached: Freeway's games last 2501 frames.
+    freeway = minatar.measure_random_policy("freeway", min_games=10**6, min_frames=5000)
+    assert (freeway.games, freeway.frames) == (2, 5002)
+
+    path = tmp_path / "references.csv"
+    shutil.copy(minatar.REFERENCES_CSV, path)
+    before = _read_csv(path)
+    minatar.write_random_rows([first], str(path))
+    after = _read_csv(path)
+    assert len(after) == len(before)
+    changed = [(b, a) for b, a in zip(before, after) if b != a]
+    assert len(changed) == 1 and changed[0][1]["game"] == "breakout"
+    assert float(changed[0][1]["return"]) == pytest.approx(first.mean, abs=1e-4)
+    assert "30 games" in changed[0][1]["note"] and "minatar 1.0.15" in changed[0][1]["note"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress and the command line.
+
+
+def test_progress_counts_and_eta():
+    now = [0.0]
+    current = {("a/breakout", 0): 0, ("b/breakout", 0): 0}
+    frames = {
+        ("a/breakout", 0): 0,
+        ("b/breakout", 0): 400,
+        ("a/breakout", 1): 1000,
+        ("b/breakout", 1): 0,
+    }
+    out = io.StringIO()
+    progress = minatar.Progress(
+        frames, 1000, 2, "unused", clock=lambda: now[0], current=lambda v, s: current[v, s], out=out
+    )
+    line = progress.start("a/breakout", 0)
+    assert line.startswith("[minatar] 1/4 done, 1 running, 2 left | ETA ? (no progress yet)")
+    progress.start("b/breakout", 0)
+    now[0] = 10.0
+    current.update({("a/breakout", 0): 100, ("b/breakout", 0): 500})
+    # 200 frames in 20 run-seconds: 10 frames/s per run. Left: 900 + 500 + 1000 frames, 2 at a
+    # time: 120 s; the longest run left (1000 frames) needs 100 s.
+    assert progress.eta()[0] == pytest.approx(120.0)
+    now[0] = 50.0
+    line = progress.end("a/breakout", 0, 1000)  # 1000 frames in 50 s: 20 frames/s
+    assert line.startswith("[minatar] 2/4 done, 1 running, 1 left | ETA ")
+    # Left: 500 (b0 at 500) + 1000 (b1): 1500 frames at 20 frames/s, 2 at a time: 37.5 s, but
+    # the 1000 frames of b1 alone take 50 s.
+    assert progress.eta()[0] == pytest.approx(50.0)
+    assert "ETA 0m50s (20 frames/s per run from 1 finished)" in line
+    assert out.getvalue().count("\n") == 3
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--agents=impala,ppo"], "error: --agents: 'ppo' is not one of impala, reactor, dice"),
+        (["--agents=dice,dice"], "error: --agents=dice,dice names one twice"),
+        (["--games=pong"], "error: --games: 'pong' is not one of asterix, breakout, freeway"),
+        (["--games=all,breakout"], "error: --games=all,breakout: all stands alone"),
+        (["--seeds=0"], "error: --seeds=0 must be >= 1"),
+        (["--seeds=-2"], "error: --seeds=-2 must be >= 1"),
+        (["--parallel=0"], "error: --parallel=0 must be >= 1"),
+        (["--total_frames=0"], "error: --total_frames=0 must be > 0"),
+        (["--total_frames=-5e6"], "error: --total_frames=-5000000 must be > 0"),
+        (["--total_frames=1.5"], "error: --total_frames=1.5 must be an integer"),
+        (["--report_only", "--measure_random"], "error: --report_only and --measure_random"),
+        (["--measure_random", "--", "--x=1"], "error: --measure_random runs no agent"),
+        (["--agent=impala"], "error: unknown flag --agent (did you mean --agents?)"),
+    ],
+)
+def test_bad_flags_are_one_line_and_write_nothing(flags, message, tmp_path, capsys):
+    logdir = tmp_path / "grid"
+    with pytest.raises(SystemExit) as raised:
+        minatar.main([f"--logdir={logdir}", *flags])
+    assert raised.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), lines
+    assert not logdir.exists()
+
+
+def test_help_lists_the_flags(capsys):
+    with pytest.raises(SystemExit) as raised:
+        minatar.main(["--help"])
+    assert raised.value.code == 0
+    out = capsys.readouterr().out
+    for name in ("agents", "games", "seeds", "total_frames", "logdir", "parallel"):
+        assert f"--{name}:" in out
+    assert "--[no]report_only:" in out and "--[no]measure_random:" in out
