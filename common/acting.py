@@ -471,6 +471,7 @@ def evaluate(
     num_episodes: int,
     should_stop=lambda: False,
     selector: behaviour_lib.Behaviour | None = None,
+    recorder=None,
 ) -> list[float]:
     """Raw whole-game scores of `num_episodes` episodes.
 
@@ -479,11 +480,15 @@ def evaluate(
     `selector` (evaluation mode) gives agents with a behaviour selector their parameters; it
     sees every game that ends, so an "own" selector also learns from the games an env plays
     after its quota is met, while the others finish theirs.
+    `recorder` (`common.recording.GameRecorder`) sees the first observations (`begin`, with the
+    quotas) and every step's result (`step`), and only reads them.
     """
     B = env.num_envs
     quotas = np.full(B, num_episodes // B) + (np.arange(B) < num_episodes % B)
     scores: list[list[float]] = [[] for _ in range(B)]
     observation = env.reset()
+    if recorder is not None:
+        recorder.begin(quotas, observation)
     inputs = StepInputs.first(B)
     state = policy.initial_state(B)
     while not should_stop() and any(len(s) < q for s, q in zip(scores, quotas)):
@@ -496,6 +501,8 @@ def evaluate(
             None if selector is None else selector.params,
         )
         result = env.step(action)
+        if recorder is not None:
+            recorder.step(result)
         for i in np.flatnonzero(~np.isnan(result.episode_return)):
             if len(scores[i]) < quotas[i]:
                 scores[i].append(float(result.episode_return[i]))
@@ -544,9 +551,18 @@ class Evaluator:
         self.selector = None
         self.start_time = time.time() if start_time is None else start_time
 
-    def play(self, learner_step: int, weights, episodes: int, should_stop=lambda: False):
+    def play(
+        self,
+        learner_step: int,
+        weights,
+        episodes: int,
+        should_stop=lambda: False,
+        record: Any = None,
+    ):
         """`episodes` games with `weights` (published at `learner_step`), logged at the frames
-        that step stands for; returns their scores."""
+        that step stands for; returns their scores. `record` (`common.recording.RecordSettings`,
+        `--record_dir`) writes the first `record.games` of them as GIFs, named with those
+        frames and their scores; the games played are the same either way."""
         settings = self.settings
         self.policy.set_weights(weights)
         if self.behaviour is not None:
@@ -558,7 +574,12 @@ class Evaluator:
             self.log.scalars(
                 {f"bandits/{k}": v for k, v in self.selector.summary().items()}, frames
             )
-        scores = evaluate(self.env, self.policy, episodes, should_stop, self.selector)
+        recorder = None
+        if record is not None:
+            from common import recording
+
+            recorder = recording.GameRecorder(record, settings.env, frames, self.env)
+        scores = evaluate(self.env, self.policy, episodes, should_stop, self.selector, recorder)
         if self.selector is not None:
             self.selector.save()  # "own" controllers only (a frozen selector writes nothing)
         hns = [human_normalized_or_nan(settings.env, s) for s in scores]

@@ -7,7 +7,8 @@ imported and `main(paper)` under `__main__`. This module then
   `common.config.field`): bool, int, float and str, and tuples of them written as comma lists
   (`--bandit_widths=1,2,3`); the help text shows the default;
 - adds the run flags every paper shares, the fields of `RunSettings` (--logdir, --role,
-  --replay_address, --replay_port, --ablation, --ablations, --seeds, --parallel);
+  --replay_address, --replay_port, --ablation, --ablations, --seeds, --parallel, --check_flags,
+  --record_dir, --record_games);
 - builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`: its
   family's, e.g. "MinAtar", then its own) < the named ablation's overrides < the flags given on
   the command line, with the env name normalised (`common.envs.canonical_env`: CartPole-v1, pong,
@@ -123,15 +124,32 @@ class RunSettings:
     check_flags: bool = field(
         False, "Validate every flag, print what would run, and exit without running it."
     )
+    record_dir: str | None = field(
+        None,
+        "With --role=evaluate: write the evaluation's first --record_games games (Atari or "
+        "MinAtar) into this directory as animated GIFs, one a game, named "
+        "<agent>_<env>_frames<checkpoint frames>_game<k>_score<score>.gif.",
+    )
+    # choice: 3 games show how an agent plays and how much its games vary, in a few seconds
+    # of writing; the whole evaluation (eval_episodes games) is rarely worth watching.
+    record_games: int = field(3, "How many of the evaluation's games --record_dir records.")
 
     def validate(self) -> "RunSettings":
         """Raises FlagError naming the first flag whose value is not allowed."""
         try:
             check_choice("role", self.role, ROLES)
             check_all(self, "in [1, 65535]", lambda v: 1 <= v <= 65535, ("replay_port",))
-            check_all(self, ">= 1", lambda v: v >= 1, ("parallel",))
+            check_all(self, ">= 1", lambda v: v >= 1, ("parallel", "record_games"))
         except ValueError as error:
             raise FlagError(str(error)) from None
+        if self.record_dir is not None:
+            if not self.record_dir:
+                raise FlagError("--record_dir='' must name a directory")
+            if self.role != "evaluate":
+                raise FlagError(
+                    f"--record_dir={self.record_dir} records the games of --role=evaluate, "
+                    f"not --role={self.role}"
+                )
         if self.role in ("learner", "actor") and not self.replay_address:
             raise FlagError(
                 f"--role={self.role} needs --replay_address=host:port (see --role=replay)"
@@ -488,6 +506,14 @@ def plan_from_flags(
     configs = [make_config(paper, given, variant) for variant in variants or (None,)]
     seeds = tuple(parse_seeds(settings.seeds, configs[0].seed))
     config = configs[0]
+    if settings.record_dir is not None:
+        from common import envs
+
+        if envs.env_family(config.env) == "cartpole":
+            raise FlagError(
+                f"--record_dir={settings.record_dir} needs an Atari or MinAtar env: CartPole's "
+                "observations are not images"
+            )
     if settings.seeds and not several_runs:
         config = dataclasses.replace(config, seed=seeds[0])
     return Plan(config, settings, variants, seeds)
@@ -553,11 +579,21 @@ def run_one(paper: Paper, plan: Plan) -> None:
         os.makedirs(logdir, exist_ok=True)
         about = f"{paper.describe(config)} " if paper.describe else ""
         print(f"[{paper.name}] {config.env}: {about}-> {logdir}", flush=True)
+    record = None
+    if settings.record_dir is not None:
+        from common import recording
+
+        record = recording.RecordSettings(
+            settings.record_dir,
+            settings.record_games,
+            recording.agent_name(paper.name, plan.ablation),
+        )
     try:
         launch.run(
             paper.build_experiment(config, logdir, settings.replay_port),
             role=settings.role,
             replay_address=settings.replay_address,
+            record=record,
         )
     except (ConnectionError, launch.CheckpointError) as error:
         fail(str(error), EXIT_FAILURE)

@@ -267,13 +267,13 @@ class _GymListBackend:
 
     def __init__(self, make_one: Callable[[], gymnasium.Env], num_envs: int):
         self.num_envs = num_envs
-        self._envs = [make_one() for _ in range(num_envs)]
-        self.num_actions = int(self._envs[0].action_space.n)
-        self.observation_space = self._envs[0].observation_space
+        self.envs = [make_one() for _ in range(num_envs)]
+        self.num_actions = int(self.envs[0].action_space.n)
+        self.observation_space = self.envs[0].observation_space
 
     def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         results = [
-            env.reset(seed=None if seed is None else seed + i) for i, env in enumerate(self._envs)
+            env.reset(seed=None if seed is None else seed + i) for i, env in enumerate(self.envs)
         ]
         return (
             np.stack([obs for obs, _ in results]),
@@ -282,7 +282,7 @@ class _GymListBackend:
 
     def step(self, actions: np.ndarray) -> _RawStep:
         obs, final_obs, rewards, game_over, truncated, lives = [], [], [], [], [], []
-        for env, action in zip(self._envs, actions):
+        for env, action in zip(self.envs, actions):
             o, r, term, trunc, info = env.step(int(action))
             final_obs.append(o)
             if term or trunc:
@@ -302,7 +302,7 @@ class _GymListBackend:
         )
 
     def close(self) -> None:
-        for env in self._envs:
+        for env in self.envs:
             env.close()
 
 
@@ -542,6 +542,15 @@ class _ProtocolEnv:
             episode_return,
             episode_length,
         )
+
+    def emulators(self) -> list | None:
+        """The ALE interface of each env where the batch is a list of gymnasium Atari envs (the
+        "gym" backend, the evaluator's): what shows the game's own RGB screen; else None."""
+        members = getattr(self._backend, "envs", None)
+        if not members:
+            return None
+        interfaces = [getattr(member.unwrapped, "ale", None) for member in members]
+        return None if any(ale is None for ale in interfaces) else interfaces
 
     def close(self) -> None:
         self._backend.close()

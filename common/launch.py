@@ -370,12 +370,14 @@ def run_learner_with_children(
         learner.close()
 
 
-def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec) -> list[float]:
+def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> list[float]:
     """`--role=evaluate`: the final evaluation protocol (eval_episodes games, the evaluator's
     behaviour) with the acting weights of the latest checkpoint under the logdir, in this
     process; eval.csv and TensorBoard go to `<logdir>/evaluate/`. The run's behaviour state is
     copied there first, so an evaluator with its own bandits starts from the run's evaluator's
-    and the run's files are left as they were. Returns the scores."""
+    and the run's files are left as they were. `record` (`common.recording.RecordSettings`,
+    `--record_dir`) writes the evaluation's first `record.games` games as GIFs into
+    `record.directory`. Returns the scores."""
     import shutil
 
     import tensorflow as tf
@@ -386,6 +388,10 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec) -> list[float]:
             "--role=evaluate: these flags evaluate nothing (LBC's "
             "--eval_policy=training_episodes reports the training games)"
         )
+    if record is not None:
+        from common import recording
+
+        recording.check_env(experiment.evaluator.env)  # before anything is written
     path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
     if path is None:
         raise CheckpointError(f"--role=evaluate: no checkpoint under {logdir}/checkpoints")
@@ -415,6 +421,12 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec) -> list[float]:
         f"{out}",
         flush=True,
     )
+    if record is not None:
+        print(
+            f"[evaluate] recording the first {min(record.games, settings.final_episodes)} "
+            f"games as GIFs into {record.directory}",
+            flush=True,
+        )
     evaluator = acting.Evaluator(
         settings, experiment.agent.make_policy, out, experiment.agent.behaviour
     )
@@ -423,15 +435,21 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec) -> list[float]:
             int(step.numpy()),
             [v.numpy() for v in parts.acting_variables],
             settings.final_episodes,
+            record=record,
         )
     finally:
         evaluator.close()
 
 
-def run(experiment: Experiment, role: str = "local", replay_address: str | None = None) -> None:
-    """Runs `role` of the experiment (module docstring) until done or Ctrl-C / SIGTERM."""
+def run(
+    experiment: Experiment, role: str = "local", replay_address: str | None = None, record=None
+) -> None:
+    """Runs `role` of the experiment (module docstring) until done or Ctrl-C / SIGTERM.
+    `record` (`common.recording.RecordSettings`): GIFs of `--role=evaluate`'s games."""
     if role not in ROLES:
         raise ValueError(f"--role={role!r} is not one of {', '.join(ROLES)}")
+    if record is not None and role != "evaluate":
+        raise ValueError(f"--record_dir records --role=evaluate's games, not --role={role}'s")
     if role in ("learner", "actor") and not replay_address:
         raise ValueError(f"--role={role} needs --replay_address=host:port of the replay role")
     _handle_stop_signals()
@@ -440,7 +458,7 @@ def run(experiment: Experiment, role: str = "local", replay_address: str | None 
             replay.connect(replay_address, timeout_s=5.0)  # fail fast on a wrong address
         spec = probe_env(experiment.actor.env, experiment.actor.protocol)
         if role == "evaluate":
-            evaluate_checkpoint(experiment, spec)
+            evaluate_checkpoint(experiment, spec, record)
         elif role == "actor":
             _run_actor_fleet(experiment, replay_address)
         elif role == "learner":

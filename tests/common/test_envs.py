@@ -60,7 +60,7 @@ def _noop_counts(backend: str, resets: int) -> np.ndarray:
         ale_env = env._backend._env
         counts = [ale_env.reset()[1]["episode_frame_number"][0] for _ in range(resets)]
     else:
-        gym_env, counts = env._backend._envs[0], []
+        gym_env, counts = env._backend.envs[0], []
         for _ in range(resets):
             gym_env.reset()
             counts.append(gym_env.unwrapped.ale.getEpisodeFrameNumber())
