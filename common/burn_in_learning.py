@@ -8,13 +8,13 @@ A paper supplies its loss on the trained part of the items; this module supplies
 - `sample_k_replay`: its replay pattern;
 - `make_optimizer`: AdamW with linear warm-up then linear decay of the learning rate, weight
   decay annealed linearly to 0, global-norm clip (dice.md Table 5, A17-A18; gdi.md Table 6;
-  lbc.md Table 3), both schedules ending at the run's last update;
+  lbc.md Table 3), both schedules ending at the run's frame budget;
 - `make_train_step`: one compiled step; `repeats` > 1 is dice.md A11's other reading of "sample
   reuse" (several optimiser steps on each batch).
 
 The config is any paper config with the fields `learning_rate, warmup_steps, weight_decay,
 adam_beta1, adam_beta2, adam_epsilon, max_grad_norm, burn_in, times_sampled, reuse_mode,
-jit_compile` and the property `gradient_updates`.
+jit_compile` and the properties `gradient_updates` and `frames_per_learner_step`.
 """
 
 import functools
@@ -127,7 +127,13 @@ def make_train_step(
 ) -> Callable[[dict, tf.Tensor], dict]:
     """`step(batch, frames) -> stats` (one tf.function): `loss_fn(batch) -> (loss, stats)`,
     gradients of `variables`, one AdamW update (`times_sampled` of them with
-    `reuse_mode="repeat"`). The schedules follow the optimiser's update count, not `frames`.
+    `reuse_mode="repeat"`).
+
+    The schedules' horizon is `config.gradient_updates`, the updates of a run whose items are all
+    full; the schedules are read at the frames consumed so far in those updates' worth
+    (`frames` / new frames per update, plus the repeat's index), which is the update count when
+    items are full. Items padded at episode ends consume fewer frames (`common.learning`), so
+    the run takes more updates, and the schedules still end at its last one, at the frame budget.
 
     `config.learner_microbatches` = k > 1 computes the gradient k sequences-slices at a time and
     adds them up, each weighted by its share of the batch's trained real steps: `loss_fn`
@@ -164,11 +170,13 @@ def make_train_step(
                 summed_stats = {k: summed_stats[k] + v for k, v in stats.items()}
         return summed_gradients, summed_stats
 
+    frames_per_update = config.frames_per_learner_step / repeats
+
     def step(batch: dict, frames: tf.Tensor) -> dict:
-        del frames
-        for _ in range(repeats):
+        progress = tf.cast(frames, tf.float64) / frames_per_update
+        for repeat in range(repeats):
             grads, stats = gradients(batch)
-            optimizer_stats = optimizer.apply(grads, variables)
+            optimizer_stats = optimizer.apply(grads, variables, schedule_step=progress + repeat)
         return dict(stats, **{f"optimizer/{k}": v for k, v in optimizer_stats.items()})
 
     return tf.function(step, jit_compile=config.jit_compile)

@@ -19,7 +19,11 @@ returned stats is written back to the pattern's `priority_table` and not logged.
 
 Frames: `frames` counts the environment frames the learner has consumed (`frames_per_batch` per
 step: a paper's definition of new frames per learner step, which sets the budget and the
-schedules); `actor_frames` counts the frames the actors produced, as their reports say
+schedules). Items padded after an episode's end (`replay.MASK`) count only their real trained
+steps: `frames_per_batch` times the share of the batch's trained positions that are real, rounded
+to a whole frame, so a batch of full items counts exactly `frames_per_batch`. (Counting padding
+as frames would end a run whose games are short, MinAtar's early ones of about ten steps in an
+80-step item, several times too early.) `actor_frames` counts the frames the actors produced, as their reports say
 (`common.reports`). Each finished game is logged once, at the `actor_frames` count when its report
 arrived (the papers' x-axis counts frames of experience).
 
@@ -302,7 +306,7 @@ class Learner:
                 priorities.numpy(),
             )
         self.step.assign_add(1)
-        self.frames.assign_add(self.settings.frames_per_batch)
+        self.frames.assign_add(self._new_frames(steps))
         params_steps = tf.cast(steps["params_step"], tf.float64)
         if replay.MASK in steps:  # padding carries params_step 0: only real steps count
             real = tf.cast(steps[replay.MASK], tf.float64)
@@ -315,6 +319,15 @@ class Learner:
         if int(self.step.numpy()) % self.settings.publish_interval == 0:
             self.publish()
         return stats
+
+    def _new_frames(self, steps: Mapping[str, tf.Tensor]) -> int:
+        """The frames this batch consumed: `frames_per_batch`, scaled by the share of its trained
+        positions that hold real steps when items are padded (see the module docstring)."""
+        if replay.MASK not in steps:
+            return self.settings.frames_per_batch
+        trained = steps[replay.MASK][self.pattern.trained_steps]
+        share = float(tf.reduce_mean(tf.cast(trained, tf.float64)))
+        return round(self.settings.frames_per_batch * share)
 
     def record_reports(self) -> None:
         """Adds the actors' produced frames and logs each finished game they reported, once."""

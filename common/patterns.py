@@ -59,6 +59,12 @@ class Pattern:
         """Steps between the starts of consecutive items of one environment."""
         return self.length
 
+    @property
+    def trained_steps(self) -> slice:
+        """The time positions of an item a learner trains on (the rest is burn-in or the
+        bootstrap step)."""
+        return slice(0, self.length)
+
     def signature(self, step_spec: dict, first_step_spec: Any) -> dict:
         return replay.sequence_signature(step_spec, self.item_length, first_step_spec)
 
@@ -255,6 +261,10 @@ class SampleK(Pattern):
     @property
     def item_length(self):
         return self.burn_in + self.length + 1
+
+    @property
+    def trained_steps(self) -> slice:
+        return slice(self.burn_in, self.burn_in + self.length)
 
     def validate(self):
         super().validate()

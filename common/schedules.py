@@ -170,13 +170,19 @@ class AdamW(tf.Module):
             self._decay_mask.append(bool(self.decays(var)))
 
     def apply(
-        self, gradients: Sequence[tf.Tensor | None], variables: Sequence[tf.Variable]
+        self,
+        gradients: Sequence[tf.Tensor | None],
+        variables: Sequence[tf.Variable],
+        schedule_step: tf.Tensor | None = None,
     ) -> dict[str, tf.Tensor]:
         """One update of every variable with its gradient (`build` must have run).
 
         A variable whose gradient is None is left alone (no moment update, no decay), as Keras
-        does. Returns the scalars `learning_rate`, `weight_decay` (the values used) and
-        `grad_norm` (the global norm before clipping).
+        does. The schedules are read at `schedule_step` when given (a learner whose updates
+        consume a varying number of frames passes its progress in updates' worth of frames),
+        else at the update count; the bias correction always counts updates. Returns the scalars
+        `learning_rate`, `weight_decay` (the values used) and `grad_norm` (the global norm before
+        clipping).
         """
         if len(self.first_moments) != len(variables):
             raise ValueError(
@@ -184,8 +190,9 @@ class AdamW(tf.Module):
                 f"got {len(variables)}; call build(variables) first"
             )
         step = self.iterations.read_value()
-        learning_rate = _evaluate(self.learning_rate, step)
-        weight_decay = _evaluate(self.weight_decay, step)
+        at = step if schedule_step is None else schedule_step
+        learning_rate = _evaluate(self.learning_rate, at)
+        weight_decay = _evaluate(self.weight_decay, at)
         gradients = list(gradients)
         if self.clip_norm is not None:
             gradients, grad_norm = tf.clip_by_global_norm(gradients, self.clip_norm)

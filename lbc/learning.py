@@ -53,13 +53,13 @@ class PopulationOptimizer(tf.Module):
             optimizer.build(group)
 
     @tf.autograph.experimental.do_not_convert  # static Python only, as `make_loss_fn`'s
-    def apply(self, gradients, variables) -> dict:
+    def apply(self, gradients, variables, schedule_step=None) -> dict:
         """Each network's update; the schedules' values (equal for all) and each grad norm."""
         stats = {}
         for i, (optimizer, grads, group) in enumerate(
             zip(self.optimizers, self._split(gradients), self._split(variables))
         ):
-            own = optimizer.apply(grads, group)
+            own = optimizer.apply(grads, group, schedule_step)
             stats.update(learning_rate=own["learning_rate"], weight_decay=own["weight_decay"])
             stats[f"grad_norm_{i + 1}"] = own["grad_norm"]
         return stats

@@ -62,6 +62,7 @@ class CheckingStep:
         self.max_logit_error = 0.0
         self.items = 0
         self.masked_steps = 0
+        self.real_trained_steps = 0  # real (unpadded) steps in the items' trained parts
         self.times_sampled: list[int] = []
         self.eta_changes_within_games = 0
         self.etas: set[float] = set()
@@ -79,6 +80,8 @@ class CheckingStep:
         self.max_logit_error = max(self.max_logit_error, float((error * mask).max()))
         self.items += mask.shape[1]
         self.masked_steps += int((mask == 0).sum())
+        burn_in = getattr(self.pattern, "burn_in", 0)
+        self.real_trained_steps += int(mask[burn_in : burn_in + self.pattern.length].sum())
         self.times_sampled.extend(batch["info"]["times_sampled"].numpy().tolist())
         # The game's behaviour parameter is stored with every step and constant within a game.
         eta, reset = batch[acting.BEHAVIOUR]["eta"].numpy(), batch["reset"].numpy()
@@ -125,7 +128,7 @@ def pattern_run(request, tmp_path_factory):
         learning.LearnerSettings(
             logdir=logdir,
             total_frames=10**9,
-            frames_per_batch=1,
+            frames_per_batch=BATCH * pattern.length,  # a frame per trained position
             batch_size=BATCH,
             log_interval_s=0.0,
             checkpoint_interval_s=1e9,
@@ -182,9 +185,15 @@ def test_tables_hold_what_the_pattern_promises(pattern_run):
         # uniform table (sampled with replacement).
         per_batch = np.reshape(step.times_sampled, (LEARNER_STEPS, BATCH))
         assert (per_batch[:, :fresh] == 1).all()
+    learner_frames = int(pattern_run["learner"].frames.numpy())
     if pattern.kind == "sample_k":
         assert max(step.times_sampled) <= pattern.times_sampled
         assert step.masked_steps > 0  # burn-in and episode-end padding reached the learner
+        # The learner counts the real trained steps, not the padding after a game's end
+        # (random CartPole games of ~20 steps leave some of the 6 trained positions empty).
+        assert learner_frames == step.real_trained_steps < LEARNER_STEPS * BATCH * pattern.length
+    else:
+        assert learner_frames == LEARNER_STEPS * BATCH * pattern.length
     if pattern.kind == "queue":
         assert set(step.times_sampled) == {1}
 

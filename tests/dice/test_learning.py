@@ -111,7 +111,9 @@ def test_compiled_step_equals_eager_and_follows_the_schedule():
         optimizer = learning.make_optimizer(CONFIG)
         step = learning.make_train_step(net, optimizer, CONFIG)
         run = step if compiled else step.python_function
-        stats = [run(make_batch(seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        # A full batch a step: the learner's frames before step k are k steps' worth.
+        frames = [tf.constant(k * CONFIG.frames_per_learner_step, tf.int64) for k in range(3)]
+        stats = [run(make_batch(k), frames[k]) for k in range(3)]
         weights[compiled] = [v.numpy() for v in net.trainable_variables]
         # Table 5 / A18: linear warm-up over 2 updates, then linear decay to 0 at the last one.
         total = CONFIG.gradient_updates
@@ -130,10 +132,36 @@ def test_repeat_mode_takes_k_updates_per_batch():
     config = dataclasses.replace(CONFIG, reuse_mode="repeat")
     net = make_network(config)
     optimizer = learning.make_optimizer(config)
-    learning.make_train_step(net, optimizer, config)(make_batch(), tf.constant(0, tf.int64))
+    stats = learning.make_train_step(net, optimizer, config)(make_batch(), tf.constant(0, tf.int64))
     assert int(optimizer.iterations.numpy()) == 2
+    # The second update reads the schedules one update on (the stats are the last update's).
+    lr = float(schedules.warmup_linear_decay(1, 1e-3, 2, config.gradient_updates))
+    assert float(stats["optimizer/learning_rate"]) == pytest.approx(lr, rel=1e-5)
     # A learner step then trains one batch of new frames (not half of one).
     assert config.frames_per_learner_step == 2 * CONFIG.frames_per_learner_step
+
+
+def test_the_schedules_follow_the_frames_consumed_not_the_update_count():
+    """Items padded at episode ends consume fewer frames than a full batch (common.learning),
+    so a run takes more updates than `gradient_updates`; the schedules are read at the frames
+    consumed, in full updates' worth, and so still reach 0 at the frame budget."""
+    net = make_network()
+    optimizer = learning.make_optimizer(CONFIG)
+    step = learning.make_train_step(net, optimizer, CONFIG).python_function
+    per_update = CONFIG.frames_per_learner_step
+    total = CONFIG.gradient_updates
+    for frames in (4, 3 * per_update + 2, CONFIG.total_frames):  # a part update, 3 and a part
+        position = frames / per_update
+        stats = step(make_batch(), tf.constant(frames, tf.int64))
+        if frames == CONFIG.total_frames:  # the budget: both schedules are done
+            assert float(stats["optimizer/learning_rate"]) == 0.0
+            assert float(stats["optimizer/weight_decay"]) == 0.0
+            continue
+        lr = float(schedules.warmup_linear_decay(position, 1e-3, 2, total))
+        assert float(stats["optimizer/learning_rate"]) == pytest.approx(lr, rel=1e-6)
+        wd = 0.01 * (1 - position / total)
+        assert float(stats["optimizer/weight_decay"]) == pytest.approx(wd, rel=1e-6)
+    assert int(optimizer.iterations.numpy()) == 3  # the bias correction still counts updates
 
 
 def test_network_is_dices():

@@ -157,7 +157,9 @@ def test_compiled_step_equals_eager_and_follows_the_schedule(config):
         optimizer = learning.make_optimizer(config)
         step = learning.make_train_step(nets, heads, optimizer, config)
         run = step if compiled else step.python_function
-        stats = [run(make_batch(config, seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        # A full batch a step: the learner's frames before step k are k steps' worth.
+        frames = [tf.constant(k * config.frames_per_learner_step, tf.int64) for k in range(3)]
+        stats = [run(make_batch(config, k), frames[k]) for k in range(3)]
         weights[compiled] = [v.numpy() for v in learning.trainable_variables(nets, heads)]
         # Table 6: linear warm-up, then linear decay to 0 at the last update; WD annealed.
         for k, s in enumerate(stats):

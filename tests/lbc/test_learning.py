@@ -134,7 +134,9 @@ def test_compiled_step_equals_eager_and_each_network_has_its_own_adamw():
         )
         step = learning.make_train_step(population, dynamics, optimizer, CONFIG)
         run = step if compiled else step.python_function
-        stats = [run(make_batch(seed), tf.constant(0, tf.int64)) for seed in range(3)]
+        # A full batch a step: the learner's frames before step k are k steps' worth.
+        frames = [tf.constant(k * CONFIG.frames_per_learner_step, tf.int64) for k in range(3)]
+        stats = [run(make_batch(k), frames[k]) for k in range(3)]
         weights[compiled] = [v.numpy() for n in population for v in n.trainable_variables]
         total = CONFIG.gradient_updates
         for k, s in enumerate(stats):
