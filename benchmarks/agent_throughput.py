@@ -1,133 +1,365 @@
-"""Each paper's full training, side by side on this machine: frames/s, updates/s, replay ratio.
+"""Each paper's throughput on this machine, in one run: the learner alone (L), the actor fleet
+alone (F), full training, and the shared-core bound 1/(1/L + 1/F).
 
-    python -m benchmarks.agent_throughput --agents=impala,dice --env=Pong --seconds=180
-    python -m benchmarks.agent_throughput --agents=gdi.gdi_h3,gdi.gdi_h3_shared_torso
+    python -m benchmarks.agent_throughput --env=MinAtar/Breakout-v0 --seconds=60 --warmup_s=60
+    python -m benchmarks.agent_throughput --agents=gdi.gdi_h3,gdi.gdi_h3_shared_torso --env=Pong
+    python -m benchmarks.agent_throughput --agents=reactor --env=Pong --rows=train -- --num_actors=4
 
-Each agent, `<paper>` or `<paper>.<ablation>` (as common.compare names them), runs as
-`python -m <paper>.main --env=<env> [--ablation=<ablation>]` with its paper's defaults (actors,
-learner and Reverb on this machine, no evaluator) for `--warmup_s` (start-up, compilation, the
-replay filling), then is measured over `--seconds` from the learner's TensorBoard scalars:
+Each agent, `<paper>` or `<paper>.<ablation>` (as common.compare names them), runs with its
+paper's default config for `--env`, as `python -m <paper>.main --env=<env>
+[--ablation=<ablation>]` builds it (arguments after `--` are flags of every agent's paper, e.g.
+--num_actors=4), with no evaluator, no periodic checkpoint and a frame budget no run reaches.
+Agents are measured one after the other, never together, each in a process of its own
+(`--agent_worker=<agent>`: a paper's main defines its flags when imported, so two papers cannot
+share a process), which measures its rows one after the other with `benchmarks.throughput`'s
+functions, each over `--seconds` after `--warmup_s`:
 
-- trained frames/s: the learner's frame count (the paper's new frames per learner step);
-- actor frames/s: the frames the actors produced (`progress/actor_frames`);
-- updates/s: learner steps per second;
-- replay ratio: agent steps trained on per agent step produced,
-  updates x batch x trained steps per item / produced agent steps (IMPALA's queue: 1; DiCE's
-  sample-k: 2; Reactor's prioritised replay: its acting : learning ratio).
+- L, the learner alone (`throughput.measure_learner`): the paper's compiled train step on a
+  synthetic batch already in memory, with the shapes and dtypes of the batches its replay
+  delivers (`throughput.synthetic_batch`; values do not change the cost, and a note says if the
+  losses were not finite on it); updates/s, and frames/s = updates/s x the paper's new frames per
+  learner step (IMPALA and Reactor `frames_per_batch`, DiCE / GDI / LBC
+  `frames_per_learner_step`). The warm-up starts after the first step (tracing, compilation).
+- F, the actor fleet alone (`throughput.measure_fleet`): the paper's actor processes acting with
+  its network (a fresh learner's weights) and writing through its writer to sink tables of the
+  same names and signatures that drop their oldest items and never rate-limit, so neither
+  IMPALA's queue nor Reactor's or the sample-k papers' samples-per-insert limiters (which wait
+  for a learner) throttle them; no learner. Frames/s as the actors report them (per finished game
+  and every 100 steps of each actor, `common.reports`, each report with the frames since the
+  actor's previous one). The warm-up starts at the first report; the window lasts until it also
+  holds --reports_per_actor reports per actor (default 3), so that a slow fleet is not measured
+  between two of its reports: with 80 envs per actor on Atari (DiCE, GDI, LBC) an actor reports
+  every 32,000 frames, minutes apart on 2 cores, so these windows outlast --seconds there.
+- full training (`throughput.measure_training`): actors, Reverb and the learner on this machine,
+  the paper's own tables and limiters: the learner's frames/s (new frames per learner step),
+  the actors' reported frames/s ("acted"), updates/s, and the replay ratio, agent steps trained
+  on per agent step produced: updates x batch x trained steps per item (x k with
+  --reuse_mode=repeat) / produced agent steps (IMPALA's queue: 1; the sample-k papers: k = 2 by
+  design; Reactor: its acting : learning ratio). The window starts after the warm-up and one
+  learner step, starts and ends between learner steps, and holds at least one learner step and
+  --reports_per_actor of the actors' reports per actor.
+- bound = 1/(1/L + 1/F), the most any schedule reaches when one set of cores runs both, and
+  full training's fraction of it. It assumes that L and F each keep every core busy: with fewer
+  actor processes than cores (CartPole's one actor on 2 cores), learner and actors also run side
+  by side and full training may exceed it; so may a window too short for the replay's rate
+  limiter to hold its ratio (the limiter lets either side run ahead by its error buffer).
 
-The CPU, oneDNN and threads are printed first (benchmarks.throughput), so the table says where it
-was measured. Agents run one after the other, never together. It prints figures; it asserts
-nothing.
+The CPU line (benchmarks.machine), TensorFlow's oneDNN and thread settings and each agent's
+config are printed first, then one markdown table. A row that could not be measured says n/a,
+and why under the table (the worker's full output is in the log directory printed at the start).
+It prints figures; it asserts nothing.
 """
 
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
+import importlib
+import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
-import time
+import traceback
 
 from absl import app
 from absl import flags
 
+from benchmarks import throughput
 from benchmarks.machine import cpu_line
-from common.runlog import read_scalars
 
-_AGENTS = flags.DEFINE_list("agents", ["impala", "dice"], "Papers to measure, one at a time.")
-_ENV = flags.DEFINE_string("env", "Pong", "Game (or CartPole).")
-_SECONDS = flags.DEFINE_float("seconds", 180.0, "Measured seconds per agent.")
-_WARMUP = flags.DEFINE_float("warmup_s", 90.0, "Seconds before measuring.")
+FLAGS = flags.FLAGS
 
-PROGRESS = ("progress/learner_step", "progress/actor_frames")
-
-
-def latest_scalars(logdir: str) -> dict[str, tuple[int, float]]:
-    """The last value of each progress scalar, with its step (the learner's frame count)."""
-    return {tag: points[-1] for tag, points in read_scalars(logdir).items() if tag in PROGRESS}
+AGENTS = ("impala", "reactor", "dice", "gdi.gdi_h3", "lbc")
+ROWS = ("learner", "fleet", "train")
+WORKER_FLAG = "--agent_worker="
+# choice: a worker that takes this much longer than its rows' warm-ups and windows is stuck (an
+# Atari replay filling and windows of 3 reports per actor take tens of minutes on 2 cores).
+WORKER_SLACK_S = 3600.0
 
 
-def steps_per_update(paper: str, ablation: str | None, env: str) -> tuple[int, int]:
-    """(agent steps trained per learner update, environment frames per agent step) of the
-    paper's default config for `env` (in a subprocess: each paper's main defines its flags)."""
-    probe = (
-        "from common import cli; from {paper} import main; "
-        "c = cli.make_config(main.PAPER, {{'env': cli.normalise_env({env!r})}}, {ablation!r}); "
-        "length = getattr(c, 'sequence_length', None) or c.unroll_length; "
-        "print(c.batch_size, length, 1 if c.env == 'CartPole' else 4)"
-    ).format(paper=paper, env=env, ablation=ablation)
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    batch, length, frames_per_step = map(int, out.stdout.split()[-3:])
-    if paper == "reactor":
-        length -= 1  # 33 frames hold 32 trained transitions
-    return batch * length, frames_per_step
+def define_flags(worker: bool) -> None:
+    """This tool's flags; a worker takes --env (and every other flag) from its paper's main."""
+    flags.DEFINE_list("agents", list(AGENTS), "Agents, <paper> or <paper>.<ablation>, in turn.")
+    flags.DEFINE_float("seconds", 60.0, "Measured seconds per row (F, full: at least).")
+    flags.DEFINE_float("warmup_s", 60.0, "Seconds before measuring each row.")
+    flags.DEFINE_list("rows", list(ROWS), f"Which of {', '.join(ROWS)} to measure.")
+    flags.DEFINE_integer(
+        "reports_per_actor",
+        throughput.REPORTS_PER_ACTOR,
+        "F's and full training's windows last until they hold this many of the actors' frame "
+        "reports per actor (0: --seconds only).",
+    )
+    flags.DEFINE_string("agent_worker", None, "Internal: measure this agent in this process.")
+    flags.DEFINE_string("result_file", None, "Internal: where a worker writes its figures.")
+    if not worker:
+        flags.DEFINE_string("env", "Pong", "Game: Atari, MinAtar (MinAtar/Breakout-v0), CartPole.")
 
 
-def measure(agent: str, env: str, warmup_s: float, seconds: float) -> dict[str, float]:
-    paper, _, ablation = agent.partition(".")
+def worker_paper(argv: list[str]) -> str | None:
+    """The paper of `--agent_worker=<paper>[.<ablation>]` in `argv`, or None (the driver)."""
+    for arg in argv[1:]:
+        if arg.startswith(WORKER_FLAG):
+            return arg[len(WORKER_FLAG) :].partition(".")[0]
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Worker: one agent's rows, in its own process
+
+
+def trained_steps_per_update(experiment, config) -> int:
+    """Agent steps one learner step trains on: batch x trained steps per item (IMPALA's unroll,
+    Reactor's sequence - 1, the burn-in papers' sequence without burn-in), x k where
+    --reuse_mode=repeat trains each batch k times in one step."""
+    repeats = config.times_sampled if getattr(config, "reuse_mode", None) == "repeat" else 1
+    return experiment.learner.batch_size * experiment.agent.replay.length * repeats
+
+
+def measure_agent(
+    agent: str, rows: list[str], warmup_s: float, seconds: float, reports_per_actor: int
+) -> dict:
+    """The rows of one agent (its paper's main imported, flags parsed); a failed row is an error
+    entry, the other rows are still measured."""
+    from common import acting
+    from common import cli
+    from common import envs
+
+    paper_name, _, ablation = agent.partition(".")
+    paper = importlib.import_module(f"{paper_name}.main").PAPER
+    config = cli.make_config(paper, cli.given_values(paper.config_class), ablation or None)
+    config = throughput.run_overrides(config)
+    result: dict = dict(agent=agent, env=config.env, errors={})
     with tempfile.TemporaryDirectory() as logdir:
-        command = [
-            sys.executable,
-            "-m",
-            f"{paper}.main",
-            f"--env={env}",
-            f"--logdir={logdir}",
-            "--total_frames=10000000000",
-            "--eval_interval_s=0",
-            "--log_interval_s=5",
-            *([f"--ablation={ablation}"] if ablation else []),
-        ]
-        with open(os.path.join(logdir, "output.txt"), "w") as output:
-            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
-        try:
-            time.sleep(warmup_s)
-            start, t0 = latest_scalars(logdir), time.monotonic()
-            time.sleep(seconds)
-            end, t1 = latest_scalars(logdir), time.monotonic()
-        finally:
-            # A learner mid-step (DiCE's take tens of seconds on a CPU) then checkpoints its
-            # replay before it exits: give it time, then kill.
-            process.terminate()
+        experiment = paper.build_experiment(config, logdir)
+        acting.configure_threads(experiment.learner_threads)  # before TensorFlow starts
+        spec = throughput.env_spec(experiment)
+        frames_per_step = envs.frames_per_step(experiment.actor.env, experiment.actor.protocol)
+        steps_per_update = trained_steps_per_update(experiment, config)
+        result.update(
+            describe=paper.describe(config) if paper.describe else "",
+            tensorflow=throughput.tensorflow_line(experiment),
+            frames_per_update=experiment.learner.frames_per_batch,
+            trained_steps_per_update=steps_per_update,
+            frames_per_step=frames_per_step,
+        )
+        parts = None
+        if "learner" in rows:
             try:
-                process.wait(300)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if not all(tag in start for tag in PROGRESS):
-            raise RuntimeError(f"{agent} logged no progress in {warmup_s} s of warm-up")
-    # The scalars are written every few seconds; rates use their own frame stamps and the
-    # measured window.
-    elapsed = t1 - t0
-    updates = end["progress/learner_step"][1] - start["progress/learner_step"][1]
-    trained = end["progress/learner_step"][0] - start["progress/learner_step"][0]
-    produced = end["progress/actor_frames"][1] - start["progress/actor_frames"][1]
-    per_update, frames_per_step = steps_per_update(paper, ablation or None, env)
+                parts = experiment.agent.make_learner(spec)
+                rate = throughput.measure_learner(experiment, spec, warmup_s, seconds, parts)
+                result["learner"] = rate._asdict()
+                print(f"[{agent}] learner alone: {rate}", flush=True)
+            except Exception as error:
+                result["errors"]["learner"] = _error(error)
+        if "fleet" in rows:
+            try:
+                if parts is None:
+                    parts = experiment.agent.make_learner(spec)
+                weights = [v.numpy() for v in parts.acting_variables]
+                fleet = throughput.measure_fleet(
+                    experiment, spec, warmup_s, seconds, weights, reports_per_actor
+                )
+                result["fleet"] = dict(frames_per_s=fleet)
+                print(f"[{agent}] fleet alone: {fleet:.0f} frames/s", flush=True)
+            except Exception as error:
+                result["errors"]["fleet"] = _error(error)
+        if "train" in rows:
+            try:
+                training = throughput.measure_training(
+                    experiment, spec, warmup_s, seconds, WORKER_SLACK_S / 2, reports_per_actor
+                )
+                result["train"] = dict(
+                    training._asdict(),
+                    frames_per_s=training.frames_per_s,
+                    actor_frames_per_s=training.actor_frames_per_s,
+                    updates_per_s=training.updates_per_s,
+                    replay_ratio=training.replay_ratio(steps_per_update, frames_per_step),
+                )
+                print(f"[{agent}] full training: {result['train']}", flush=True)
+            except Exception as error:
+                result["errors"]["train"] = _error(error)
+    return result
+
+
+def _error(error: Exception) -> str:
+    """The exception's type and first line (the whole traceback goes to the worker's log)."""
+    traceback.print_exc()
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Driver: the agents in turn, one table
+
+
+def run_worker(
+    agent: str,
+    env: str,
+    rows: list[str],
+    warmup_s: float,
+    seconds: float,
+    reports_per_actor: int,
+    paper_flags: list[str],
+    log_dir: str,
+) -> dict:
+    """One agent's worker process; its figures, or {"agent", "errors"} if it failed."""
+    result_file = os.path.join(log_dir, f"{agent}.json")
+    log_file = os.path.join(log_dir, f"{agent}.log")
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.agent_throughput",
+        f"{WORKER_FLAG}{agent}",
+        f"--env={env}",
+        f"--rows={','.join(rows)}",
+        f"--warmup_s={warmup_s}",
+        f"--seconds={seconds}",
+        f"--reports_per_actor={reports_per_actor}",
+        f"--result_file={result_file}",
+        *paper_flags,
+    ]
+    timeout_s = len(rows) * (warmup_s + seconds) + WORKER_SLACK_S
+    with open(log_file, "w") as log:
+        log.write(" ".join(command) + "\n")
+        log.flush()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()  # its actors die with it (common.launch)
+            process.wait()
+            return dict(agent=agent, errors={"worker": f"no result within {timeout_s:.0f} s"})
+    failed = None
+    if process.returncode != 0:
+        with open(log_file) as log:
+            last = [line.strip() for line in log if line.strip()][-1:] or ["no output"]
+        failed = f"exit status {process.returncode}: {last[0]}"
+    if not os.path.exists(result_file):  # written last: the worker died before the end
+        return dict(agent=agent, errors={"worker": failed or "no result"})
+    with open(result_file) as f:
+        result = json.load(f)
+    if failed:
+        result["errors"]["worker"] = failed
+    return result
+
+
+def _get(result: dict, row: str, key: str) -> float:
+    return float(result.get(row, {}).get(key, math.nan))
+
+
+def table_cells(result: dict) -> dict[str, float]:
+    """One agent's figures, with the bound and full training's fraction of it."""
+    learner = _get(result, "learner", "frames_per_s")
+    fleet = _get(result, "fleet", "frames_per_s")
+    full = _get(result, "train", "frames_per_s")
+    bound = throughput.shared_core_bound(learner, fleet)
     return {
-        "trained frames/s": trained / elapsed,
-        "actor frames/s": produced / elapsed,
-        "updates/s": updates / elapsed,
-        "replay ratio": updates * per_update * frames_per_step / max(produced, 1),
+        "L": learner,
+        "L updates/s": _get(result, "learner", "updates_per_s"),
+        "F": fleet,
+        "full": full,
+        "full, acted": _get(result, "train", "actor_frames_per_s"),
+        "bound": bound,
+        "full / bound": throughput.ratio(full, bound),
+        "updates/s": _get(result, "train", "updates_per_s"),
+        "replay ratio": _get(result, "train", "replay_ratio"),
     }
 
 
+def _cell(column: str, value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    if column == "full / bound":
+        return f"{value:.0%}"
+    if column in ("L updates/s", "updates/s", "replay ratio"):
+        return f"{value:.3g}"
+    return f"{value:,.0f}"
+
+
+def markdown_table(env: str, results: list[dict]) -> str:
+    """agent | L | L updates/s | F | full | full, acted | bound | full / bound | updates/s |
+    replay ratio; frames/s are environment frames (action repeats included)."""
+    cells = [table_cells(result) for result in results]
+    columns = list(cells[0]) if cells else list(table_cells({}))
+    lines = [
+        f"| {env} | " + " | ".join(columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+    ]
+    for result, row in zip(results, cells):
+        lines.append(
+            f"| {result['agent']} | " + " | ".join(_cell(c, row[c]) for c in columns) + " |"
+        )
+    return "\n".join(lines)
+
+
+def notes(results: list[dict]) -> list[str]:
+    """Each agent's config, new frames per update, and what kept a row from being measured."""
+    lines = []
+    for result in results:
+        agent = result["agent"]
+        if "describe" in result:
+            lines.append(
+                f"- {agent}: {result['describe']}; per update {result['frames_per_update']:,} new "
+                f"frames and {result['trained_steps_per_update']:,} trained agent steps; frames "
+                f"per agent step: {result['frames_per_step']}"
+            )
+        non_finite = result.get("learner", {}).get("non_finite")
+        if non_finite:
+            lines.append(f"- {agent}: L's stats on the synthetic batch not finite: {non_finite}")
+        for row, error in result.get("errors", {}).items():
+            lines.append(f"- {agent}: no {row} row: {error}")
+    return lines
+
+
 def main(argv):
-    del argv
+    rows = [row for row in ROWS if row in FLAGS.rows]
+    unknown = sorted(set(FLAGS.rows) - set(ROWS))
+    if unknown:
+        raise app.UsageError(f"--rows: {unknown} not among {', '.join(ROWS)}")
+    if FLAGS.agent_worker:
+        result = measure_agent(
+            FLAGS.agent_worker, rows, FLAGS.warmup_s, FLAGS.seconds, FLAGS.reports_per_actor
+        )
+        with open(FLAGS.result_file, "w") as f:
+            json.dump(result, f, indent=1)
+        return
+    paper_flags = list(argv[1:])
+    log_dir = tempfile.mkdtemp(prefix="agent_throughput_")
     print(cpu_line())
-    print(f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS')}")
-    rows = {}
-    for paper in _AGENTS.value:
-        rows[paper] = measure(paper, _ENV.value, _WARMUP.value, _SECONDS.value)
-        print(paper, {k: round(v, 3) for k, v in rows[paper].items()}, flush=True)
-    columns = list(next(iter(rows.values())))
-    print(f"\n| {_ENV.value} | " + " | ".join(columns) + " |")
-    print("|---" * (len(columns) + 1) + "|")
-    for paper, row in rows.items():
-        cells = [
-            f"{row[c]:.2f}" if c in ("updates/s", "replay ratio") else f"{row[c]:.0f}"
-            for c in columns
-        ]
-        print(f"| {paper} | " + " | ".join(cells) + " |")
+    print(
+        f"{FLAGS.env}: {', '.join(rows)} rows of {FLAGS.seconds:.0f} s (F and full: and "
+        f"{FLAGS.reports_per_actor} reports per actor) after {FLAGS.warmup_s:.0f} s warm-up; "
+        f"agents one at a time; worker logs in {log_dir}",
+        flush=True,
+    )
+    results = []
+    for agent in FLAGS.agents:
+        result = run_worker(
+            agent,
+            FLAGS.env,
+            rows,
+            FLAGS.warmup_s,
+            FLAGS.seconds,
+            FLAGS.reports_per_actor,
+            paper_flags,
+            log_dir,
+        )
+        results.append(result)
+        figures = {k: _cell(k, v) for k, v in table_cells(result).items()}
+        print(f"{agent}: {figures}; errors: {result.get('errors') or 'none'}", flush=True)
+    tensorflow = next((r["tensorflow"] for r in results if "tensorflow" in r), None)
+    env = next((r["env"] for r in results if "env" in r), FLAGS.env)
+    print()
+    print(cpu_line())
+    if tensorflow:
+        print(tensorflow)
+    print(f"\n{markdown_table(env, results)}\n")
+    print("\n".join(notes(results)))
 
 
 if __name__ == "__main__":
+    paper = worker_paper(sys.argv)
+    if paper is not None:
+        importlib.import_module(f"{paper}.main")  # the paper's flags, --env among them
+    define_flags(worker=paper is not None)
     app.run(main)

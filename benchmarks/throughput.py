@@ -1,24 +1,36 @@
-"""IMPALA throughput on this machine, in one run: raw ALE, the actor fleet, full training.
+"""Throughput on this machine: raw env stepping, the learner alone (L), the actor fleet alone (F),
+full training and the shared-core bound 1/(1/L + 1/F).
 
-    python -m benchmarks.throughput --env=Pong --seconds=40
+    python -m benchmarks.throughput --env=Pong --seconds=40     # IMPALA's jit x precision grid
 
-Every `impala.main` flag applies (e.g. --num_actors, --envs_per_actor, --network); the defaults are
-those of `python -m impala.main`.
+The measurements take any paper's `common.launch.Experiment` (built as the paper's `main` builds
+it); `benchmarks.agent_throughput` runs them for every paper, each in its own process. Run as a
+module, this file measures IMPALA: every `impala.main` flag applies (e.g. --num_actors,
+--envs_per_actor, --network); the defaults are those of `python -m impala.main`.
 
 Printed first: the CPU (model, cores, AVX2 / AVX-512 / AVX512-BF16 / AMX), whether TensorFlow
 runs its oneDNN kernels (`TF_ENABLE_ONEDNN_OPTS`, common/__init__.py), the thread pools and any
 GPU, so a table says where it was measured.
 
 Rows (environment frames per second, action repeats included):
-1. raw batched ALE stepping: the actor processes' vector envs with random actions, nothing else;
-2. the learner alone, L: compiled train steps on a batch already in memory;
-3. the actor fleet alone, F: the actor processes acting with the network (one batched policy call
-   per step) and writing unrolls to Reverb, no learner (a table that drops old items);
-4. full IMPALA training: actors + learner (+ Reverb) on the same machine; the learner's frames;
-   next to it the shared-core bound 1/(1/L + 1/F), the most any schedule reaches when the same
-   cores run both, and each process's peak resident memory.
-Rows 2-4 run with and without --jit_compile (XLA for the policy call and the train step),
-rows 3-4 with the actors' network in float32 and in bfloat16 (--actor_precision).
+1. raw batched env stepping (`measure_raw`): the actor processes' vector envs with random
+   actions, nothing else (any env: ALE, MinAtar, CartPole);
+2. the learner alone, L (`measure_learner`): the paper's compiled train step on a synthetic
+   batch already in memory (`synthetic_batch`: the shapes and dtypes of the replay's batches),
+   times the paper's new frames per learner step (`LearnerSettings.frames_per_batch`);
+3. the actor fleet alone, F (`measure_fleet`): the actor processes acting with the paper's
+   network (initial weights, published once) and writing to Reverb through the paper's writer,
+   no learner: each experience table is replaced by a sink of the same name and signature that
+   drops its oldest item when full and never rate-limits (`sink_tables`), so neither a queue's
+   back-pressure nor a samples-per-insert limiter waiting for a learner throttles the actors;
+   frames are those the actors report (`common.reports`, as the learner counts them), over a
+   window that also holds `REPORTS_PER_ACTOR` reports per actor;
+4. full training (`measure_training`): actors + learner (+ Reverb) on the same machine, the
+   paper's own tables; the learner's frames; next to it the shared-core bound 1/(1/L + 1/F), the
+   most any schedule reaches when the same cores run both, and each process's peak resident
+   memory.
+As a module, rows 2-4 run with and without --jit_compile (XLA for the policy call and the train
+step), rows 3-4 with the actors' network in float32 and in bfloat16 (--actor_precision).
 
 Targets (DESIGN.md §10): fleet >= 50% of raw; training >= 1.5K frames/s on 2 cores (deep net,
 unroll 20, batch 32). It prints figures; it asserts nothing.
@@ -27,50 +39,95 @@ unroll 20, batch 32). It prints figures; it asserts nothing.
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
 import dataclasses
+import math
 import multiprocessing
 import os
 import tempfile
 import time
+from typing import NamedTuple
 
 import numpy as np
 import reverb
 import tensorflow as tf
+import tree
 from absl import app
 from absl import flags
 
 from benchmarks.machine import cpu_line
 from common import acting
 from common import agent as agent_lib
-from common import cli
 from common import envs
 from common import launch
-from common import patterns
+from common import learning
 from common import replay
 from common import reports
-from impala import config as config_lib
-from impala import main as impala_main
 
-_SECONDS = flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
-_WARMUP = flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
-_JIT = flags.DEFINE_list("jit", ["off", "on"], "Rows 2-3 with jit_compile off and/or on.")
-_ROWS = flags.DEFINE_list(
-    "rows",
-    ["raw", "learner", "fleet", "train"],
-    "Which measurements (train needs learner and fleet).",
-)
-_PRECISIONS = flags.DEFINE_list(
-    "actor_precisions", ["float32", "bfloat16"], "Rows 2-3 with these --actor_precision values."
-)
+FLAGS = flags.FLAGS
+
+# choice: the sink holds a few batches' worth; a full sink drops its oldest item.
+SINK_CAPACITY = 256
+# choice: actors start (spawn, TensorFlow, envs) well within this on a loaded 2-core machine.
+FIRST_REPORT_TIMEOUT_S = 600.0
+# choice: a window of F or of full training lasts until it holds this many of the actors' reports
+# per actor process, so that the produced frames counted at its two ends (each actor's count
+# trails by up to one report) err by a fraction of the window's frames, not all of them. Reports
+# come with each finished game and every 100 steps: with 80 envs per actor on Atari, every
+# 32,000 frames, i.e. minutes apart on 2 cores.
+REPORTS_PER_ACTOR = 3
+
+
+def run_overrides(config):
+    """`config` for a throughput run: no evaluator, no periodic checkpoints, a frame budget no
+    run reaches, a console line every 30 s."""
+    return dataclasses.replace(
+        config,
+        eval_interval_s=0.0,
+        checkpoint_interval_s=1e9,
+        log_interval_s=30.0,
+        total_frames=10**12,
+    ).validate()
+
+
+def env_spec(experiment: launch.Experiment) -> agent_lib.EnvSpec:
+    return agent_lib.probe_env(experiment.actor.env, experiment.actor.protocol)
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator, NaN where the denominator is 0 or unknown."""
+    if math.isnan(denominator) or denominator == 0:
+        return float("nan")
+    return numerator / denominator
+
+
+def shared_core_bound(learner: float, fleet: float) -> float:
+    """1/(1/L + 1/F): the frames/s of training when learner and actors take turns on the same
+    cores, each at its own rate alone (NaN if either is unknown, 0 if either is 0)."""
+    if math.isnan(learner) or math.isnan(fleet):
+        return float("nan")
+    if learner <= 0 or fleet <= 0:
+        return 0.0
+    return 1.0 / (1.0 / learner + 1.0 / fleet)
+
+
+# ------------------------------------------------------------------------------------------------
+# Raw env stepping
 
 
 def raw_worker(
-    env: str, num_envs: int, seed: int, warmup_s: float, seconds: float, results, stop=None
+    env: str,
+    num_envs: int,
+    seed: int,
+    protocol,
+    warmup_s: float,
+    seconds: float,
+    results,
+    stop=None,
 ) -> None:
     """Random actions on one process's vector env; puts its frames/s on `results`."""
-    batch = envs.make_env(env, num_envs, seed)
+    batch = envs.make_env(env, num_envs, seed, protocol)
     batch.reset()
     rng = np.random.default_rng(seed)
-    frames_per_step = num_envs * envs.PROTOCOLS["impala"].frame_skip
+    frames_per_step = num_envs * envs.frames_per_step(env, protocol)
     end_warmup = time.monotonic() + warmup_s
     while time.monotonic() < end_warmup:
         batch.step(rng.integers(0, batch.num_actions, num_envs))
@@ -82,76 +139,253 @@ def raw_worker(
     batch.close()
 
 
-def measure_raw(config: config_lib.ImpalaConfig) -> float:
+def measure_raw(experiment: launch.Experiment, warmup_s: float, seconds: float) -> float:
+    """Raw batched env stepping of the experiment's actor processes, together."""
     supervisor = launch.Supervisor()
     results = multiprocessing.get_context("spawn").Queue()
-    for i in range(config.num_actors):
+    settings = experiment.actor
+    for i in range(experiment.num_actors):
         supervisor.start(
             f"raw_{i}",
             raw_worker,
             dict(
-                env=config.env,
-                num_envs=config.envs_per_actor,
-                seed=i * config.envs_per_actor,
-                warmup_s=_WARMUP.value,
-                seconds=_SECONDS.value,
+                env=settings.env,
+                num_envs=settings.num_envs,
+                seed=settings.seed + i * settings.num_envs,
+                protocol=settings.protocol,
+                warmup_s=warmup_s,
+                seconds=seconds,
                 results=results,
             ),
         )
     try:
         return sum(
-            results.get(timeout=_WARMUP.value + _SECONDS.value + 120)
-            for _ in range(config.num_actors)
+            results.get(timeout=warmup_s + seconds + 120) for _ in range(experiment.num_actors)
         )
     finally:
         supervisor.stop()
 
 
-def sink_table(experiment: launch.Experiment, spec: agent_lib.EnvSpec) -> reverb.Table:
-    """The queue's signature without its back-pressure: full -> the oldest unroll is dropped."""
-    return reverb.Table(
-        name=patterns.EXPERIENCE_TABLE,
-        sampler=reverb.selectors.Fifo(),
-        remover=reverb.selectors.Fifo(),
-        max_size=256,
-        rate_limiter=reverb.rate_limiters.MinSize(1),
-        signature=experiment.agent.signature(spec),
+# ------------------------------------------------------------------------------------------------
+# The learner alone
+
+
+def synthetic_batch(experiment: launch.Experiment, spec: agent_lib.EnvSpec, seed: int = 0) -> dict:
+    """A learner batch of the agent's item signature, in memory, as `common.learning.Learner`
+    hands it to the train step: the steps time-major `[L, B, ...]`, the stored core state
+    `[B, ...]` (zeros), `info` and `learner_step` (set per step by `measure_learner`).
+
+    The train step's cost does not depend on the values, but they are kept plausible so that the
+    losses stay finite: random observations and actions, no episode starts, every step real
+    (`mask` 1), behaviour probabilities uniform over the actions (log mu = -log A), other floats
+    (rewards, logits, behaviour parameters) uniform in [0, 1); each item sampled for the first
+    time with probability 1 / capacity."""
+    signature = experiment.agent.signature(spec)
+    batch_size = experiment.learner.batch_size
+    num_actions = spec.num_actions
+    rng = np.random.default_rng(seed)
+
+    def step_field(path, item_spec: tf.TensorSpec):
+        name = path[-1]
+        shape = (item_spec.shape[0], batch_size, *item_spec.shape[1:])
+        dtype = item_spec.dtype.as_numpy_dtype
+        if name in ("action", "prev_action"):
+            value = rng.integers(0, num_actions, shape)
+        elif name == replay.MASK:
+            value = np.ones(shape)
+        elif name == "params_step" or dtype == np.bool_:  # reset: no episode starts
+            value = np.zeros(shape)
+        elif np.issubdtype(dtype, np.integer):  # observations
+            value = rng.integers(0, min(256, np.iinfo(dtype).max + 1), shape)
+        elif name.endswith("log_prob"):
+            value = np.full(shape, -np.log(num_actions))
+        elif name.endswith("probs"):
+            value = np.full(shape, 1.0 / num_actions)
+        else:
+            value = rng.uniform(size=shape)
+        return tf.constant(value.astype(dtype))
+
+    batch = dict(tree.map_structure_with_path(step_field, signature[replay.STEPS]))
+    if replay.FIRST_STEP_EXTRAS in signature:
+        batch[acting.CORE_STATE] = tree.map_structure(
+            lambda s: tf.zeros([batch_size, *s.shape], s.dtype),
+            signature[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE],
+        )
+    capacity = experiment.agent.replay.capacity
+    batch[learning.INFO] = dict(
+        key=tf.constant(np.arange(batch_size, dtype=np.uint64)),
+        probability=tf.fill([batch_size], tf.constant(1.0 / capacity, tf.float64)),
+        table_size=tf.fill([batch_size], tf.constant(capacity, tf.int64)),
+        priority=tf.ones([batch_size], tf.float64),
+        times_sampled=tf.ones([batch_size], tf.int32),
     )
+    batch[learning.LEARNER_STEP] = tf.constant(0, tf.int64)
+    return batch
 
 
-def inserted_unrolls(client: reverb.Client) -> int:
-    return client.server_info()[patterns.EXPERIENCE_TABLE].rate_limiter_info.insert_stats.completed
+class LearnerRate(NamedTuple):
+    frames_per_s: float  # new frames per learner step x learner steps per second
+    updates_per_s: float
+    steps: int  # timed steps
+    non_finite: tuple[str, ...]  # stats of the last step that were NaN or infinite
 
 
-def measure_fleet(config: config_lib.ImpalaConfig) -> float:
-    experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
-    spec = agent_lib.probe_env(config.env, experiment.actor.protocol)
-    server = replay.start_server(
-        [
-            sink_table(experiment, spec),
-            replay.params_table(acting.PARAMS_TABLE),
-            reports.reports_table(),
-        ]
+def measure_learner(
+    experiment: launch.Experiment,
+    spec: agent_lib.EnvSpec,
+    warmup_s: float,
+    seconds: float,
+    parts: learning.LearnerParts | None = None,
+) -> LearnerRate:
+    """Train steps on a batch already in memory (`synthetic_batch`): the learner's frames/s with
+    no actors and no Reverb (rate L of the shared-core bound). Each step gets the next learner
+    step and frame count (schedules move as in training) and its stats are read back, as the
+    learner reads them; at least 2 steps are timed."""
+    acting.configure_threads(experiment.learner_threads)
+    if parts is None:
+        parts = experiment.agent.make_learner(spec)
+    batch = synthetic_batch(experiment, spec)
+    frames_per_step = experiment.learner.frames_per_batch
+    steps_done = 0
+
+    def train_step() -> dict:
+        nonlocal steps_done
+        batch[learning.LEARNER_STEP] = tf.constant(steps_done, tf.int64)
+        frames = tf.constant(steps_done * frames_per_step, tf.int64)
+        stats = {key: value.numpy() for key, value in parts.train_step(batch, frames).items()}
+        steps_done += 1
+        return stats
+
+    train_step()  # tracing and compilation
+    warmup_end = time.monotonic() + warmup_s
+    while time.monotonic() < warmup_end:
+        train_step()
+    start, steps = time.monotonic(), 0
+    while time.monotonic() - start < seconds or steps < 2:
+        stats = train_step()
+        steps += 1
+    elapsed = time.monotonic() - start
+    non_finite = tuple(
+        key
+        for key, value in stats.items()
+        if key != learning.PRIORITIES and not np.all(np.isfinite(value))
     )
+    return LearnerRate(steps * frames_per_step / elapsed, steps / elapsed, steps, non_finite)
+
+
+# ------------------------------------------------------------------------------------------------
+# The actor fleet alone
+
+
+def sink_tables(experiment: launch.Experiment, spec: agent_lib.EnvSpec) -> list[reverb.Table]:
+    """Every table of the experiment's run, with each experience table (the pattern's: a queue, a
+    prioritised or sample-k table, Table 2's replay) replaced by a sink of the same name and item
+    signature: first in, first out, `SINK_CAPACITY` items, the oldest dropped when full, inserts
+    never blocked (no queue back-pressure, no samples-per-insert limiter waiting for a learner)."""
+    agent = experiment.agent
+    signature = agent.signature(spec)
+    sinks = [
+        reverb.Table(
+            name=table.name,
+            sampler=reverb.selectors.Fifo(),
+            remover=reverb.selectors.Fifo(),
+            max_size=SINK_CAPACITY,
+            rate_limiter=reverb.rate_limiters.MinSize(1),
+            signature=signature,
+        )
+        for table in agent.replay.tables(signature)
+    ]
+    return [*sinks, replay.params_table(acting.PARAMS_TABLE), reports.reports_table()]
+
+
+class ProducedFrames:
+    """The frames and the number of reports the actors have sent so far (`common.reports`: one
+    per finished game and one every `reports.HEARTBEAT_STEPS` steps of each actor, each with the
+    frames since the actor's previous one, so the count trails each actor by up to one report)."""
+
+    def __init__(self, client: reverb.Client):
+        self._reader = reports.ReportReader(client)
+        self.frames = self.reports = 0
+
+    def update(self) -> tuple[int, int]:
+        received = self._reader.drain()
+        self.frames += sum(report.frames for report in received)
+        self.reports += len(received)
+        return self.frames, self.reports
+
+
+class _CountingReports:
+    """A learner's report reader that counts the reports it hands over."""
+
+    def __init__(self, reader: reports.ReportReader):
+        self._reader = reader
+        self.count = 0
+
+    def drain(self) -> list[reports.Report]:
+        received = self._reader.drain()
+        self.count += len(received)
+        return received
+
+
+def _sleep_watching(supervisor: launch.Supervisor, seconds: float) -> None:
+    """Sleeps, restarting actors that die (the launcher's `restart_dead`, which prints them)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        supervisor.restart_dead()
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+
+
+def measure_fleet(
+    experiment: launch.Experiment,
+    spec: agent_lib.EnvSpec,
+    warmup_s: float,
+    seconds: float,
+    weights: list[np.ndarray] | None = None,
+    reports_per_actor: int = REPORTS_PER_ACTOR,
+) -> float:
+    """The actor processes writing to sink tables (`sink_tables`), no learner: the frames/s they
+    report over at least `seconds` and `reports_per_actor` reports per actor, after `warmup_s`
+    from their first report. They act with `weights` (the learner's acting variables; default: a
+    fresh learner's initial ones), published once."""
+    if weights is None:
+        acting.configure_threads(experiment.learner_threads)
+        weights = [v.numpy() for v in experiment.agent.make_learner(spec).acting_variables]
+    server = replay.start_server(sink_tables(experiment, spec))
     address = replay.address_of(server)
-    client = replay.connect(address)
-    acting_variables = impala_main.make_learner(config, spec).acting_variables
-    replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-        0, [v.numpy() for v in acting_variables]
-    )
     supervisor = launch.Supervisor()
     try:
+        client = replay.connect(address)
+        publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
+        publisher.publish(0, weights)
+        publisher.close()
+        produced = ProducedFrames(client)
         launch.start_actors(supervisor, experiment, address)
-        while inserted_unrolls(client) == 0:
-            time.sleep(0.5)
-        time.sleep(_WARMUP.value)
-        start, before = time.monotonic(), inserted_unrolls(client)
-        time.sleep(_SECONDS.value)
-        unrolls = inserted_unrolls(client) - before
-        return unrolls * config.unroll_length * config.frames_per_step / (time.monotonic() - start)
+        deadline = time.monotonic() + FIRST_REPORT_TIMEOUT_S
+        while produced.update()[1] == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no actor reported within {FIRST_REPORT_TIMEOUT_S:.0f} s")
+            _sleep_watching(supervisor, 0.5)
+        _sleep_watching(supervisor, warmup_s)
+        start = time.monotonic()
+        frames0, reports0 = produced.update()
+        wanted = reports_per_actor * experiment.num_actors
+        while True:
+            _sleep_watching(supervisor, 0.5)
+            elapsed = time.monotonic() - start
+            frames, count = produced.update()
+            if elapsed >= seconds and count - reports0 >= wanted:
+                return (frames - frames0) / elapsed
+            if elapsed >= seconds + FIRST_REPORT_TIMEOUT_S:
+                raise RuntimeError(
+                    f"{count - reports0} reports in {elapsed:.0f} s (a window needs {wanted})"
+                )
     finally:
         supervisor.stop()
         server.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# Full training
 
 
 def peak_resident_gib(pid: int | str = "self") -> float:
@@ -166,71 +400,104 @@ def peak_resident_gib(pid: int | str = "self") -> float:
     return float("nan")
 
 
-def measure_training(config: config_lib.ImpalaConfig) -> tuple[float, list[float]]:
-    """Full training's learner frames/s, and the actors' peak resident GiB."""
-    experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
-    spec = agent_lib.probe_env(config.env, experiment.actor.protocol)
+class Training(NamedTuple):
+    """Counts of a measured window of full training."""
+
+    seconds: float
+    updates: int  # learner steps
+    frames: int  # the learner's frames (new frames per learner step x steps)
+    actor_frames: int  # frames the actors reported
+    reports: int  # the actors' reports that carried them
+    actors_peak_gib: tuple[float, ...]  # each actor process's peak resident memory
+
+    @property
+    def frames_per_s(self) -> float:
+        return self.frames / self.seconds
+
+    @property
+    def actor_frames_per_s(self) -> float:
+        return self.actor_frames / self.seconds
+
+    @property
+    def updates_per_s(self) -> float:
+        return self.updates / self.seconds
+
+    def replay_ratio(self, trained_steps_per_update: int, frames_per_step: int) -> float:
+        """Agent steps trained on per agent step the actors produced."""
+        produced_steps = self.actor_frames / frames_per_step
+        if produced_steps <= 0:
+            return float("nan")
+        return self.updates * trained_steps_per_update / produced_steps
+
+
+def measure_training(
+    experiment: launch.Experiment,
+    spec: agent_lib.EnvSpec,
+    warmup_s: float,
+    seconds: float,
+    give_up_s: float = 1800.0,
+    reports_per_actor: int = REPORTS_PER_ACTOR,
+) -> Training:
+    """Full training as `--role=local` runs it (Reverb and the learner in this process, the
+    actors spawned; no evaluator): trains until `warmup_s` have passed and one learner step is
+    done, then counts over a window of at least `seconds`, one learner step and
+    `reports_per_actor` reports per actor. The window starts and ends between learner steps,
+    where the learner has just read the actors' reports. RuntimeError if that takes `give_up_s`
+    longer than `warmup_s + seconds` (e.g. a replay that never fills)."""
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
     supervisor = launch.Supervisor()
+    marks: dict[str, tuple] = {}
     try:
         learner = launch.build_learner(experiment, spec, address)
+        learner.reports = counted = _CountingReports(learner.reports)
         launch.start_actors(supervisor, experiment, address)
-        warmup_end = time.monotonic() + _WARMUP.value
-        learner.run(
-            should_stop=lambda: time.monotonic() > warmup_end and int(learner.step.numpy()) > 0
-        )
-        start, frames = time.monotonic(), int(learner.frames.numpy())
-        learner.run(should_stop=lambda: time.monotonic() - start > _SECONDS.value)
-        fps = (int(learner.frames.numpy()) - frames) / (time.monotonic() - start)
+        started = time.monotonic()
+        wanted = reports_per_actor * experiment.num_actors
+
+        def counters() -> tuple:
+            return (
+                time.monotonic(),
+                int(learner.step.numpy()),
+                int(learner.frames.numpy()),
+                int(learner.actor_frames.numpy()),
+                counted.count,
+            )
+
+        def should_stop() -> bool:
+            now, step = time.monotonic(), int(learner.step.numpy())
+            if "start" not in marks:
+                if now - started >= warmup_s and step > 0:
+                    marks["start"] = counters()
+            elif (
+                now - marks["start"][0] >= seconds
+                and step > marks["start"][1]
+                and counted.count - marks["start"][4] >= wanted
+            ):
+                marks["end"] = counters()
+                return True
+            return now - started > warmup_s + seconds + give_up_s
+
+        learner.run(should_stop=should_stop, on_idle=supervisor.restart_dead)
         learner.close()
-        actors = [
+        if "end" not in marks:
+            raise RuntimeError(
+                f"full training: no window of a learner step and {wanted} reports within "
+                f"{warmup_s + seconds + give_up_s:.0f} s"
+            )
+        actors = tuple(
             peak_resident_gib(supervisor.process(f"actor_{i}").pid)
-            for i in range(config.num_actors)
-        ]
-        return fps, actors
+            for i in range(experiment.num_actors)
+        )
     finally:
         supervisor.stop()
         server.stop()
+    start, end = marks["start"], marks["end"]
+    return Training(*(b - a for a, b in zip(start, end)), actors)
 
 
-def synthetic_batch(config: config_lib.ImpalaConfig, spec: agent_lib.EnvSpec) -> dict:
-    """A learner batch of the queue's item signature, in memory: random frames and actions (the
-    train step's cost does not depend on the values)."""
-    experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
-    signature = experiment.agent.signature(spec)
-    rng = np.random.default_rng(0)
-    batch = {}
-    for key, item_spec in signature[replay.STEPS].items():
-        shape = (item_spec.shape[0], config.batch_size, *item_spec.shape[1:])
-        dtype = item_spec.dtype.as_numpy_dtype
-        if key == "action":
-            value = rng.integers(0, spec.num_actions, shape)
-        elif np.issubdtype(dtype, np.integer):
-            value = rng.integers(0, 255, shape)
-        else:
-            value = rng.normal(size=shape)
-        batch[key] = tf.constant(value.astype(dtype))
-    batch["reset"] = tf.zeros_like(batch["reset"])
-    return batch
-
-
-def measure_learner(config: config_lib.ImpalaConfig) -> float:
-    """Train steps on a batch already in memory: the learner's frames/s with no actors and no
-    Reverb (rate L of the shared-core bound)."""
-    spec = agent_lib.probe_env(config.env, impala_main.build_experiment(config, "").actor.protocol)
-    parts = impala_main.make_learner(config, spec)
-    batch = synthetic_batch(config, spec)
-    frames = tf.constant(0, tf.int64)
-    parts.train_step(batch, frames)  # tracing and compilation
-    warmup_end = time.monotonic() + _WARMUP.value
-    while time.monotonic() < warmup_end:
-        parts.train_step(batch, frames)
-    start, steps = time.monotonic(), 0
-    while time.monotonic() - start < _SECONDS.value or steps < 2:
-        parts.train_step(batch, frames)["loss/total"].numpy()
-        steps += 1
-    return steps * config.frames_per_batch / (time.monotonic() - start)
+# ------------------------------------------------------------------------------------------------
+# IMPALA's grid (python -m benchmarks.throughput)
 
 
 def tensorflow_line(experiment: launch.Experiment) -> str:
@@ -247,61 +514,96 @@ def tensorflow_line(experiment: launch.Experiment) -> str:
     )
 
 
+def define_flags() -> None:
+    """IMPALA's flags (`impala.main`) and this grid's; only when run as a module, so that
+    `benchmarks.agent_throughput` imports the measurements without them."""
+    from impala import main as impala_main  # noqa: F401  (defines every impala.main flag)
+
+    flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
+    flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
+    flags.DEFINE_list("jit", ["off", "on"], "Rows 2-3 with jit_compile off and/or on.")
+    flags.DEFINE_list(
+        "rows",
+        ["raw", "learner", "fleet", "train"],
+        "Which measurements (train's bound needs learner and fleet).",
+    )
+    flags.DEFINE_list(
+        "actor_precisions",
+        ["float32", "bfloat16"],
+        "Rows 2-3 with these --actor_precision values.",
+    )
+
+
 def main(argv):
     del argv
+    from common import cli
+    from impala import main as impala_main
+
     acting.configure_threads(2)  # the learner's, before TensorFlow starts
-    base = dataclasses.replace(
-        cli.config_from_flags(impala_main.PAPER),
-        eval_interval_s=0.0,
-        log_interval_s=1e9,
-        checkpoint_interval_s=1e9,
-    )
+    warmup_s, seconds, wanted = FLAGS.warmup_s, FLAGS.seconds, FLAGS.rows
+    base = run_overrides(cli.config_from_flags(impala_main.PAPER))
+    logdir = tempfile.mkdtemp()
+    experiment = impala_main.build_experiment(base, logdir)
+    spec = env_spec(experiment)
     header = [
         cpu_line(),
-        tensorflow_line(impala_main.build_experiment(base, "")),
+        tensorflow_line(experiment),
         f"{base.env}: {base.num_actors} actor processes x {base.envs_per_actor} envs (nice "
         f"{base.actor_niceness}), {base.network} net, unroll {base.unroll_length}, batch "
-        f"{base.batch_size}; {_SECONDS.value:.0f} s per row after {_WARMUP.value:.0f} s warm-up",
+        f"{base.batch_size}; {seconds:.0f} s per row after {warmup_s:.0f} s warm-up",
     ]
     print("\n".join(header), flush=True)
     rows, notes = [], []
-    raw = measure_raw(base) if "raw" in _ROWS.value else float("nan")
-    rows.append(("raw batched ALE, random actions", "-", "-", raw))
+    raw = measure_raw(experiment, warmup_s, seconds) if "raw" in wanted else float("nan")
+    rows.append(("raw batched env stepping, random actions", "-", "-", raw))
     print(f"raw: {raw:.0f} frames/s", flush=True)
-    for jit in _JIT.value:
+    for jit in FLAGS.jit:
         learner = float("nan")
-        if "learner" in _ROWS.value:
-            learner = measure_learner(dataclasses.replace(base, jit_compile=jit == "on"))
+        if "learner" in wanted:
+            config = dataclasses.replace(base, jit_compile=jit == "on").validate()
+            rate = measure_learner(
+                impala_main.build_experiment(config, logdir), spec, warmup_s, seconds
+            )
+            learner = rate.frames_per_s
             rows.append(("learner alone (batches in memory), L", jit, "-", learner))
             print(f"learner jit={jit}: {learner:.0f} frames/s", flush=True)
-        for precision in _PRECISIONS.value:
+            if rate.non_finite:
+                notes.append(
+                    f"jit={jit}: non-finite stats on the synthetic batch: {rate.non_finite}"
+                )
+        for precision in FLAGS.actor_precisions:
             config = dataclasses.replace(
                 base, jit_compile=jit == "on", actor_precision=precision
             ).validate()
+            experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
             fleet = float("nan")
-            if "fleet" in _ROWS.value:
-                fleet = measure_fleet(config)
+            if "fleet" in wanted:
+                fleet = measure_fleet(experiment, spec, warmup_s, seconds)
                 rows.append(("actor fleet alone (acting + Reverb), F", jit, precision, fleet))
                 print(f"fleet jit={jit} {precision}: {fleet:.0f} frames/s", flush=True)
-            if "train" in _ROWS.value:
-                fps, actor_gib = measure_training(config)
+            if "train" in wanted:
+                training = measure_training(experiment, spec, warmup_s, seconds)
+                fps = training.frames_per_s
                 rows.append(("full IMPALA training (actors + learner)", jit, precision, fps))
-                bound = 1.0 / (1.0 / learner + 1.0 / fleet)
+                bound = shared_core_bound(learner, fleet)
                 rows.append(("shared-core bound 1/(1/L + 1/F)", jit, precision, bound))
                 notes.append(
-                    f"jit={jit} {precision}: training at {fps / bound:.0%} of the shared-core "
-                    f"bound; peak resident: learner + Reverb + benchmark "
+                    f"jit={jit} {precision}: training at {ratio(fps, bound):.0%} of the "
+                    f"shared-core bound; peak resident: learner + Reverb + benchmark "
                     f"{peak_resident_gib():.2f} GiB, actors "
-                    f"{', '.join(f'{g:.2f}' for g in actor_gib)} GiB"
+                    f"{', '.join(f'{g:.2f}' for g in training.actors_peak_gib)} GiB"
                 )
                 print(f"train jit={jit} {precision}: {fps:.0f} frames/s; {notes[-1]}", flush=True)
     print("\n" + "\n".join(header))
-    print(f"\n| {'measurement':<42} | jit | actors   | frames/s | ratio to raw ALE |")
-    print(f"|{'-' * 44}|-----|----------|----------|------------------|")
+    print(f"\n| {'measurement':<42} | jit | actors   | frames/s | ratio to raw |")
+    print(f"|{'-' * 44}|-----|----------|----------|--------------|")
     for name, jit, precision, fps in rows:
-        print(f"| {name:<42} | {jit:<3} | {precision:<8} | {fps:>8.0f} | {fps / raw:>16.2f} |")
+        print(
+            f"| {name:<42} | {jit:<3} | {precision:<8} | {fps:>8.0f} | {ratio(fps, raw):>12.2f} |"
+        )
     print("\n" + "\n".join(notes))
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

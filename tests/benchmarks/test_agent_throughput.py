@@ -1,0 +1,81 @@
+"""benchmarks/agent_throughput.py's arithmetic and table, and benchmarks/throughput.py's synthetic
+learner batch: the bound 1/(1/L + 1/F) and full training's fraction of it, the replay ratio, n/a
+for a row that was not measured, the worker's paper read from its command line, and a synthetic
+batch that Reactor's compiled train step (the stored core state, Reverb's sample info, priorities)
+takes and trains on with finite stats."""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks import agent_throughput
+from benchmarks import throughput
+from common import replay
+from reactor import config as reactor_config
+from reactor import experiment as reactor_experiment
+
+
+def test_shared_core_bound():
+    assert throughput.shared_core_bound(300.0, 600.0) == pytest.approx(200.0)
+    assert throughput.shared_core_bound(600.0, 300.0) == pytest.approx(200.0)
+    assert throughput.shared_core_bound(1000.0, 1000.0) == pytest.approx(500.0)
+    assert throughput.shared_core_bound(0.0, 600.0) == 0.0
+    assert math.isnan(throughput.shared_core_bound(math.nan, 600.0))
+    assert math.isnan(throughput.ratio(100.0, 0.0))
+    assert math.isnan(throughput.ratio(100.0, math.nan))
+
+
+def test_replay_ratio_counts_agent_steps():
+    # 5 updates of 32 x 20 agent steps over 1,000 agent steps (4,000 frames at 4 frames a step).
+    training = throughput.Training(10.0, 5, 12_800, 4_000, 7, ())
+    assert training.replay_ratio(640, 4) == pytest.approx(3.2)
+    assert training.updates_per_s == pytest.approx(0.5)
+    assert training.frames_per_s == pytest.approx(1280.0)
+    assert math.isnan(throughput.Training(10.0, 5, 12_800, 0, 0, ()).replay_ratio(640, 4))
+
+
+def test_table_has_the_bound_and_n_a_for_missing_rows():
+    measured = {
+        "agent": "impala",
+        "learner": {"frames_per_s": 300.0, "updates_per_s": 0.5},
+        "fleet": {"frames_per_s": 600.0},
+        "train": {
+            "frames_per_s": 100.0,
+            "actor_frames_per_s": 110.0,
+            "updates_per_s": 0.25,
+            "replay_ratio": 1.0,
+        },
+    }
+    failed = {"agent": "dice", "errors": {"worker": "exit status 1: boom"}}
+    cells = agent_throughput.table_cells(measured)
+    assert cells["bound"] == pytest.approx(200.0)
+    assert cells["full / bound"] == pytest.approx(0.5)
+    lines = agent_throughput.markdown_table("Pong", [measured, failed]).splitlines()
+    assert lines[0].startswith("| Pong | L | L updates/s | F | full |")
+    assert lines[2] == "| impala | 300 | 0.5 | 600 | 100 | 110 | 200 | 50% | 0.25 | 1 |"
+    assert lines[3] == "| dice |" + " n/a |" * 9
+    assert agent_throughput.notes([failed]) == ["- dice: no worker row: exit status 1: boom"]
+
+
+def test_worker_paper_is_read_from_the_command_line():
+    argv = ["agent_throughput.py", "--env=Pong", "--agent_worker=gdi.gdi_h3", "--seconds=5"]
+    assert agent_throughput.worker_paper(argv) == "gdi"
+    assert agent_throughput.worker_paper(["agent_throughput.py", "--agents=gdi"]) is None
+
+
+def test_synthetic_batch_trains_reactor(tmp_path):
+    values = dict(reactor_config.CARTPOLE_OVERRIDES, env="CartPole", sequence_length=5)
+    config = reactor_config.ReactorConfig(**values, batch_size=3).validate()
+    experiment = reactor_experiment.build_experiment(config, str(tmp_path))
+    spec = throughput.env_spec(experiment)
+    batch = throughput.synthetic_batch(experiment, spec)
+    signature = experiment.agent.signature(spec)
+    for name, item_spec in signature[replay.STEPS].items():
+        assert batch[name].shape == [5, 3, *item_spec.shape[1:]], name
+        assert batch[name].dtype == item_spec.dtype, name
+    np.testing.assert_allclose(batch["behaviour_probs"].numpy().sum(-1), 1.0, rtol=1e-6)
+    rate = throughput.measure_learner(experiment, spec, warmup_s=0.0, seconds=0.0)
+    assert rate.steps == 2
+    assert rate.non_finite == ()
+    assert rate.frames_per_s == pytest.approx(rate.updates_per_s * config.frames_per_batch)
