@@ -4,6 +4,7 @@ alone (F), full training, and the shared-core bound 1/(1/L + 1/F).
     python -m benchmarks.agent_throughput --env=MinAtar/Breakout-v0 --seconds=60 --warmup_s=60
     python -m benchmarks.agent_throughput --agents=gdi.gdi_h3,gdi.gdi_h3_shared_torso --env=Pong
     python -m benchmarks.agent_throughput --agents=reactor --env=Pong --rows=train -- --num_actors=4
+    python -m benchmarks.agent_throughput --agents=impala --env=MinAtar/Breakout-v0 --rows=profile
 
 Each agent, `<paper>` or `<paper>.<ablation>` (as common.compare names them), runs with its
 paper's default config for `--env`, as `python -m <paper>.main --env=<env>
@@ -38,11 +39,19 @@ functions, each over `--seconds` after `--warmup_s`:
   design; Reactor: its acting : learning ratio). The window starts after the warm-up and one
   learner step, starts and ends between learner steps, and holds at least one learner step and
   --reports_per_actor of the actors' reports per actor.
-- bound = 1/(1/L + 1/F), the most any schedule reaches when one set of cores runs both, and
-  full training's fraction of it. It assumes that L and F each keep every core busy: with fewer
+- bound = 1/(1/(s L) + 1/F), the most any schedule reaches when one set of cores runs both, and
+  full training's fraction of it. s ("real share") is the share of full training's trained
+  positions that held real steps: the sample-k papers pad an item after its game's end and count
+  only real steps as frames, while L trains full items (`real_share`); elsewhere s = 1. It assumes that L and F each keep every core busy: with fewer
   actor processes than cores (CartPole's one actor on 2 cores), learner and actors also run side
   by side and full training may exceed it; so may a window too short for the replay's rate
   limiter to hold its ratio (the limiter lets either side run ahead by its error buffer).
+
+- profile (only when --rows names it): actor 0 alone, writing to sink tables as in F, under
+  cProfile for --seconds after --warmup_s (`throughput.profile_actor`): the share of the
+  window in each call its loop makes (policy step, environment step, replay write, game reports,
+  ...), printed under the table. It says where an actor's time goes when full training falls
+  short of the bound because F is low.
 
 The CPU line (benchmarks.machine), TensorFlow's oneDNN and thread settings and each agent's
 config are printed first, then one markdown table. A row that could not be measured says n/a,
@@ -70,7 +79,8 @@ from benchmarks.machine import cpu_line
 FLAGS = flags.FLAGS
 
 AGENTS = ("impala", "reactor", "dice", "gdi.gdi_h3", "lbc")
-ROWS = ("learner", "fleet", "train")
+ROWS = ("learner", "fleet", "train", "profile")
+DEFAULT_ROWS = ROWS[:3]
 WORKER_FLAG = "--agent_worker="
 # choice: a worker that takes this much longer than its rows' warm-ups and windows is stuck (an
 # Atari replay filling and windows of 3 reports per actor take tens of minutes on 2 cores).
@@ -82,7 +92,7 @@ def define_flags(worker: bool) -> None:
     flags.DEFINE_list("agents", list(AGENTS), "Agents, <paper> or <paper>.<ablation>, in turn.")
     flags.DEFINE_float("seconds", 60.0, "Measured seconds per row (F, full: at least).")
     flags.DEFINE_float("warmup_s", 60.0, "Seconds before measuring each row.")
-    flags.DEFINE_list("rows", list(ROWS), f"Which of {', '.join(ROWS)} to measure.")
+    flags.DEFINE_list("rows", list(DEFAULT_ROWS), f"Which of {', '.join(ROWS)} to measure.")
     flags.DEFINE_integer(
         "reports_per_actor",
         throughput.REPORTS_PER_ACTOR,
@@ -151,11 +161,12 @@ def measure_agent(
                 print(f"[{agent}] learner alone: {rate}", flush=True)
             except Exception as error:
                 result["errors"]["learner"] = _error(error)
+        if "fleet" in rows or "profile" in rows:
+            if parts is None:
+                parts = experiment.agent.make_learner(spec)
+            weights = [v.numpy() for v in parts.acting_variables]
         if "fleet" in rows:
             try:
-                if parts is None:
-                    parts = experiment.agent.make_learner(spec)
-                weights = [v.numpy() for v in parts.acting_variables]
                 fleet = throughput.measure_fleet(
                     experiment, spec, warmup_s, seconds, weights, reports_per_actor
                 )
@@ -178,6 +189,13 @@ def measure_agent(
                 print(f"[{agent}] full training: {result['train']}", flush=True)
             except Exception as error:
                 result["errors"]["train"] = _error(error)
+        if "profile" in rows:
+            try:
+                profile = throughput.profile_actor(experiment, spec, warmup_s, seconds, weights)
+                result["profile"] = profile._asdict()
+                print(f"[{agent}] one actor's time: {profile.summary()}", flush=True)
+            except Exception as error:
+                result["errors"]["profile"] = _error(error)
     return result
 
 
@@ -247,15 +265,29 @@ def _get(result: dict, row: str, key: str) -> float:
     return float(result.get(row, {}).get(key, math.nan))
 
 
+def real_share(result: dict) -> float:
+    """The share of full training's trained positions that held real steps: 1 unless items are
+    padded after a game's end (the sample-k papers; on MinAtar's short early games, most of an
+    item). The learner counts only real steps as frames (`common.learning`), while L trains full
+    synthetic items, so L times this share is the learner's rate in the frames full training
+    counts, and the bound uses it (taking 1 without a full-training row, where this is NaN)."""
+    train = result.get("train", {})
+    if not train.get("updates") or "frames_per_update" not in result:
+        return math.nan
+    return train["frames"] / (train["updates"] * result["frames_per_update"])
+
+
 def table_cells(result: dict) -> dict[str, float]:
     """One agent's figures, with the bound and full training's fraction of it."""
     learner = _get(result, "learner", "frames_per_s")
     fleet = _get(result, "fleet", "frames_per_s")
     full = _get(result, "train", "frames_per_s")
-    bound = throughput.shared_core_bound(learner, fleet)
+    share = real_share(result)
+    bound = throughput.shared_core_bound(learner * (1.0 if math.isnan(share) else share), fleet)
     return {
         "L": learner,
         "L updates/s": _get(result, "learner", "updates_per_s"),
+        "real share": share,
         "F": fleet,
         "full": full,
         "full, acted": _get(result, "train", "actor_frames_per_s"),
@@ -269,7 +301,7 @@ def table_cells(result: dict) -> dict[str, float]:
 def _cell(column: str, value: float) -> str:
     if math.isnan(value):
         return "n/a"
-    if column == "full / bound":
+    if column in ("full / bound", "real share"):
         return f"{value:.0%}"
     if column in ("L updates/s", "updates/s", "replay ratio"):
         return f"{value:.3g}"
@@ -303,6 +335,11 @@ def notes(results: list[dict]) -> list[str]:
                 f"frames and {result['trained_steps_per_update']:,} trained agent steps; frames "
                 f"per agent step: {result['frames_per_step']}"
             )
+        if "profile" in result:
+            profile = result["profile"]
+            parts = tuple(tuple(part) for part in profile["parts"])
+            summary = throughput.ActorProfile(profile["steps"], profile["seconds"], parts).summary()
+            lines.append(f"- {agent}: one actor alone, profiled: {summary}")
         non_finite = result.get("learner", {}).get("non_finite")
         if non_finite:
             lines.append(f"- {agent}: L's stats on the synthetic batch not finite: {non_finite}")

@@ -38,10 +38,13 @@ unroll 20, batch 32). It prints figures; it asserts nothing.
 
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
+import cProfile
 import dataclasses
+import json
 import math
 import multiprocessing
 import os
+import pstats
 import tempfile
 import time
 from typing import NamedTuple
@@ -382,6 +385,149 @@ def measure_fleet(
     finally:
         supervisor.stop()
         server.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# Where an actor's time goes
+
+
+class ActorProfile(NamedTuple):
+    steps: int  # batched steps in the window
+    seconds: float
+    parts: tuple[tuple[str, float], ...]  # (what, seconds in the window), largest first
+
+    @property
+    def ms_per_step(self) -> float:
+        return 1000.0 * self.seconds / max(self.steps, 1)
+
+    def summary(self, top: int = 6) -> str:
+        """'12.3 ms a step: policy step 61%, ...' (the rest as 'other')."""
+        shown = [f"{name} {t / self.seconds:.0%}" for name, t in self.parts[:top]]
+        rest = self.seconds - sum(t for _, t in self.parts[:top])
+        if rest > 0.005 * self.seconds:
+            shown.append(f"other {rest / self.seconds:.0%}")
+        return f"{self.ms_per_step:.2f} ms a batched step: " + ", ".join(shown)
+
+
+# What an actor's loop (`common.acting.run_actor`) calls, by (file, function), named for a reader;
+# any other call keeps its file:function name.
+ACTOR_CALLS = {
+    ("acting.py", "step"): "policy step (inference)",
+    ("advantage_policy.py", "step"): "policy step (inference)",
+    ("behaviour.py", "end_games"): "bandit updates",
+    ("envs.py", "step"): "environment step",
+    ("acting.py", "_append_until_accepted"): "replay write",
+    ("reports.py", "step"): "game reports",
+    ("acting.py", "truncation_values"): "truncation values",
+    ("replay.py", "latest"): "weights pull",
+    ("acting.py", "after"): "next step's inputs",
+}
+
+
+class _ProfilingStop:
+    """The `stop` an actor polls once a step (`common.acting.ShouldStop`): it turns the profiler
+    on `warmup_s` after the first poll (construction, tracing and the first steps left out), and
+    reads as set `seconds` later, or when the supervisor's event is set. Enabled from the actor's
+    own loop, the profiler sees each call the loop makes as a top-level call."""
+
+    def __init__(self, event, warmup_s: float, seconds: float, profiler: cProfile.Profile):
+        self._event, self._warmup_s, self._seconds = event, warmup_s, seconds
+        self._profiler = profiler
+        self._first = self.start = self.end = None
+        self.polls = 0
+
+    def is_set(self) -> bool:
+        now = time.monotonic()
+        if self._first is None:
+            self._first = now
+        if self.start is None and now - self._first >= self._warmup_s:
+            self.start = now
+            self._profiler.enable()
+        if self.start is not None:
+            self.polls += 1
+        if self._event.is_set() or (self.start is not None and now - self.start >= self._seconds):
+            if self.start is not None and self.end is None:
+                self._profiler.disable()
+                self.end = now
+            return True
+        return False
+
+
+def profiled_actor(result_path: str, warmup_s: float, seconds: float, stop, **actor_kwargs):
+    """`common.acting.run_actor` under cProfile for `seconds` after `warmup_s` (a spawned
+    child's target): writes the window's top-level calls, their cumulative times and the steps
+    to `result_path` (JSON)."""
+    profiler = cProfile.Profile()
+    window = _ProfilingStop(stop, warmup_s, seconds, profiler)
+    acting.run_actor(stop=window, **actor_kwargs)
+    if window.end is None:
+        raise RuntimeError("the actor stopped before its profiling window ended")
+    calls = {}
+    for (filename, _, function), (_, _, _, cumulative, callers) in pstats.Stats(
+        profiler
+    ).stats.items():
+        if callers:  # called by another profiled call: inside a top-level one
+            continue
+        name = ACTOR_CALLS.get(
+            (os.path.basename(filename), function), f"{os.path.basename(filename)}:{function}"
+        )
+        calls[name] = calls.get(name, 0.0) + cumulative
+    with open(result_path, "w") as f:
+        # Polls during the window: one per step at the loop's top (the profiler starts inside
+        # one, and the last one ends it).
+        json.dump(dict(steps=window.polls - 1, seconds=window.end - window.start, calls=calls), f)
+
+
+def profile_actor(
+    experiment: launch.Experiment,
+    spec: agent_lib.EnvSpec,
+    warmup_s: float,
+    seconds: float,
+    weights: list[np.ndarray] | None = None,
+) -> ActorProfile:
+    """Where one actor process's time goes: actor 0 of the experiment, alone, writing to sink
+    tables (`sink_tables`) with `weights` (default: a fresh learner's), profiled for `seconds`
+    after `warmup_s`. Profiling costs each call a little, so the shares are the measurement,
+    not the step time."""
+    if weights is None:
+        acting.configure_threads(experiment.learner_threads)
+        weights = [v.numpy() for v in experiment.agent.make_learner(spec).acting_variables]
+    server = replay.start_server(sink_tables(experiment, spec))
+    address = replay.address_of(server)
+    supervisor = launch.Supervisor()
+    with tempfile.TemporaryDirectory() as tmp:
+        result_path = os.path.join(tmp, "profile.json")
+        try:
+            client = replay.connect(address)
+            publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
+            publisher.publish(0, weights)
+            publisher.close()
+            supervisor.start(
+                "actor_0",
+                profiled_actor,
+                dict(
+                    result_path=result_path,
+                    warmup_s=warmup_s,
+                    seconds=seconds,
+                    settings=dataclasses.replace(experiment.actor, actor_id=0),
+                    make_policy=experiment.agent.make_policy,
+                    pattern=experiment.agent.replay,
+                    replay_address=address,
+                    behaviour=experiment.agent.behaviour,
+                    intra_op_threads=experiment.actor_threads,
+                ),
+            )
+            process = supervisor.process("actor_0")
+            process.join(warmup_s + seconds + FIRST_REPORT_TIMEOUT_S)
+            if process.is_alive() or process.exitcode != 0:
+                raise RuntimeError(f"the profiled actor ended with exit code {process.exitcode}")
+        finally:
+            supervisor.stop()
+            server.stop()
+        with open(result_path) as f:
+            result = json.load(f)
+    parts = sorted(result["calls"].items(), key=lambda item: -item[1])
+    return ActorProfile(result["steps"], result["seconds"], tuple(parts))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 learner batch: the bound 1/(1/L + 1/F) and full training's fraction of it, the replay ratio, n/a
 for a row that was not measured, the worker's paper read from its command line, and a synthetic
 batch that Reactor's compiled train step (the stored core state, Reverb's sample info, priorities)
-takes and trains on with finite stats."""
+takes and trains on with finite stats; an actor's profile (a real actor process)."""
 
 import math
 
@@ -12,6 +12,8 @@ import pytest
 from benchmarks import agent_throughput
 from benchmarks import throughput
 from common import replay
+from impala import config as impala_config
+from impala import main as impala_main
 from reactor import config as reactor_config
 from reactor import experiment as reactor_experiment
 
@@ -51,11 +53,29 @@ def test_table_has_the_bound_and_n_a_for_missing_rows():
     cells = agent_throughput.table_cells(measured)
     assert cells["bound"] == pytest.approx(200.0)
     assert cells["full / bound"] == pytest.approx(0.5)
+    measured_train = dict(measured["train"], frames=2560, updates=4)
+    measured = dict(measured, frames_per_update=640, train=measured_train)
     lines = agent_throughput.markdown_table("Pong", [measured, failed]).splitlines()
-    assert lines[0].startswith("| Pong | L | L updates/s | F | full |")
-    assert lines[2] == "| impala | 300 | 0.5 | 600 | 100 | 110 | 200 | 50% | 0.25 | 1 |"
-    assert lines[3] == "| dice |" + " n/a |" * 9
+    assert lines[0].startswith("| Pong | L | L updates/s | real share | F | full |")
+    assert lines[2] == "| impala | 300 | 0.5 | 100% | 600 | 100 | 110 | 200 | 50% | 0.25 | 1 |"
+    assert lines[3] == "| dice |" + " n/a |" * 10
     assert agent_throughput.notes([failed]) == ["- dice: no worker row: exit status 1: boom"]
+
+
+def test_the_bound_counts_the_learner_in_the_real_frames_training_counts():
+    """Padded items: in full training 4 updates of 1,000 frames' worth counted 1,000 frames (a
+    quarter real), so the learner's 400 frames/s on full items are 100 real ones."""
+    padded = {
+        "agent": "dice",
+        "frames_per_update": 1000,
+        "learner": {"frames_per_s": 400.0, "updates_per_s": 0.4},
+        "fleet": {"frames_per_s": 100.0},
+        "train": {"frames_per_s": 40.0, "frames": 1000, "updates": 4},
+    }
+    cells = agent_throughput.table_cells(padded)
+    assert cells["real share"] == pytest.approx(0.25)
+    assert cells["bound"] == pytest.approx(50.0)  # 1 / (1/100 + 1/100)
+    assert cells["full / bound"] == pytest.approx(0.8)
 
 
 def test_worker_paper_is_read_from_the_command_line():
@@ -79,3 +99,33 @@ def test_synthetic_batch_trains_reactor(tmp_path):
     assert rate.steps == 2
     assert rate.non_finite == ()
     assert rate.frames_per_s == pytest.approx(rate.updates_per_s * config.frames_per_batch)
+
+
+def test_the_summary_names_the_largest_parts_and_the_rest():
+    profile = throughput.ActorProfile(
+        steps=100,
+        seconds=2.0,
+        parts=(("policy step (inference)", 1.0), ("environment step", 0.5), ("x.py:f", 0.1)),
+    )
+    assert profile.ms_per_step == pytest.approx(20.0)
+    assert profile.summary(top=2) == (
+        "20.00 ms a batched step: policy step (inference) 50%, environment step 25%, other 25%"
+    )
+
+
+@pytest.mark.slow
+def test_an_actor_s_profile_names_where_its_loop_spends_its_time(tmp_path):
+    """A real IMPALA actor process on CartPole, writing to sink tables: the profile counts the
+    steps of its window and finds the loop's calls by name, each at most the window."""
+    values = dict(impala_config.CARTPOLE_OVERRIDES, env="CartPole", num_actors=1)
+    config = impala_config.ImpalaConfig(**values).validate()
+    experiment = impala_main.build_experiment(config, str(tmp_path))
+    spec = throughput.env_spec(experiment)
+    profile = throughput.profile_actor(experiment, spec, warmup_s=2.0, seconds=3.0)
+    assert profile.seconds == pytest.approx(3.0, abs=0.5)
+    assert profile.steps > 10
+    parts = dict(profile.parts)
+    for name in ("policy step (inference)", "environment step", "replay write", "game reports"):
+        assert 0.0 < parts[name] <= profile.seconds, name
+    assert sum(parts.values()) <= profile.seconds * 1.01
+    assert [t for _, t in profile.parts] == sorted(parts.values(), reverse=True)
