@@ -1,15 +1,22 @@
-"""The MinAtar grid: agents x games x seeds on one frame budget, resumable, with one report.
+"""The MinAtar grid: agents x games x seeds on a frame budget per agent, resumable, one report.
 
     python -m benchmarks.minatar --agents=impala,reactor,dice,gdi_h3,lbc --games=all --seeds=3 \\
-        --total_frames=5e6 --logdir=runs/minatar --parallel=2
+        --total_frames=5e6 --agent_frames=reactor=2e5,dice=1e6,gdi_h3=5e5,lbc=5e5 \\
+        --logdir=runs/minatar --parallel=2
     python -m benchmarks.minatar --report_only --logdir=runs/minatar        # reports only
     python -m benchmarks.minatar --measure_random --games=all               # the random rows
+
+Budgets. An agent's runs train for its budget: --total_frames (5e6, the published curves'
+length), or for an agent named in --agent_frames (`<agent>=<frames>,...`, the frames written as
+--total_frames is, e.g. reactor=2e5; each one of --agents) that number. On a 2-core CPU the agents
+train at very different rates (MinAtar Breakout, full training: IMPALA ~2,400 frames/s, DiCE ~300,
+Reactor ~42), so one budget for all would take weeks. Below, "the budget" of a run is its agent's.
 
 Runs. Each run is one paper's main with the paper's own defaults for everything but the game,
 the seed, the budget and the logdir:
 
     python -m <paper>.main [--ablation=<ablation>] --seed=<S>
-        --logdir=<logdir>/<agent>/<game>/seed<S> --env=MinAtar/<Game>-v0 --total_frames=<N>
+        --logdir=<logdir>/<agent>/<game>/seed<S> --env=MinAtar/<Game>-v0 --total_frames=<budget>
         <the arguments after -->
 
 with the agents impala, reactor, dice, lbc (`<paper>.main`) and gdi_h3, gdi_i3 (`gdi.main
@@ -30,7 +37,7 @@ the others: a paper's main restores the latest checkpoint under its logdir (`<ru
 common.learning.Learner) and continues from there when started with the same command, and a
 learner restored at or past its budget (`Learner.done`: its frame counter >= --total_frames)
 trains no more. So a run is finished exactly when its latest checkpoint's frame counter (the
-checkpoint's `frames` variable, read with TensorFlow) has reached --total_frames; the learner
+checkpoint's `frames` variable, read with TensorFlow) has reached its agent's budget; the learner
 checkpoints when it stops for any reason, so every run that ran to its budget has such a
 checkpoint. A run directory without checkpoints (copied from elsewhere, or a process killed
 before its first checkpoint, which a resume starts afresh) counts the frames of its last
@@ -42,20 +49,22 @@ Reports (written at the end, or by `--report_only` from the run directories alon
 grid runs; the arguments after `--` are then only quoted in summary.md's commands):
 
 * `<logdir>/curves.csv`: agent, game, seed, frames, return_last_100: at 100 frame counts spaced
-  --total_frames/100 apart (up to what the run has trained), the mean return of the last 100
+  the budget/100 apart (up to what the run has trained), the mean return of the last 100
   training games that ended at or before that count (fewer early on), from each run's
   episodes.csv (`frames,episode_return,episode_length,wall_time`);
-* `<logdir>/<game>.png`: per agent, that curve's mean over seeds with a band of one standard error,
-  and horizontal lines at the published DQN and AC(lambda=0.8) returns at 5M frames and at the
-  random policy's return;
+* `<logdir>/<game>.png`: per agent, that curve's mean over seeds with a band of one standard error
+  over the agent's own budget, and horizontal lines at the published DQN and AC(lambda=0.8)
+  returns at 5M frames and at the random policy's return;
 * `<logdir>/summary.md`: the final return of every agent on every game (mean over seeds +- the
-  standard error, the number of seeds, runs short of the budget marked), the published and random
-  references, the normalised scores and their aggregate, and the commands.
+  standard error, the number of seeds, runs short of the budget marked †), the published and
+  random references, the normalised scores and their aggregate, and the commands; every agent
+  whose budget is below the references' 5M frames is marked ‡ with its budget (its returns and
+  normalised scores are from earlier on the learning curve than the references').
 
 What is measured:
 
 * final return of a run = the mean return of the last 100 training games that ended at or before
-  --total_frames (the MinAtar figure's y-axis: the moving average of returns over 100 episodes, at
+  the budget (the MinAtar figure's y-axis: the moving average of returns over 100 episodes, at
   5M frames); a run short of the budget reports its last 100 games so far, marked;
 * normalised score = (final return - random) / (reference - random) per game, with reference = the
   better of the published DQN and AC(lambda=0.8) returns at 5M frames and random = the uniformly
@@ -132,6 +141,9 @@ DEFAULT_AGENTS = ("impala", "reactor", "dice", "gdi_h3", "lbc")
 
 # The published budget of the MinAtar curves (Young & Tian 2019, Figure: 5 million frames).
 PUBLISHED_FRAMES = 5_000_000
+# choice: summary.md marks an agent whose budget is below PUBLISHED_FRAMES with ‡, not †: † already
+# marks the runs that have not reached their own budget.
+SHORT_BUDGET = "‡"
 # The published curves' statistic: the moving average of returns over 100 episodes.
 LAST_GAMES = 100
 # choice: 100 curve points, as common.ablation_runner's plots.
@@ -187,6 +199,45 @@ def run_dir(logdir: str, agent: str, game: str, seed: int) -> str:
     return ablation_runner.run_logdir(logdir, cell(agent, game), seed)
 
 
+def cell_agent(variant: str) -> str:
+    """The agent of a `cell`."""
+    return variant.split("/")[0]
+
+
+def frame_budgets(
+    agents: Sequence[str], total_frames: int, agent_frames: Sequence[str] = ()
+) -> dict[str, int]:
+    """{agent: the frames of its runs}: `total_frames`, or the agent's `<agent>=<frames>` entry of
+    --agent_frames (the frames written as --total_frames is, e.g. 1e6); cli.FlagError naming
+    --agent_frames on a bad entry."""
+    budgets = dict.fromkeys(agents, total_frames)
+    named = set()
+    for entry in agent_frames:
+        agent, equals, text = entry.partition("=")
+        if not (agent and equals and text):
+            raise cli.FlagError(f"--agent_frames: {entry!r} is not <agent>=<frames>, e.g. dice=1e6")
+        if agent not in budgets:
+            raise cli.FlagError(
+                f"--agent_frames: {agent!r} is not one of --agents ({', '.join(agents)})"
+            )
+        if agent in named:
+            raise cli.FlagError(f"--agent_frames names {agent} twice")
+        try:
+            frames = cli._parse_scalar(int, text)  # as --total_frames is parsed
+        except ValueError:
+            raise cli.FlagError(f"--agent_frames: {entry!r}: {text} is not an integer") from None
+        if frames <= 0:
+            raise cli.FlagError(f"--agent_frames: {agent}={frames} must be > 0")
+        named.add(agent)
+        budgets[agent] = frames
+    return budgets
+
+
+def curve_grid(budget: int) -> np.ndarray:
+    """The frame counts of a run's curve: CURVE_POINTS of them, budget / CURVE_POINTS apart."""
+    return budget * np.arange(1, CURVE_POINTS + 1) / CURVE_POINTS
+
+
 def _command(
     module: str, ablation: str | None, seed, directory: str, env: str, argv: Sequence[str]
 ) -> list[str]:
@@ -228,20 +279,24 @@ class GridRun(compare.AgentRun):
         )
 
 
-def shared_arguments(total_frames: int, extra_argv: Sequence[str]) -> list[str]:
-    """The arguments every run gets after its own (`GridRun.command` filters targeted ones)."""
-    return [f"--total_frames={total_frames}", *extra_argv]
+def shared_arguments(budget: int | str, extra_argv: Sequence[str]) -> list[str]:
+    """The arguments every run of an agent with that budget gets after its own
+    (`GridRun.command` filters targeted ones)."""
+    return [f"--total_frames={budget}", *extra_argv]
 
 
-def run_template(logdir: str, total_frames: int, extra_argv: Sequence[str]) -> str:
-    """The command of every run (`GridRun.command`) with placeholders, for summary.md."""
+def run_template(logdir: str, budgets: Mapping[str, int], extra_argv: Sequence[str]) -> str:
+    """The command of every run (`GridRun.command`) with placeholders, for summary.md; the budget
+    is FRAMES (the agent's, listed in summary.md) where the agents' budgets differ."""
     directory = ablation_runner.run_logdir(logdir, cell("AGENT", "GAME"), "SEED")
+    frames = set(budgets.values())
+    budget = frames.pop() if len(frames) == 1 else "FRAMES"
     return " ".join(
         [
             "python -m PAPER.main [--ablation=ABLATION] --seed=SEED",
             shlex.quote(f"--logdir={directory}"),
             "--env=MinAtar/<Game>-v0",
-            shlex.join(shared_arguments(total_frames, extra_argv)),
+            shlex.join(shared_arguments(budget, extra_argv)),
         ]
     )
 
@@ -254,8 +309,11 @@ def grid_command(
     logdir: str,
     parallel: int,
     extra_argv: Sequence[str] = (),
+    budgets: Mapping[str, int] | None = None,
 ) -> str:
-    """The command line of this tool that runs (and resumes) the grid."""
+    """The command line of this tool that runs (and resumes) the grid: `budgets` that differ from
+    `total_frames` are its --agent_frames."""
+    own = {a: f for a, f in (budgets or {}).items() if f != total_frames}
     argv = [
         "python",
         "-m",
@@ -266,6 +324,7 @@ def grid_command(
         if list(seeds) != list(range(len(seeds)))
         else f"--seeds={len(seeds)}",
         f"--total_frames={total_frames}",
+        *([f"--agent_frames={','.join(f'{a}={f}' for a, f in own.items())}"] if own else []),
         f"--logdir={logdir}",
         f"--parallel={parallel}",
     ]
@@ -351,19 +410,20 @@ class RunResult:
     game: str
     seed: int
     frames: int  # trained (`trained_frames`)
-    reached: bool  # frames >= the budget
-    final: float  # mean of the last 100 games at or before the budget
+    reached: bool  # frames >= the agent's budget
+    final: float  # mean of the last 100 games at or before the agent's budget
     curve_frames: np.ndarray
     curve: np.ndarray
 
 
-def read_result(logdir: str, agent: str, game: str, seed: int, total_frames: int) -> RunResult:
+def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> RunResult:
+    """A run's result against `budget`, its agent's frames."""
     directory = run_dir(logdir, agent, game, seed)
     episodes = ablation_runner.read_episodes(
         os.path.join(directory, ablation_runner.EPISODES_CSV), ablation_runner.EPISODES_COLUMNS
     )
     frames = trained_frames(directory)
-    grid = total_frames * np.arange(1, CURVE_POINTS + 1) / CURVE_POINTS
+    grid = curve_grid(budget)
     grid = grid[grid <= frames]
     curve = last_games_curve(episodes, grid)
     known = np.isfinite(curve)
@@ -372,10 +432,10 @@ def read_result(logdir: str, agent: str, game: str, seed: int, total_frames: int
         game=game,
         seed=seed,
         frames=frames,
-        reached=frames >= total_frames,
+        reached=frames >= budget,
         # choice: games that ended after the budget (the actors run a little ahead of the learner,
         # whose frames set the budget) are left out, so every run's final return is at the budget.
-        final=float(last_games_curve(episodes, [total_frames])[0]),
+        final=float(last_games_curve(episodes, [budget])[0]),
         curve_frames=grid[known],
         curve=curve[known],
     )
@@ -535,10 +595,19 @@ class GridReport:
     agents: tuple[str, ...]
     games: tuple[str, ...]
     seeds: tuple[int, ...]
-    total_frames: int
+    budgets: dict[str, int]  # agent -> the frames of its runs
     results: tuple[RunResult, ...]
     references: dict[str, dict[str, float]]
     aggregates: dict[str, Aggregate | None]
+
+    @property
+    def short_budget(self) -> list[str]:
+        """The agents whose budget is below the references' (PUBLISHED_FRAMES)."""
+        return [a for a in self.agents if self.budgets[a] < PUBLISHED_FRAMES]
+
+    def name(self, agent: str) -> str:
+        """An agent as summary.md's tables write it: SHORT_BUDGET marks a short budget."""
+        return f"{agent}{SHORT_BUDGET}" if agent in self.short_budget else agent
 
     def runs(self, agent: str, game: str) -> list[RunResult]:
         return [r for r in self.results if r.agent == agent and r.game == game]
@@ -621,13 +690,28 @@ def _cell_text(values: Sequence[float], short: bool, digits: int = 2) -> str:
 
 def _summary_markdown(report: GridReport, command: str | None, template: str | None) -> str:
     games, refs = report.games, report.references
+    short_budget = report.short_budget
+    budgets = {report.budgets[a] for a in report.agents}
+    if len(budgets) == 1:
+        budget = f"budget {min(budgets):,} frames per run"
+        at_budget = f"{min(budgets):,} frames"
+    else:
+        listed = ", ".join(f"{a} {report.budgets[a]:,}" for a in report.agents)
+        budget = f"budget per run (frames): {listed}"
+        at_budget = "its agent's budget"
+    marked = (
+        f"; {SHORT_BUDGET} = an agent run at fewer frames than the published curves (under the "
+        "table)"
+        if short_budget
+        else ""
+    )
     lines = [
         "# MinAtar grid",
         "",
         (
             f"Agents {', '.join(report.agents)}; games {', '.join(games)} "
             f"(`MinAtar/<Game>-v0`, all 6 actions); seeds {', '.join(map(str, report.seeds))}; "
-            f"budget {report.total_frames:,} frames per run."
+            f"{budget}."
         ),
         "",
     ]
@@ -643,9 +727,9 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
     lines += [
         (
             f"Final return of a run: the mean return of its last {LAST_GAMES} training games "
-            f"that ended at or before {report.total_frames:,} frames (episodes.csv). Each cell: "
-            "mean ± standard error (sample standard deviation / √n) over seeds, (n seeds); † = a "
-            "run that has not reached the budget (its last games so far). DQN and AC(λ=0.8): the "
+            f"that ended at or before {at_budget} (episodes.csv). Each cell: mean ± standard "
+            "error (sample standard deviation / √n) over seeds, (n seeds); † = a run that has not "
+            f"reached its budget (its last games so far){marked}. DQN and AC(λ=0.8): the "
             f"published curves at {PUBLISHED_FRAMES:,} frames (Young & Tian 2019, "
             "arXiv:1903.03176; the MinAtar README figure at "
             "kenjyoung/MinAtar@87c2bc825e0a4171040323a8164e9ecd32d14731, 30 runs each, read off "
@@ -661,11 +745,20 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
             _cell_text(report.finals(agent, g), any(not r.reached for r in report.runs(agent, g)))
             for g in games
         ]
-        lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+        lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
     for name in (DQN, AC_LAMBDA, RANDOM):
         values = [refs.get(g, {}).get(name) for g in games]
         cells = ["—" if v is None else f"{v:.2f}" for v in values]
         lines.append(f"| {REFERENCE_NAMES[name]} | " + " | ".join(cells) + " |")
+    if short_budget:
+        listed = ", ".join(f"{a} {report.budgets[a]:,}" for a in short_budget)
+        lines += [
+            "",
+            (
+                f"{SHORT_BUDGET} Run at fewer frames than the references' {PUBLISHED_FRAMES:,}: "
+                f"shorter than the published curves ({listed} frames)."
+            ),
+        ]
     lines += [
         "",
         (
@@ -676,7 +769,7 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
             f"agent's runs on all games, with its {CONFIDENCE:.0%} stratified-bootstrap "
             "confidence interval (rliable `get_interval_estimates` with `aggregate_iqm`, "
             f"{BOOTSTRAP_REPS} repetitions resampling the runs within each game, random state "
-            f"{BOOTSTRAP_SEED}), over the seeds whose runs reached the budget on every game."
+            f"{BOOTSTRAP_SEED}), over the seeds whose runs reached their budget on every game."
         ),
         "",
         "| agent | " + " | ".join(games) + " | IQM [95% CI] | seeds in IQM |",
@@ -696,7 +789,7 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
                 f"{aggregate.iqm:.2f} [{aggregate.low:.2f}, {aggregate.high:.2f}]",
                 ", ".join(map(str, aggregate.seeds)),
             ]
-        lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+        lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
     short = [r for r in report.results if not r.reached]
     missing = [
         f"{a}/{g}/seed{s}"
@@ -705,13 +798,21 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
         for s in report.seeds
         if not any(r.seed == s for r in report.runs(a, g))
     ]
-    if short or missing:
-        lines.append("")
+    notes = []
+    if short_budget:
+        # choice: the scores of a short budget stay in the table and the IQM (what the grid ran),
+        # named here, not dropped: the reader compares them knowing they are early.
+        notes.append(
+            f"{SHORT_BUDGET} Normalised scores and IQM of {', '.join(short_budget)}: at their "
+            f"budgets (above), against the references at {PUBLISHED_FRAMES:,} frames."
+        )
     if short:
         listed = ", ".join(f"{r.agent}/{r.game}/seed{r.seed} ({r.frames:,})" for r in short)
-        lines.append(f"† Short of the budget (frames trained): {listed}.")
+        notes.append(f"† Short of the budget (frames trained): {listed}.")
     if missing:
-        lines.append(f"Not run yet: {', '.join(missing)}.")
+        notes.append(f"Not run yet: {', '.join(missing)}.")
+    if notes:
+        lines += ["", *notes]
     return "\n".join(lines) + "\n"
 
 
@@ -750,17 +851,20 @@ def seed_mean_curve(
 
 
 def _plot_game(report: GridReport, game: str) -> None:
-    grid = report.total_frames * np.arange(1, CURVE_POINTS + 1) / CURVE_POINTS
     figure = Figure(figsize=(7.5, 4.5), layout="constrained")
     axes = figure.subplots()
     for agent in report.agents:
         runs = [r for r in report.runs(agent, game) if r.curve.size]
         if not runs:
             continue
+        # choice: each agent over its own budget on one frame axis; the references stay lines
+        # across it (they are the published returns at 5M frames).
+        grid = curve_grid(report.budgets[agent])
         mean, se, _ = seed_mean_curve(runs, grid)
-        (line,) = axes.plot(
-            grid, mean, label=f"{agent} ({len(runs)} seed{'' if len(runs) == 1 else 's'})"
-        )
+        seeds = f"{len(runs)} seed{'' if len(runs) == 1 else 's'}"
+        if agent in report.short_budget:
+            seeds += f", {runlog.format_count(report.budgets[agent])} frames{SHORT_BUDGET}"
+        (line,) = axes.plot(grid, mean, label=f"{agent} ({seeds})")
         axes.fill_between(
             grid, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0
         )
@@ -789,7 +893,7 @@ def write_reports(
     agents: Sequence[str],
     games: Sequence[str],
     seeds: Sequence[int],
-    total_frames: int,
+    budgets: Mapping[str, int],
     command: str | None = None,
     template: str | None = None,
     references: str = REFERENCES_CSV,
@@ -802,7 +906,7 @@ def write_reports(
     for game in games:
         normaliser(table, game)  # every game has its references
     results = tuple(
-        read_result(logdir, a, g, s, total_frames)
+        read_result(logdir, a, g, s, budgets[a])
         for s in seeds
         for g in games
         for a in agents
@@ -818,7 +922,7 @@ def write_reports(
         agents=tuple(agents),
         games=tuple(games),
         seeds=tuple(seeds),
-        total_frames=total_frames,
+        budgets={a: budgets[a] for a in agents},
         results=results,
         references=table,
         aggregates={a: _aggregate(results, a, games, seeds, table) for a in agents},
@@ -838,15 +942,15 @@ def write_reports(
 class Progress:
     """The runs done / running / left and an ETA, printed when a run starts or ends.
 
-    choice: ETA = the frames left over all unfinished runs at the frames per second of one run
-    (from the runs that ended in this invocation: their frames trained over their wall time;
-    before any has ended, from the running ones' episodes.csv), `parallel` runs at a time, and
-    never less than the longest single run left."""
+    choice: ETA = the frames left over all unfinished runs (each to its agent's budget in
+    `budgets`) at the frames per second of one run (from the runs that ended in this invocation:
+    their frames trained over their wall time; before any has ended, from the running ones'
+    episodes.csv), `parallel` runs at a time, and never less than the longest single run left."""
 
     def __init__(
         self,
         frames: Mapping[tuple[str, int], int],
-        total_frames: int,
+        budgets: Mapping[str, int],
         parallel: int,
         logdir: str,
         clock: Callable[[], float] = time.monotonic,
@@ -854,15 +958,19 @@ class Progress:
         out=None,
     ):
         self.frames = dict(frames)  # (cell, seed) -> frames trained, updated as runs go
-        self.total_frames = total_frames
+        self.budgets = budgets
         self.parallel = parallel
         self.logdir = logdir
         self.clock = clock
         self.current = current or self._episodes_frames
         self.out = out
-        self.done = {key for key, f in self.frames.items() if f >= total_frames}
+        self.done = {key for key, f in self.frames.items() if f >= self.budget(key)}
         self.running: dict[tuple[str, int], tuple[float, int]] = {}  # key -> (start time, frames)
         self.ended: list[tuple[int, float]] = []  # (frames trained, seconds) of the ended runs
+
+    def budget(self, key: tuple[str, int]) -> int:
+        """The budget of a (cell, seed)'s run: its agent's."""
+        return self.budgets[cell_agent(key[0])]
 
     def _episodes_frames(self, variant: str, seed: int) -> int:
         path = os.path.join(
@@ -903,7 +1011,7 @@ class Progress:
                 continue
             if key in self.running:
                 frames = max(frames, self.current(*key))
-            left.append(max(self.total_frames - frames, 0))
+            left.append(max(self.budget(key) - frames, 0))
         if not left:
             return 0.0, basis
         if not rate > 0:
@@ -933,26 +1041,27 @@ def run_grid(
     agents: Sequence[str],
     games: Sequence[str],
     seeds: Sequence[int],
-    total_frames: int,
+    budgets: Mapping[str, int],
     logdir: str,
     extra_argv: Sequence[str] = (),
     parallel: int = 2,
     check_flags: bool = True,
 ) -> dict[tuple[str, int], int]:
-    """Runs the grid's unfinished runs (module docstring); returns {(cell, seed): frames trained
-    before this call} of all its runs. AblationRunError naming the run when one fails."""
+    """Runs the grid's unfinished runs, each to its agent's budget in `budgets` (module
+    docstring); returns {(cell, seed): frames trained before this call} of all its runs.
+    AblationRunError naming the run when one fails."""
     # choice: within a seed, game by game with every agent, so a partial grid compares agents on
     # the games it has.
     runs = {cell(a, g): GridRun.of(a, g) for g in games for a in agents}
-    shared = shared_arguments(total_frames, extra_argv)
+    shared = {a: shared_arguments(budgets[a], extra_argv) for a in agents}
     compare.check_targets(list(runs.values()), extra_argv)
     before = {
         (variant, seed): trained_frames(ablation_runner.run_logdir(logdir, variant, seed))
         for seed in seeds
         for variant in runs
     }
-    finished = {key for key, frames in before.items() if frames >= total_frames}
-    resumed = [key for key, frames in before.items() if 0 < frames < total_frames]
+    finished = {key for key, frames in before.items() if frames >= budgets[cell_agent(key[0])]}
+    resumed = [key for key, frames in before.items() if key not in finished and frames > 0]
     print(
         f"[minatar] {len(before)} runs: {len(finished)} finished (skipped), {len(resumed)} to "
         f"resume, {len(before) - len(finished) - len(resumed)} to start; {parallel} at a time; "
@@ -966,26 +1075,27 @@ def run_grid(
         for run in runs.values():
             # choice: one game per agent: its runs' flags differ only in the MinAtar env id.
             checked.setdefault(run.name, run)
-        compare.check_flags(list(checked.values()), seeds[0], logdir, shared)
-    progress = Progress(before, total_frames, parallel, logdir)
+        for run in checked.values():
+            compare.check_flags([run], seeds[0], logdir, shared[run.name])
+    progress = Progress(before, budgets, parallel, logdir)
 
     def on_event(event: str, variant: str, seed: int) -> None:
         if event == "start":
             progress.start(variant, seed)
             return
         directory = ablation_runner.run_logdir(logdir, variant, seed)
-        frames = trained_frames(directory)
-        if frames < total_frames:
+        frames, budget = trained_frames(directory), budgets[cell_agent(variant)]
+        if frames < budget:
             stdout = os.path.join(directory, ablation_runner.STDOUT_LOG)
             raise GridRunError(
-                f"run of {_label(variant, seed)} exited 0 at {frames:,} of {total_frames:,} frames "
+                f"run of {_label(variant, seed)} exited 0 at {frames:,} of {budget:,} frames "
                 "(stopped from outside?); the same command resumes it\n"
                 f"stdout (last lines of {stdout}):\n{ablation_runner._stderr_tail(stdout)}"
             )
         progress.end(variant, seed, frames)
 
     ablation_runner.run_all(
-        lambda variant, seed: runs[variant].command(seed, logdir, shared),
+        lambda variant, seed: runs[variant].command(seed, logdir, shared[cell_agent(variant)]),
         list(runs),
         list(seeds),
         logdir,
@@ -1021,7 +1131,13 @@ class CommandLine:
     games: tuple[str, ...] = field((ALL,), f"Games, of: {', '.join(GAMES)}; or {ALL}.")
     seeds: tuple[int, ...] = field((3,), "Number of seeds N (seeds 0..N-1) or a list of seeds.")
     total_frames: int = field(
-        5_000_000, "Environment frames of every run (5e6: the published budget)."
+        5_000_000,
+        "Environment frames of every run but those of --agent_frames (5e6: the published budget).",
+    )
+    agent_frames: tuple[str, ...] = field(
+        (),
+        "Budgets of some agents, overriding --total_frames: <agent>=<frames>,... with agents of "
+        "--agents, e.g. reactor=2e5,dice=1e6.",
     )
     logdir: str = field("runs/minatar", "Root directory of the runs and the reports.")
     parallel: int = field(2, "Runs at a time.")
@@ -1044,6 +1160,7 @@ class CommandLine:
         seeds = tuple(cli.parse_seeds(self.seeds))
         if self.total_frames <= 0:
             raise cli.FlagError(f"--total_frames={self.total_frames} must be > 0")
+        self.budgets()  # FlagError on a bad --agent_frames (--agents is checked above)
         if self.parallel < 1:
             raise cli.FlagError(f"--parallel={self.parallel} must be >= 1")
         if not self.logdir:
@@ -1051,6 +1168,10 @@ class CommandLine:
         if self.report_only and self.measure_random:
             raise cli.FlagError("--report_only and --measure_random: give one of them")
         return dataclasses.replace(self, agents=agents, games=games, seeds=seeds)
+
+    def budgets(self) -> dict[str, int]:
+        """{agent: frames of its runs} (`frame_budgets`)."""
+        return frame_budgets(self.agents, self.total_frames, self.agent_frames)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -1082,28 +1203,30 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_random_rows(results)
         print(f"wrote the random rows of {REFERENCES_CSV}")
         return
+    budgets = args.budgets()
     command = grid_command(
-        args.agents, args.games, args.seeds, args.total_frames, args.logdir, args.parallel, extra
+        args.agents,
+        args.games,
+        args.seeds,
+        args.total_frames,
+        args.logdir,
+        args.parallel,
+        extra,
+        budgets,
     )
     try:
         if not args.report_only:
             run_grid(
-                args.agents,
-                args.games,
-                args.seeds,
-                args.total_frames,
-                args.logdir,
-                extra,
-                args.parallel,
+                args.agents, args.games, args.seeds, budgets, args.logdir, extra, args.parallel
             )
         report = write_reports(
             args.logdir,
             args.agents,
             args.games,
             args.seeds,
-            args.total_frames,
+            budgets,
             command=command,
-            template=run_template(args.logdir, args.total_frames, extra),
+            template=run_template(args.logdir, budgets, extra),
         )
     except cli.FlagError as error:
         cli.fail(str(error))

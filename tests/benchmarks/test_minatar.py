@@ -106,7 +106,8 @@ def test_env_ids_have_gym_capitalisation_and_all_actions():
 
 
 def test_templates_quote_the_grid():
-    assert minatar.run_template("runs/m", 5_000_000, ["--x=1"]) == (
+    same = {"impala": 5_000_000, "lbc": 5_000_000}
+    assert minatar.run_template("runs/m", same, ["--x=1"]) == (
         "python -m PAPER.main [--ablation=ABLATION] --seed=SEED "
         "--logdir=runs/m/AGENT/GAME/seedSEED --env=MinAtar/<Game>-v0 --total_frames=5000000 --x=1"
     )
@@ -117,6 +118,85 @@ def test_templates_quote_the_grid():
     assert minatar.grid_command(["dice"], ["freeway"], [0, 5], 10, "r", 1, ["--a=1"]).endswith(
         "--seeds=0,5 --total_frames=10 --logdir=r --parallel=1 -- --a=1"
     )
+    # Budgets of their own: the template's is a placeholder, the grid's are --agent_frames.
+    own = {"impala": 5_000_000, "reactor": 200_000, "lbc": 1_000_000}
+    assert minatar.run_template("runs/m", own, []).endswith(" --total_frames=FRAMES")
+    assert minatar.grid_command(list(own), ["breakout"], [0], 5_000_000, "r", 2, budgets=own) == (
+        "python -m benchmarks.minatar --agents=impala,reactor,lbc --games=breakout --seeds=1 "
+        "--total_frames=5000000 --agent_frames=reactor=200000,lbc=1000000 --logdir=r --parallel=2"
+    )
+    assert "--agent_frames" not in minatar.grid_command(
+        ["impala", "lbc"], ["breakout"], [0], 5_000_000, "r", 2, budgets=same
+    )
+
+
+def test_agent_frames_override_the_budget_of_the_agents_named():
+    args, _ = ablation_runner.parse_tool_command_line(
+        [
+            "--agents=impala,reactor,dice",
+            "--total_frames=5e6",
+            "--agent_frames=reactor=2e5,dice=1e6",
+        ],
+        minatar.CommandLine,
+        minatar.TOOL,
+        "",
+    )
+    assert args.budgets() == {"impala": 5_000_000, "reactor": 200_000, "dice": 1_000_000}
+    assert minatar.frame_budgets(["impala", "lbc"], 300) == {"impala": 300, "lbc": 300}
+    assert minatar.frame_budgets(["impala", "lbc"], 300, ["lbc=7"]) == {"impala": 300, "lbc": 7}
+
+
+def _checkpoint(run: pathlib.Path, frames: int, step: int = 0) -> None:
+    # common.learning.Learner's checkpoint: a frames counter under <logdir>/checkpoints.
+    import tensorflow as tf
+
+    step_variable = tf.Variable(step, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(step=step_variable, frames=tf.Variable(frames, dtype=tf.int64))
+    manager = tf.train.CheckpointManager(
+        checkpoint, str(run / "checkpoints"), 3, step_counter=step_variable
+    )
+    manager.save(checkpoint_number=step_variable)
+
+
+def test_each_agents_runs_get_its_budget_and_finish_at_it(tmp_path, monkeypatch, capsys):
+    commands = {}
+
+    def run_all(command, variants, seeds, logdir, parallel, skip, **_):
+        for seed in seeds:
+            for variant in variants:
+                if not skip(variant, seed):
+                    commands[variant, seed] = command(variant, seed)
+
+    monkeypatch.setattr(ablation_runner, "run_all", run_all)
+    columns = ablation_runner.EPISODES_COLUMNS
+    rows = [(t, 1.0, 1000, 1.0) for t in range(1000, 200_001, 1000)]
+    for agent in ("impala", "reactor"):  # 200k frames trained
+        _write_csv(tmp_path / agent / "breakout/seed0/episodes.csv", columns, rows)
+    # The checkpoint's frames count, not episodes.csv's (the actors run ahead of the learner).
+    _write_csv(tmp_path / "reactor/breakout/seed1/episodes.csv", columns, rows)
+    _checkpoint(tmp_path / "reactor/breakout/seed1", 150_000)
+    budgets = {"impala": 5_000_000, "reactor": 200_000}
+    before = minatar.run_grid(
+        ["impala", "reactor"], ["breakout"], [0, 1], budgets, str(tmp_path), check_flags=False
+    )
+    assert before == {
+        ("impala/breakout", 0): 200_000,
+        ("reactor/breakout", 0): 200_000,
+        ("impala/breakout", 1): 0,
+        ("reactor/breakout", 1): 150_000,
+    }
+    assert "4 runs: 1 finished (skipped), 2 to resume, 1 to start" in capsys.readouterr().out
+    # reactor seed 0 reached its 200k; impala seed 0, at the same frames, resumes towards its 5M.
+    assert sorted(commands) == [
+        ("impala/breakout", 0),
+        ("impala/breakout", 1),
+        ("reactor/breakout", 1),
+    ]
+    for (variant, _), command in commands.items():
+        budget = budgets[minatar.cell_agent(variant)]
+        assert [a for a in command if a.startswith("--total_frames=")] == [
+            f"--total_frames={budget}"
+        ]
 
 
 @pytest.mark.slow
@@ -195,7 +275,8 @@ def test_grid_skips_finished_runs_and_resumes_unfinished_ones(tmp_path, fake_age
     summary = (tmp_path / "summary.md").read_text()
     final = 20.0 * 150_500 / BUDGET + np.array([0.0, 1.0])
     mean, se = final.mean(), final.std(ddof=1) / math.sqrt(2)
-    assert f"| fast | {mean:.2f} ± {se:.2f} (2) | {mean:.2f} ± {se:.2f} (2) |" in summary
+    assert f"| fast‡ | {mean:.2f} ± {se:.2f} (2) | {mean:.2f} ± {se:.2f} (2) |" in summary
+    assert "(fast 200,000, slow 200,000 frames)" in summary  # short of the published 5M
     assert "--seeds=2 --total_frames=200000" in summary
     for game in ("breakout", "freeway"):
         _png_size(tmp_path / f"{game}.png")
@@ -213,9 +294,35 @@ def test_grid_skips_finished_runs_and_resumes_unfinished_ones(tmp_path, fake_age
 
 
 @pytest.mark.slow
+def test_a_grid_with_agent_frames_runs_and_reports_each_agent_at_its_budget(
+    tmp_path, fake_agents, capsys
+):
+    flags = _grid(tmp_path, "--seeds=1", "--agent_frames=fast=1e5")
+    minatar.main(flags)
+    assert "4 runs: 0 finished (skipped), 0 to resume, 4 to start" in capsys.readouterr().out
+    for game in ("breakout", "freeway"):
+        for agent, budget in (("fast", 100_000), ("slow", BUDGET)):
+            rows = _read_csv(tmp_path / agent / game / "seed0/episodes.csv")
+            assert int(rows[-1]["frames"]) == budget  # the fake trains to its --total_frames
+    # The fake's return is slope * frames / budget: the last 100 games of fast's 100k frames are
+    # 1k..100k (mean 50.5k), of slow's 200k 101k..200k (mean 150.5k).
+    summary = (tmp_path / "summary.md").read_text()
+    assert f"| fast‡ | {20.0 * 50_500 / 100_000:.2f} (1) | " in summary
+    assert f"| slow‡ | {5.0 * 150_500 / BUDGET:.2f} (1) | " in summary
+    assert "budget per run (frames): fast 100,000, slow 200,000." in summary
+    assert "--total_frames=200000 --agent_frames=fast=100000 --logdir=" in summary
+    assert "Short of the budget" not in summary
+    # Again: every run is at its own budget, so none starts.
+    minatar.main(flags)
+    assert "4 runs: 4 finished (skipped), 0 to resume, 0 to start" in capsys.readouterr().out
+    assert set(_starts(tmp_path).values()) == {"0\n"}
+
+
+@pytest.mark.slow
 def test_a_failed_run_is_named_with_its_stderr(tmp_path, fake_agents):
+    budgets = {"fast": BUDGET, "broken": BUDGET}
     with pytest.raises(ablation_runner.AblationRunError) as raised:
-        minatar.run_grid(["fast", "broken"], ["seaquest"], [0], BUDGET, str(tmp_path), parallel=2)
+        minatar.run_grid(["fast", "broken"], ["seaquest"], [0], budgets, str(tmp_path), parallel=2)
     message = str(raised.value)
     assert message.startswith("run failed: agent 'broken', game 'seaquest', seed 0, exit status 3")
     assert "RuntimeError: fake failure in the learner" in message
@@ -234,10 +341,13 @@ def test_command_line_failure_exits_with_one_error_and_no_report(tmp_path, fake_
 
 @pytest.mark.slow
 def test_a_run_that_exits_0_short_of_its_budget_is_an_error(tmp_path, fake_agents):
+    budgets = {"fast": BUDGET}
     with pytest.raises(minatar.GridRunError, match="exited 0 at 50,000 of 200,000 frames"):
-        minatar.run_grid(["fast"], ["breakout"], [0], BUDGET, str(tmp_path), ["--stop_at=50000"], 1)
+        minatar.run_grid(
+            ["fast"], ["breakout"], [0], budgets, str(tmp_path), ["--stop_at=50000"], 1
+        )
     # The same command without the stop resumes it.
-    minatar.run_grid(["fast"], ["breakout"], [0], BUDGET, str(tmp_path), parallel=1)
+    minatar.run_grid(["fast"], ["breakout"], [0], budgets, str(tmp_path), parallel=1)
     assert (tmp_path / "fast/breakout/seed0/starts.txt").read_text() == "0\n50000\n"
     assert "fake training" in (tmp_path / "fast/breakout/seed0/stdout.log").read_text()
     assert (tmp_path / "fast/breakout/seed0/stdout.log").read_text().count("fake training") == 2
@@ -278,18 +388,9 @@ def test_trained_frames_prefers_the_checkpoint(tmp_path):
     with open(path, "a") as f:
         f.write("12000,3.0,1")  # a row being written: not counted
     assert minatar.trained_frames(str(run)) == 9000
-    import tensorflow as tf
-
-    # common.learning.Learner's checkpoint: a frames counter under <logdir>/checkpoints.
-    step = tf.Variable(0, dtype=tf.int64)
-    frames = tf.Variable(7000, dtype=tf.int64)
-    checkpoint = tf.train.Checkpoint(step=step, frames=frames)
-    manager = tf.train.CheckpointManager(checkpoint, str(run / "checkpoints"), 3, step_counter=step)
-    manager.save(checkpoint_number=step)
+    _checkpoint(run, 7000)
     assert minatar.trained_frames(str(run)) == 7000
-    frames.assign(5_000_000)
-    step.assign(1)
-    manager.save(checkpoint_number=step)
+    _checkpoint(run, 5_000_000, step=1)
     assert minatar.trained_frames(str(run)) == 5_000_000  # the latest checkpoint
 
 
@@ -347,7 +448,7 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
         ["fast", "slow"],
         list(GAMES),
         [0, 1, 2],
-        100_000,
+        {"fast": 100_000, "slow": 100_000},
         command="python -m benchmarks.minatar ...",
         template="python -m PAPER.main ...",
         references=_references(tmp_path / "references.csv"),
@@ -379,6 +480,8 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
                 assert f"{mean:.2f} ± {se:.2f} (3){short}" in summary
     assert "† Short of the budget (frames trained): slow/freeway/seed2 (60,000)." in summary
     assert "| random policy | 0.50 | 0.10 |" in summary
+    assert "budget 100,000 frames per run." in summary
+    assert "that ended at or before 100,000 frames" in summary
 
     # IQM: the mean of the middle half of the normalised scores of the seeds that reached the
     # budget on every game (slow: seeds 0 and 1).
@@ -402,6 +505,61 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
     )
     for game in GAMES:
         assert _png_size(report.figure(game))[0] > 0
+
+
+def test_read_result_is_against_the_agents_budget(tmp_path):
+    frames, returns = _synthetic_run(
+        tmp_path, "fast", "breakout", 0, np.random.default_rng(4), 150_000
+    )
+    reached = minatar.read_result(str(tmp_path), "fast", "breakout", 0, 100_000)
+    assert (reached.frames, reached.reached) == (150_000, True)
+    assert reached.final == pytest.approx(_brute_last_games(frames, returns, 100_000))
+    assert reached.curve_frames[-1] == 100_000 and np.all(np.diff(reached.curve_frames) == 1000)
+    short = minatar.read_result(str(tmp_path), "fast", "breakout", 0, 300_000)
+    assert (short.frames, short.reached) == (150_000, False)
+    assert short.final == pytest.approx(np.mean(returns[-100:]))  # its last games so far
+    assert short.final != pytest.approx(reached.final)
+    assert short.curve_frames[-1] == 150_000 and np.all(np.diff(short.curve_frames) == 3000)
+
+
+def test_summary_marks_the_agents_short_of_the_published_budget(tmp_path, fake_agents):
+    rng = np.random.default_rng(5)
+    budgets = {"fast": 5_000_000, "slow": 100_000}
+    runs = {
+        (agent, game, seed): _synthetic_run(tmp_path, agent, game, seed, rng, budgets[agent])
+        for seed in (0, 1)
+        for game in GAMES
+        for agent in budgets
+    }
+    report = minatar.write_reports(
+        str(tmp_path),
+        list(budgets),
+        list(GAMES),
+        [0, 1],
+        budgets,
+        references=_references(tmp_path / "references.csv"),
+    )
+    for r in report.results:
+        frames, returns = runs[r.agent, r.game, r.seed]
+        assert r.reached
+        assert r.final == pytest.approx(_brute_last_games(frames, returns, budgets[r.agent]))
+    rows = _read_csv(report.curves_csv)
+    for agent, budget in budgets.items():
+        points = sorted({int(r["frames"]) for r in rows if r["agent"] == agent})
+        assert points[-1] == budget and points[-2] == budget - budget // 100
+    summary = pathlib.Path(report.summary_md).read_text()
+    assert "budget per run (frames): fast 5,000,000, slow 100,000." in summary
+    assert "that ended at or before its agent's budget" in summary
+    assert summary.count("| slow‡ | ") == 2  # the returns and the normalised scores
+    assert summary.count("| fast | ") == 2 and "fast‡" not in summary
+    assert (
+        "‡ Run at fewer frames than the references' 5,000,000: shorter than the published curves "
+        "(slow 100,000 frames)."
+    ) in summary
+    assert "‡ Normalised scores and IQM of slow: at their budgets (above)" in summary
+    # Still aggregated, over the seeds that reached the agent's own budget.
+    assert report.aggregates["slow"].seeds == report.aggregates["fast"].seeds == (0, 1)
+    assert "Short of the budget" not in summary
 
 
 def test_interquartile_mean_against_numpy():
@@ -442,8 +600,22 @@ def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
     assert "| slow | — | — | — | — | — |" in out
     assert "Not run yet: slow/asterix/seed0" in out
     assert "| fast |" in out and "| 0 |" in out  # fast's IQM over seed 0
+    assert "budget 5,000,000 frames per run." in out and "‡" not in out  # the published budget
     for game in minatar.GAMES:
         assert (tmp_path / f"{game}.png").exists()
+    # fast at 1M frames: its final return is its last 100 games up to 1M, and it is marked.
+    minatar.main(
+        [
+            "--report_only",
+            "--agents=fast",
+            "--seeds=1",
+            "--agent_frames=fast=1e6",
+            f"--logdir={tmp_path}",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "| fast‡ |" in out and "(fast 1,000,000 frames)" in out
+    assert "--total_frames=5000000 --agent_frames=fast=1000000" in out
     with pytest.raises(SystemExit, match="no episodes.csv of the grid"):
         minatar.main(["--report_only", "--agents=slow", f"--logdir={tmp_path}"])
 
@@ -536,7 +708,13 @@ def test_progress_counts_and_eta():
     }
     out = io.StringIO()
     progress = minatar.Progress(
-        frames, 1000, 2, "unused", clock=lambda: now[0], current=lambda v, s: current[v, s], out=out
+        frames,
+        {"a": 1000, "b": 1000},
+        2,
+        "unused",
+        clock=lambda: now[0],
+        current=lambda v, s: current[v, s],
+        out=out,
     )
     line = progress.start("a/breakout", 0)
     assert line.startswith("[minatar] 1/4 done, 1 running, 2 left | ETA ? (no progress yet)")
@@ -556,6 +734,34 @@ def test_progress_counts_and_eta():
     assert out.getvalue().count("\n") == 3
 
 
+def test_progress_counts_each_run_against_its_agents_budget():
+    now = [0.0]
+    current = {("a/breakout", 0): 0, ("b/breakout", 0): 1000}
+    frames = {
+        ("a/breakout", 0): 0,
+        ("b/breakout", 0): 1000,  # b's budget is 4000: 3000 left
+        ("a/breakout", 1): 1000,  # a's budget is 1000: done
+        ("b/breakout", 1): 4000,  # done
+    }
+    progress = minatar.Progress(
+        frames,
+        {"a": 1000, "b": 4000},
+        2,
+        "unused",
+        clock=lambda: now[0],
+        current=lambda v, s: current[v, s],
+        out=io.StringIO(),
+    )
+    assert progress.done == {("a/breakout", 1), ("b/breakout", 1)}
+    progress.start("a/breakout", 0)
+    line = progress.start("b/breakout", 0)
+    assert line.startswith("[minatar] 2/4 done, 2 running, 0 left")
+    now[0] = 10.0
+    current.update({("a/breakout", 0): 100, ("b/breakout", 0): 1100})
+    # 10 frames/s per run; left 900 + 2900 frames, 2 at a time: 190 s, but b alone needs 290 s.
+    assert progress.eta()[0] == pytest.approx(290.0)
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -572,6 +778,22 @@ def test_progress_counts_and_eta():
         (["--report_only", "--measure_random"], "error: --report_only and --measure_random"),
         (["--measure_random", "--", "--x=1"], "error: --measure_random runs no agent"),
         (["--agent=impala"], "error: unknown flag --agent (did you mean --agents?)"),
+        (
+            ["--agent_frames=ppo=1e6"],
+            "error: --agent_frames: 'ppo' is not one of --agents (impala, reactor, dice, gdi_h3, lbc)",
+        ),
+        (
+            ["--agents=impala,dice", "--agent_frames=reactor=2e5"],
+            "error: --agent_frames: 'reactor' is not one of --agents (impala, dice)",
+        ),
+        (["--agent_frames=reactor"], "error: --agent_frames: 'reactor' is not <agent>=<frames>"),
+        (["--agent_frames=reactor=,dice=1e6"], "error: --agent_frames: 'reactor=' is not <agent>="),
+        (["--agent_frames==1e6"], "error: --agent_frames: '=1e6' is not <agent>=<frames>"),
+        (["--agent_frames=reactor=2e5x"], "error: --agent_frames: 'reactor=2e5x': 2e5x is not an"),
+        (["--agent_frames=reactor=1.5"], "error: --agent_frames: 'reactor=1.5': 1.5 is not an"),
+        (["--agent_frames=reactor=0"], "error: --agent_frames: reactor=0 must be > 0"),
+        (["--agent_frames=dice=-1e6"], "error: --agent_frames: dice=-1000000 must be > 0"),
+        (["--agent_frames=dice=1e6,dice=2e6"], "error: --agent_frames names dice twice"),
     ],
 )
 def test_bad_flags_are_one_line_and_write_nothing(flags, message, tmp_path, capsys):
@@ -589,6 +811,6 @@ def test_help_lists_the_flags(capsys):
         minatar.main(["--help"])
     assert raised.value.code == 0
     out = capsys.readouterr().out
-    for name in ("agents", "games", "seeds", "total_frames", "logdir", "parallel"):
+    for name in ("agents", "games", "seeds", "total_frames", "agent_frames", "logdir", "parallel"):
         assert f"--{name}:" in out
     assert "--[no]report_only:" in out and "--[no]measure_random:" in out
