@@ -38,6 +38,7 @@ unroll 20, batch 32). It prints figures; it asserts nothing.
 
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
+import contextlib
 import cProfile
 import dataclasses
 import json
@@ -47,7 +48,7 @@ import os
 import pstats
 import tempfile
 import time
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import reverb
@@ -338,6 +339,30 @@ def _sleep_watching(supervisor: launch.Supervisor, seconds: float) -> None:
         time.sleep(min(1.0, max(0.0, end - time.monotonic())))
 
 
+@contextlib.contextmanager
+def actors_on_sinks(
+    experiment: launch.Experiment, spec: agent_lib.EnvSpec, weights: list[np.ndarray] | None
+) -> Iterator[tuple[str, reverb.Client, launch.Supervisor]]:
+    """A Reverb server of sink tables (`sink_tables`) with `weights` published once (default: a
+    fresh learner's acting variables), and a supervisor for the actors to start on it: (address,
+    client, supervisor). Both stop on exit."""
+    if weights is None:
+        acting.configure_threads(experiment.learner_threads)
+        weights = [v.numpy() for v in experiment.agent.make_learner(spec).acting_variables]
+    server = replay.start_server(sink_tables(experiment, spec))
+    address = replay.address_of(server)
+    supervisor = launch.Supervisor()
+    try:
+        client = replay.connect(address)
+        publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
+        publisher.publish(0, weights)
+        publisher.close()
+        yield address, client, supervisor
+    finally:
+        supervisor.stop()
+        server.stop()
+
+
 def measure_fleet(
     experiment: launch.Experiment,
     spec: agent_lib.EnvSpec,
@@ -350,17 +375,7 @@ def measure_fleet(
     report over at least `seconds` and `reports_per_actor` reports per actor, after `warmup_s`
     from their first report. They act with `weights` (the learner's acting variables; default: a
     fresh learner's initial ones), published once."""
-    if weights is None:
-        acting.configure_threads(experiment.learner_threads)
-        weights = [v.numpy() for v in experiment.agent.make_learner(spec).acting_variables]
-    server = replay.start_server(sink_tables(experiment, spec))
-    address = replay.address_of(server)
-    supervisor = launch.Supervisor()
-    try:
-        client = replay.connect(address)
-        publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
-        publisher.publish(0, weights)
-        publisher.close()
+    with actors_on_sinks(experiment, spec, weights) as (address, client, supervisor):
         produced = ProducedFrames(client)
         launch.start_actors(supervisor, experiment, address)
         deadline = time.monotonic() + FIRST_REPORT_TIMEOUT_S
@@ -382,9 +397,6 @@ def measure_fleet(
                 raise RuntimeError(
                     f"{count - reports0} reports in {elapsed:.0f} s (a window needs {wanted})"
                 )
-    finally:
-        supervisor.stop()
-        server.stop()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -489,19 +501,9 @@ def profile_actor(
     tables (`sink_tables`) with `weights` (default: a fresh learner's), profiled for `seconds`
     after `warmup_s`. Profiling costs each call a little, so the shares are the measurement,
     not the step time."""
-    if weights is None:
-        acting.configure_threads(experiment.learner_threads)
-        weights = [v.numpy() for v in experiment.agent.make_learner(spec).acting_variables]
-    server = replay.start_server(sink_tables(experiment, spec))
-    address = replay.address_of(server)
-    supervisor = launch.Supervisor()
     with tempfile.TemporaryDirectory() as tmp:
         result_path = os.path.join(tmp, "profile.json")
-        try:
-            client = replay.connect(address)
-            publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
-            publisher.publish(0, weights)
-            publisher.close()
+        with actors_on_sinks(experiment, spec, weights) as (address, _, supervisor):
             supervisor.start(
                 "actor_0",
                 profiled_actor,
@@ -521,9 +523,6 @@ def profile_actor(
             process.join(warmup_s + seconds + FIRST_REPORT_TIMEOUT_S)
             if process.is_alive() or process.exitcode != 0:
                 raise RuntimeError(f"the profiled actor ended with exit code {process.exitcode}")
-        finally:
-            supervisor.stop()
-            server.stop()
         with open(result_path) as f:
             result = json.load(f)
     parts = sorted(result["calls"].items(), key=lambda item: -item[1])
