@@ -232,6 +232,98 @@ def test_burn_in_sequences_are_padded_masked_and_never_mix_episodes(serve):
     assert client.server_info()["seq"].current_size == 0
 
 
+@pytest.mark.parametrize("period", [None, 30])
+def test_burn_in_items_of_varied_episodes_match_the_padded_stream_layout(serve, period):
+    """Episodes of 1, 5, 80, 121, 200 and 300 steps (DiCE's burn-in 40, length 80; period 80
+    and a period shorter than the burn-in): the table holds exactly the items of the documented
+    layout, derived here in numpy from the padded stream, not from the writer. (The 300-step
+    episode outlives the writer's padding block, which is then appended again at its end.)"""
+    burn_in, length, num_envs = 40, 80, 2
+    item_length = burn_in + length + 1
+    stride = length if period is None else period
+    episodes = {0: [1, 5, 80, 121, 200, 300], 1: [300, 200, 121, 80, 5, 1]}  # 707 steps each
+    num_steps = sum(episodes[0])
+
+    def step(env, t):
+        return {"x": np.int32(1000 * env + t), "pair": np.array([env + 1, t + 1], np.int32)}
+
+    def core(env, t):
+        return {"core": np.full(3, 10000 * env + t, np.float32)}
+
+    padding = {"x": np.int32(0), "pair": np.zeros(2, np.int32)}
+    want = []
+    for env, lengths in episodes.items():
+        first = 0  # global time of the episode's first step
+        for n in lengths:
+            # The stream: burn_in padding steps, the n real steps, then padding; an item starts
+            # every `stride` stream steps while its trained window (after the burn-in) holds a
+            # real step. Extras: those of the item's first real step.
+            stream = [None] * burn_in + list(range(first, first + n)) + [None] * item_length
+            for start in range(0, n, stride):
+                steps = stream[start : start + item_length]
+                want.append(
+                    {
+                        "x": np.array(
+                            [padding["x"] if t is None else step(env, t)["x"] for t in steps]
+                        ),
+                        "pair": np.stack(
+                            [padding["pair"] if t is None else step(env, t)["pair"] for t in steps]
+                        ),
+                        "mask": np.array([t is not None for t in steps], np.float32),
+                        "core": core(env, first + max(start - burn_in, 0))["core"],
+                    }
+                )
+            first += n
+
+    signature = replay.burn_in_signature(STEP_SPEC, burn_in, length, EXTRAS_SPEC)
+    # Each item sampled once and then removed, so the samples are the table's items exactly.
+    _, client = serve(replay.sample_k_table("seq", 1000, 1, 1.0, 1, 1e6, signature))
+    ends = {env: set(np.cumsum(lengths) - 1) for env, lengths in episodes.items()}
+    with replay.BurnInSequenceWriter(
+        client, "seq", burn_in, length, num_envs, period=period
+    ) as writer:
+        for t in range(num_steps):
+            batch = [step(env, t) for env in range(num_envs)]
+            writer.append(
+                {key: np.stack([s[key] for s in batch]) for key in padding},
+                np.array([t in ends[env] for env in range(num_envs)]),
+                first_step_extras={
+                    "core": np.stack([core(env, t)["core"] for env in range(num_envs)])
+                },
+            )
+    assert client.server_info()["seq"].current_size == len(want)
+
+    def key(item):
+        return tuple(np.asarray(item[k]).tobytes() for k in ("x", "pair", "mask", "core"))
+
+    got = []
+    for info, data in sample_all(client, "seq", len(want)):
+        assert info.priority == 1.0
+        got.append({**data["steps"], "core": data["first_step_extras"]["core"]})
+        assert got[-1]["x"].dtype == np.int32 and got[-1]["mask"].dtype == np.float32
+    assert collections.Counter(map(key, got)) == collections.Counter(map(key, want))
+    assert client.server_info()["seq"].current_size == 0
+
+
+def test_burn_in_writer_times_out_on_a_full_table_keeps_the_step_and_closes(serve):
+    signature = replay.burn_in_signature(STEP_SPEC, 1, 2)
+    _, client = serve(replay.queue_table("queue", 1, signature))
+    writer = replay.BurnInSequenceWriter(
+        client, "queue", 1, 2, num_envs=1, max_in_flight_items=0, flush_timeout_ms=200
+    )
+    writer.append(batched_step(1, 0), np.array([True]))  # one-step episode: one item, accepted
+    with pytest.raises(reverb.DeadlineExceededError):
+        writer.append(batched_step(1, 1), np.array([True]))  # the queue (size 1) is full
+    with pytest.raises(reverb.DeadlineExceededError):
+        writer.flush(timeout_ms=100)  # still full: every wait is bounded
+    assert sample_all(client, "queue", 1)[0][1]["steps"]["x"][1] == 0  # frees the queue
+    writer.flush(timeout_ms=5000)  # the kept step's item goes in once there is room
+    assert sample_all(client, "queue", 1)[0][1]["steps"]["x"][1] == 1
+    writer.append(batched_step(1, 2), np.array([True]))
+    writer.append(batched_step(1, 3), np.array([False]))  # the queue is full again
+    writer.close(timeout_ms=100)  # returns: shutdown never waits forever
+
+
 def test_burn_in_writer_rejects_a_mask_field(serve):
     signature = replay.burn_in_signature(STEP_SPEC, BURN_IN, LENGTH)
     _, client = serve(replay.sample_k_table("seq", 10, 2, 2.0, 1, 10.0, signature))

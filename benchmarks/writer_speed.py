@@ -1,0 +1,182 @@
+"""How long one batched `BurnInSequenceWriter.append` takes, the DiCE actor's replay write.
+
+    python -m benchmarks.writer_speed --steps=250 --baseline_steps=40
+
+An in-process Reverb server holds DiCE's sample-k table (`patterns.SampleK(length=80,
+burn_in=40)`: 121-step items with a mask, one every 80 steps, burn-in and end padding), with an
+`error_buffer` of 1e9 so that the rate limiter never blocks the writer while nothing samples.
+`--num_envs` environments append MinAtar-like DiCE steps: observation [10, 10, 4] uint8,
+prev_action, prev_reward, reset, action, reward, params_step, truncation_value and a behaviour
+params dict of two float32 per step, plus an LSTM state of two [512] float32 as first-step extras. Episodes end
+at random (geometric lengths, the same sequence for every writer) with a mean of
+`--short_mean` steps (MinAtar's early games) and, in a second case, `--long_mean` steps.
+
+Each case runs for the writer of the working tree ("new", `--steps` timed appends) and for
+`common/replay.py` as of git `--baseline` ("old", loaded from `git show`; in the short case only
+the first `--baseline_steps` of the same sequence), each on a fresh server, timed after `--warmup` steps,
+`--repeats` times alternating old and new. It prints the median microseconds per batched append:
+wall clock (the final flush included; the items inserted in brackets) and the process's CPU time
+(all threads, the in-process server's included: steadier than wall clock on a busy machine).
+Both write the same items (tests/common/test_replay.py checks the layout).
+"""
+
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from absl import app, flags
+
+from benchmarks.machine import cpu_line
+from common import patterns, replay
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("num_envs", 80, "Environments per batched append (DiCE's actor: 80).")
+flags.DEFINE_integer(
+    "steps",
+    250,
+    "Timed batched appends per case of the new writer: enough for each env's padding block to be "
+    "appended again about twice in the short case (every ~121 steps).",
+)
+flags.DEFINE_integer("warmup", 20, "Untimed batched appends before timing.")
+flags.DEFINE_float("short_mean", 10.0, "Mean episode length of the short-episode case.")
+flags.DEFINE_float("long_mean", 1000.0, "Mean episode length of the long-episode case.")
+# The last commit before the padding block (each padding step appended on its own).
+flags.DEFINE_string(
+    "baseline", "cae6ee7", "Git revision of common/replay.py to compare ('' skips)."
+)
+flags.DEFINE_integer(
+    "baseline_steps",
+    40,
+    "Timed batched appends of the old writer in the short-episode case (the first of the same "
+    "sequence): its cost per step is steady there (each game pads alike) and ~10x the new one's, "
+    "so fewer suffice. The long case times both writers on the same --steps (items are created "
+    "only from each episode's 81st step on).",
+)
+flags.DEFINE_integer("repeats", 3, "Runs per case and writer, alternating; the median is shown.")
+
+BURN_IN, LENGTH = 40, 80
+CORE = 512
+
+
+def load_baseline(revision: str):
+    """`common/replay.py` as of `revision`, imported as a module of its own."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(
+        ["git", "show", f"{revision}:common/replay.py"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "replay_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("replay_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def batched_steps(num_envs: int, count: int, rng: np.random.Generator):
+    """`count` distinct batched steps (cycled through while timing) and their core states."""
+    steps = []
+    for _ in range(count):
+        step = {
+            "observation": rng.integers(0, 2, (num_envs, 10, 10, 4), dtype=np.uint8),
+            "prev_action": rng.integers(0, 6, num_envs, dtype=np.int32),
+            "prev_reward": rng.standard_normal(num_envs).astype(np.float32),
+            "reset": rng.integers(0, 2, num_envs).astype(bool),
+            "action": rng.integers(0, 6, num_envs, dtype=np.int32),
+            "reward": rng.standard_normal(num_envs).astype(np.float32),
+            "params_step": np.full(num_envs, 7, np.int64),
+            "truncation_value": rng.standard_normal(num_envs).astype(np.float32),
+            "behaviour": {
+                "eta": rng.random(num_envs, dtype=np.float32),
+                "eps": rng.random(num_envs, dtype=np.float32),
+            },
+        }
+        core = {
+            "core_state": (
+                rng.standard_normal((num_envs, CORE), dtype=np.float32),
+                rng.standard_normal((num_envs, CORE), dtype=np.float32),
+            )
+        }
+        steps.append((step, core))
+    return steps
+
+
+def time_writer(module, steps, episode_ends, warmup: int, timed: int) -> tuple[float, float, int]:
+    """Wall and CPU microseconds per batched append of `module.BurnInSequenceWriter`, and the
+    items inserted."""
+    step_spec = replay.tf.nest.map_structure(
+        lambda x: replay.tf.TensorSpec(x.shape[1:], x.dtype), steps[0][0]
+    )
+    extras_spec = replay.tf.nest.map_structure(
+        lambda x: replay.tf.TensorSpec(x.shape[1:], x.dtype), steps[0][1]
+    )
+    pattern = patterns.SampleK(length=LENGTH, burn_in=BURN_IN, capacity=100_000, error_buffer=1e9)
+    tables = pattern.tables(pattern.signature(step_spec, extras_spec))
+    server = replay.start_server(tables)
+    try:
+        client = replay.connect(replay.address_of(server))
+        writer = module.BurnInSequenceWriter(
+            client, patterns.EXPERIENCE_TABLE, BURN_IN, LENGTH, len(episode_ends[0])
+        )
+        start = None
+        for t, end in enumerate(episode_ends[: warmup + timed]):
+            if t == warmup:
+                start, cpu_start = time.perf_counter(), time.process_time()
+            step, core = steps[t % len(steps)]
+            writer.append(step, end, first_step_extras=core)
+        writer.flush()
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        writer.close()
+        items = client.server_info()[patterns.EXPERIENCE_TABLE].current_size
+        return 1e6 * wall / timed, 1e6 * cpu / timed, items
+    finally:
+        server.stop()
+
+
+def main(argv):
+    del argv
+    print(cpu_line())
+    writers = {"new": replay}
+    if FLAGS.baseline:
+        writers = {"old": load_baseline(FLAGS.baseline), **writers}
+    rng = np.random.default_rng(0)
+    steps = batched_steps(FLAGS.num_envs, 16, rng)
+    total = FLAGS.warmup + max(FLAGS.steps, FLAGS.baseline_steps)
+    print(
+        f"\n{FLAGS.num_envs} envs, burn_in={BURN_IN}, length={LENGTH}, {FLAGS.steps} timed "
+        f"batched appends (old: the first {FLAGS.baseline_steps}) after {FLAGS.warmup}, median of {FLAGS.repeats}; µs per batched append, "
+        "wall clock (items inserted), and the process's CPU time (all threads, the in-process "
+        "server's included)\n"
+    )
+    names = list(writers)
+    print(
+        f"| mean episode | {' | '.join(f'{n} wall' for n in names)} | speed-up | "
+        f"{' | '.join(f'{n} CPU' for n in names)} |"
+    )
+    print(f"|---|{'---|' * (2 * len(names) + 1)}")
+    for mean in (FLAGS.short_mean, FLAGS.long_mean):
+        episode_ends = rng.random((total, FLAGS.num_envs)) < 1.0 / mean
+        runs = {name: [] for name in writers}
+        for _ in range(FLAGS.repeats):  # alternating, so that a busy machine hits both alike
+            for name, module in writers.items():
+                short_old = name == "old" and mean == FLAGS.short_mean
+                timed = FLAGS.baseline_steps if short_old else FLAGS.steps
+                runs[name].append(time_writer(module, steps, episode_ends, FLAGS.warmup, timed))
+        wall = {name: float(np.median([r[0] for r in runs[name]])) for name in names}
+        cpu = {name: float(np.median([r[1] for r in runs[name]])) for name in names}
+        cells = [f"{wall[n]:,.0f} ({runs[n][0][2]})" for n in names]
+        speedup = f"{wall['old'] / wall['new']:.1f}x" if "old" in wall else "-"
+        cpu_cells = [f"{cpu[n]:,.0f}" for n in names]
+        print(f"| {mean:g} steps | {' | '.join(cells)} | {speedup} | {' | '.join(cpu_cells)} |")
+
+
+if __name__ == "__main__":
+    app.run(main)
