@@ -371,7 +371,9 @@ def test_a_sample_from_a_killed_server_times_out_instead_of_hanging():
     process = context.Process(target=serve_published_params, args=(port_queue,), daemon=True)
     process.start()
     try:
-        client = replay.connect(f"localhost:{port_queue.get(timeout=60)}", timeout_s=10)
+        # choice: a spawned child imports TensorFlow and Reverb first: over a minute on 2 cores
+        # that other tests keep busy.
+        client = replay.connect(f"localhost:{port_queue.get(timeout=300)}", timeout_s=10)
         assert replay.sample_once(client, "params", timeout_s=10).data[0] == 3  # server alive
         process.kill()
         process.join(10)
