@@ -25,6 +25,7 @@ def trace_slices(parts: int) -> list[tf.Operation]:
         learner_microbatches=parts,
         burn_in=BURN_IN,
         jit_compile=False,
+        frames_per_learner_step=LENGTH * BATCH,  # the schedules' unit (never read: a constant lr)
     )
 
     def loss_fn(part):
