@@ -66,7 +66,8 @@ def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
 def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     logdir = str(tmp_path)
     run(logdir, steps=20)
-    assert test_system.checkpoint_step(logdir) == 20
+    first_step = test_system.checkpoint_step(logdir)
+    assert first_step >= 20  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     etas = logged["behaviour/eta"]  # one point per game, at its start's draw
     assert len(set(etas)) > 5 and all(0.0 <= eta <= 50.0 for eta in etas)
@@ -86,9 +87,9 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     assert best_eta and all(0.0 <= eta <= 50.0 for eta in best_eta)
 
     output = run(logdir, steps=40)
-    assert f"resumed {logdir}/checkpoints/ckpt-20 (step 20" in output
+    assert f"resumed {logdir}/checkpoints/ckpt-{first_step} (step {first_step}" in output
     assert "Successfully loaded 3 tables" in output  # the replay came back
-    assert test_system.checkpoint_step(logdir) == 40
+    assert test_system.checkpoint_step(logdir) >= max(40, first_step + 1)
     second = bandit_counts(logdir)
     # The bandits continued from their saved statistics rather than starting over.
     assert (second >= first).all() and second.sum() > first.sum()

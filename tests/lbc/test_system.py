@@ -55,7 +55,8 @@ def games_learned(logdir) -> np.ndarray:
 def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     logdir = str(tmp_path)
     run(logdir, steps=10)
-    assert test_system.checkpoint_step(logdir) == 10
+    first_step = test_system.checkpoint_step(logdir)
+    assert first_step >= 10  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     # One point per game: psi varies from game to game, tau_i in [0, e^4 − 1], omega on the simplex.
     taus = np.array([logged[f"behaviour/eta_{i}"] for i in range(3)])
@@ -82,16 +83,19 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     assert all(0.0 <= w <= 1.0 for w in logged_eval["bandits/omega1/most_pulled"])
 
     output = run(logdir, steps=20)
-    assert f"resumed {logdir}/checkpoints/ckpt-10 (step 10" in output
+    assert f"resumed {logdir}/checkpoints/ckpt-{first_step} (step {first_step}" in output
     assert "Successfully loaded 3 tables" in output  # the replay came back
-    assert test_system.checkpoint_step(logdir) == 20
+    last_step = test_system.checkpoint_step(logdir)
+    assert last_step >= max(20, first_step + 1)
     second = games_learned(logdir)
     # The bandits continued from their saved statistics rather than starting over.
     assert (second >= first).all() and second.sum() > first.sum()
 
     # The last checkpoint with psi from the arms actor 0's bandits rate best (--role=evaluate).
     output = evaluate(logdir, "--eval_policy=best_arm")
-    assert f"[evaluate] {logdir}/checkpoints/ckpt-20 (step 20): 4 episodes" in output
+    assert (
+        f"[evaluate] {logdir}/checkpoints/ckpt-{last_step} (step {last_step}): 4 episodes" in output
+    )
     with open(os.path.join(logdir, "evaluate", "eval.csv")) as f:
         assert len(f.readlines()) - 1 == 4
     assert (games_learned(os.path.join(logdir, "evaluate")) == second).all()  # a frozen copy
