@@ -120,7 +120,7 @@ ATARI_RECORD = Record(
 )
 REACTOR_RECORD = Record(
     reactor_acting.protocol(reactor_config.ReactorConfig()),
-    6,  # Pong's minimal action set (reactor.md §8 #17)
+    6,  # Pong's minimal action set (docs/papers/reactor.md#departures-from-the-paper)
     (84, 84, 1),
     reactor_acting.policy_extras,
     reactor_acting.core_state_spec(reactor_config.ReactorConfig()),

@@ -32,7 +32,7 @@ Rows (environment frames per second, action repeats included):
 As a module, rows 2-4 run with and without --jit_compile (XLA for the policy call and the train
 step), rows 3-4 with the actors' network in float32 and in bfloat16 (--actor_precision).
 
-Targets (DESIGN.md §10): fleet >= 50% of raw; training >= 1.5K frames/s on 2 cores (deep net,
+The project's targets: fleet >= 50% of raw; training >= 1.5K frames/s on 2 cores (deep net,
 unroll 20, batch 32). It prints figures; it asserts nothing.
 """
 

@@ -1,4 +1,4 @@
-"""Run named ablation variants on the same seeds and budget, then write one table and one plot (DESIGN.md §7).
+"""Run named ablation variants on the same seeds and budget, then write one table and one plot.
 
 The runner knows nothing about a paper's training stack. Its whole contract with a paper package is:
 

@@ -1,30 +1,30 @@
 """Actors and the evaluator: batched envs -> one batched policy call per step -> Reverb.
 
-An actor (DESIGN.md §2, §5) steps `num_envs` environments together, makes one compiled policy
-call per step for all of them, and appends each batched step to the writer of the agent's replay
-pattern (`common.patterns`: unrolls, prioritised sequences or burn-in sequences, with the core
-state at each item's first step). It pulls the latest parameters from the params table every
-`params_pull_interval` steps, and reports each finished game and the frames it produced through
-the reports table (`common.reports`), so that the learner logs every game exactly once whatever
-the replay does with the steps.
+An actor (docs/architecture.md#data-flow) steps `num_envs` environments together, makes one
+compiled policy call per step for all of them, and appends each batched step to the writer of the
+agent's replay pattern (`common.patterns`: unrolls, prioritised sequences or burn-in sequences,
+with the core state at each item's first step). It pulls the latest parameters from the params
+table every `params_pull_interval` steps, and reports each finished game and the frames it produced
+through the reports table (`common.reports`), so that the learner logs every game exactly once
+whatever the replay does with the steps.
 
 Per-step record (every field batched over envs), time index t:
   observation x_t, prev_action a_{t-1}, prev_reward r_{t-1} (zeros where `reset`), reset (x_t is
   the first observation of an episode), action a_t, reward r_t (the protocol's, e.g. clipped),
   params_step (the learner step of the weights that chose a_t), truncation_value, the policy's
-  extras (e.g. IMPALA's `behaviour_logits`, impala.md §5.4) and, for agents with a behaviour
-  selector, `behaviour`: the parameters of the game being played (`common.behaviour`).
+  extras (e.g. IMPALA's `behaviour_logits`, for its mu(a_t|x_t), §3) and, for agents with a
+  behaviour selector, `behaviour`: the parameters of the game being played (`common.behaviour`).
 An extra named `BEHAVIOUR_ENTROPY` (H[mu(.|x_t)], [B]) is not stored: the actor averages it over
 each game and reports the mean with the game, which the learner logs as `behaviour/entropy`
-(the behaviour entropy per episode of lbc.md §5 and Fig. 4).
+(the behaviour entropy per episode that LBC §5.3 plots in Fig. 4).
 
-Time-limit truncation bootstraps (DESIGN §3) although the auto-reset replaces the final
-observation x_final by the next game's first one: where step t was truncated (and not terminated),
-`truncation_value` holds the policy's `bootstrap_value` of x_final (for IMPALA V(x_final), from
-the actor's copy of the weights), else 0. The learner, which sees an episode boundary after step
-t, folds it into the reward: r_t + gamma * truncation_value_t with the bootstrap cut. This is the
-usual remedy (e.g. Stable-Baselines3's on-policy buffers); its one approximation is that the
-actor's weights may lag the learner's by a few updates.
+Time-limit truncation bootstraps (docs/architecture.md#conventions) although the auto-reset
+replaces the final observation x_final by the next game's first one: where step t was truncated
+(and not terminated), `truncation_value` holds the policy's `bootstrap_value` of x_final (for
+IMPALA V(x_final), from the actor's copy of the weights), else 0. The learner, which sees an
+episode boundary after step t, folds it into the reward: r_t + gamma * truncation_value_t with the
+bootstrap cut. This is the usual remedy (e.g. Stable-Baselines3's on-policy buffers); its one
+approximation is that the actor's weights may lag the learner's by a few updates.
 
 `run_actor` and `run_evaluator` are the bodies of spawned processes (`common.launch`): they take
 picklable settings and a picklable policy factory, and return when `stop` is set, when the parent
@@ -91,7 +91,7 @@ class CategoricalPolicy:
     One compiled call per batched step (`tf.function`, optionally XLA); actions are drawn by
     `common.policies.sample_actions` with a stateless seed from the policy's own generator, which
     also compiles under XLA on CPU. Extras: `behaviour_logits` [B, A], the behaviour policy mu
-    the learner's V-trace needs (§4.1). `bootstrap_value` is the network's baseline V(x).
+    the learner's V-trace needs (IMPALA §4.1). `bootstrap_value` is the network's baseline V(x).
     """
 
     def __init__(
@@ -218,7 +218,7 @@ class ShouldStop:
 
 class StepInputs(NamedTuple):
     """The policy's inputs besides x_t: whether x_t starts an episode, a_{t-1} and r_{t-1}
-    (zeros at an episode start; A21)."""
+    (zeros at an episode start)."""
 
     reset: np.ndarray
     prev_action: np.ndarray
@@ -363,7 +363,7 @@ def run_actor(
             if steps % settings.params_pull_interval == 0 and steps > 0:
                 # With IMPALA's interval this follows the append that closed an unroll: it
                 # returns once the queue took the unroll, so the pull sees the freshest weights
-                # before the next unroll starts (§3: "before each new trajectory").
+                # before the next unroll starts (IMPALA §3: "At the beginning of each trajectory").
                 latest = subscriber.latest(timeout_ms=1000)
                 if latest is not None and latest[0] != params_step:
                     params_step = latest[0]
@@ -457,7 +457,7 @@ class EvaluatorSettings:
     seed: int = 10_000  # choice: evaluation seeds differ from the actors' (seed + i)
     niceness: int = 0  # os.nice increment, as ActorSettings
     # choice: gymnasium's wrappers draw the no-op starts from 1..noop_max raw frames, exactly the
-    # protocol the papers evaluate with (e.g. impala.md §4.3 "[1, 30]"); the C++ batch draws
+    # protocol the papers evaluate with (e.g. IMPALA §5.3.2: "[1, 30]"); the C++ batch draws
     # 0..noop_max-1 and is only faster, which an evaluator of a few envs does not need.
     backend: str = "gym"
     # Agents with a behaviour selector: the run directory of the controllers' saved state

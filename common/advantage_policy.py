@@ -5,17 +5,17 @@ advantage heads A_i of one or more networks, each at its own inverse temperature
 
     mu(.|x) = sum_n w_n softmax(eta_n · A_{i(n)}(x))
 
-- DiCE (dice.md §2.2): one component, w = 1, eta = 1/tau of the episode.
-- GDI-I3 (gdi.md §2.4, Eq. 9-10): two components on the same network's A, weights (eps, 1 − eps).
-- GDI-H3 (Eq. 11-12): two components on two networks.
-- LBC (lbc.md §2.4, Eq. 10): N components on N networks, weights omega.
+- DiCE (§3.1): one component, w = 1, eta = 1/tau of the episode.
+- GDI-I3 (§4.1, Eqs. (9)-(10)): two components on the same network's A, weights (eps, 1 − eps).
+- GDI-H3 (Eqs. (11)-(12)): two components on two networks.
+- LBC (§4.1, Eq. (10)): N components on N networks, weights omega.
 
 `mixture(behaviour)` turns the game's behaviour parameters (`common.behaviour`, numpy [B, ...])
 into `(etas [B, N], weights [B, N])`; `component_networks[n]` is the network component n reads.
 The actor stores log mu(a_t|x_t) of the action it took (`behaviour_log_prob`): the learner's
 importance ratios need only that number, and the log keeps it finite where eta · A makes mu(a)
 smaller than float32 can hold. Each step also returns H[mu(.|x_t)] (`acting.BEHAVIOUR_ENTROPY`,
-not stored), whose per-game mean the learner logs (lbc.md §5, Fig. 4). The core state is a tuple
+not stored), whose per-game mean the learner logs (LBC §5.3, Fig. 4). The core state is a tuple
 with one entry per network.
 """
 

@@ -1,6 +1,7 @@
 """Behaviour meta-controllers of DiCE, GDI and LBC (numpy only, no TensorFlow).
 
-Each actor owns one controller (dice.md A8, gdi.md §2.6 "Location", lbc.md §8 #9). One interface:
+Each actor owns one controller (DiCE Algorithm 1 and GDI Algorithms 2-3 build the bandits inside
+the actor; LBC's Algorithm 1 is "Actor-Wise"). One interface:
 
     params = controller.propose()              # at episode start: the paper's own variables
     ...run one episode with these params...
@@ -14,10 +15,11 @@ Each actor owns one controller (dice.md A8, gdi.md §2.6 "Location", lbc.md §8 
 - `LbcController`: LBC's population-based MAB (LBC Sec. 4.2, App. E, Algorithm 1, Eqs. (22)-(25)) over
   psi = (tau_1..tau_N, omega_1..omega_N) of Eq. (10); `params = {"eta": [N], "omega": [N],
   "omega_unnormalised": [N]}` (LBC's tau_i multiplies the logits, so it is an inverse temperature and is
-  returned as `eta`; lbc.md §2.0).
+  returned as `eta`; LBC §4.1).
 
 Conventions:
-- Inverse temperatures `eta = 1/tau` (DESIGN.md §3); `eta = 0` is the uniform policy.
+- Inverse temperatures `eta = 1/tau` (docs/architecture.md#conventions); `eta = 0` is the uniform
+  policy.
 - The bandits work on a coordinate x per behaviour parameter (an `Axis`): x = log(1 + eta) for the
   temperatures in the default readings, x = eps or x = omega for weights. An axis is a box [lo, hi] cut
   into blocks ("tiles" in DiCE, "blocks" in GDI, "arms"/"regions" in LBC) of width `acc`; block i is
@@ -51,14 +53,15 @@ import numpy as np
 Params = dict[str, Any]
 StateDict = dict[str, np.ndarray]
 
-# gdi.md §8.1 #6: floor((x - l)/acc) is computed with this slack, so that 0.3/0.1 = 2.9999999999999996
-# lands in block 3, not 2.
+# choice: floor((x - l)/acc) is computed with this slack, so that 0.3/0.1 = 2.9999999999999996
+# lands in block 3, not 2 (GDI Test 7 in docs/papers/gdi.md#worked-test-numbers).
 INDEX_TOLERANCE = 1e-9
 # choice: a proposed point keeps this fraction of a block width below the block's upper edge, so that
 # block_of (which adds INDEX_TOLERANCE) after update()'s eta = expm1(x) -> log1p(eta) round trip (a few ulp)
 # credits the block propose() drew from.
 EDGE_MARGIN = 1e-8
-# dice.md A7 / gdi.md §8.1 #5: the z-score is 0 when the std (ddof 0) is below this (e.g. at init).
+# The z-score is 0 when the std (ddof 0) is below this, e.g. at init, where DiCE Eq. (11) and
+# GDI Eq. (15) would divide by 0 (docs/papers/dice.md#departures-from-the-paper).
 STD_FLOOR = 1e-8
 
 SPACES = ("log1p", "inv_tau", "exp_literal")
@@ -103,12 +106,14 @@ class Axis:
 
     @property
     def num_blocks(self) -> int:
-        """ceil((hi - lo)/acc): LBC's Table 3 range [0, e^4] at accuracy 0.2 gives 273 (lbc.md T11)."""
+        """ceil((hi - lo)/acc): LBC Table 3's range [0, e^4] at accuracy 0.2 gives 273 blocks
+        (LBC Test 11 in docs/papers/lbc.md#worked-test-numbers)."""
         return max(1, math.ceil((self.hi - self.lo) / self.acc - INDEX_TOLERANCE))
 
     def block_of(self, x) -> np.ndarray:
         """Block index floor((min(max(x, l), r) - l)/acc) (DiCE Eq. (10), GDI App. G), clamped to
-        num_blocks - 1 so that x = r is the last block (dice.md A7, gdi.md §8.1 #6)."""
+        num_blocks - 1 so that x = r, which the printed index puts one past the last block, is
+        the last block (docs/papers/dice.md#departures-from-the-paper)."""
         clipped = np.clip(np.asarray(x, dtype=np.float64), self.lo, self.hi)
         index = np.floor((clipped - self.lo) / self.acc + INDEX_TOLERANCE).astype(np.int64)
         return np.minimum(index, self.num_blocks - 1)
@@ -139,11 +144,14 @@ def eta_axis(name: str, space: str, eta_max: float, num_blocks: int) -> Axis:
     """An inverse-temperature axis under one of the three readings of DiCE Table 5 / GDI Table 6
     ("search range for 1/tau [0, 50]") together with DiCE App. A / GDI App. G (tau = 1/(exp(x) - 1)).
 
-    - "log1p" (default, dice.md A6, gdi.md §2.6 DECIDED): x = log(1 + eta) on [0, log(1 + eta_max)] in
-      `num_blocks` equal blocks; the printed range bounds eta, the printed transform gives x.
+    - "log1p" (default; the `bandit_space` rows of docs/papers/dice.md#departures-from-the-paper
+      and docs/papers/gdi.md#departures-from-the-paper): x = log(1 + eta) on
+      [0, log(1 + eta_max)] in `num_blocks` equal blocks; the printed range bounds eta, the
+      printed transform gives x.
     - "inv_tau": x = eta on [0, eta_max] (the table read alone; GDI's acc 1.0 gives 50 blocks).
     - "exp_literal": x on [0, eta_max] with eta = exp(x) - 1 (range and transform both taken literally;
-      eta then reaches e^50 and most blocks are effectively greedy, gdi.md T7).
+      eta then reaches e^50 and most blocks are effectively greedy; GDI Test 7 in
+      docs/papers/gdi.md#worked-test-numbers lists the block edges).
     """
     _check_choice("space", space, SPACES)
     _check_positive_int("num_blocks", num_blocks)
@@ -191,10 +199,12 @@ def ucb_scores(
     """score_i = (V_i - mean V)/std V + c * sqrt(log(1 + sum_j N_j) / (1 + N_i)), along the last axis
     (leading axes, e.g. one row per bandit, are independent; `ucb_scale` broadcasts against them).
 
-    DiCE Eq. (11), GDI Eq. (15) (z-score over all blocks) and LBC Eq. (25) (z-score over the visited arms,
-    `over = counts > 0`, lbc.md §2.5); `standardise=False` is LBC Eq. (24). The std is the population std
-    and the z-term is 0 wherever it is undefined (std < 1e-8, dice.md A7, gdi.md §8.1 #5; unvisited arms,
-    lbc.md §8 #6). `ucb_sum="others"` sums N_j over j != i as LBC Sec. 4.2 prints it.
+    DiCE Eq. (11), GDI Eq. (15) (z-score over all blocks) and LBC Eq. (25) (z-score over the
+    visited arms, `over = counts > 0`, our reading of App. E.3); `standardise=False` is LBC Eq.
+    (24). The std is the population std and the z-term is 0 wherever it is undefined (std < 1e-8;
+    unvisited arms): docs/papers/dice.md#departures-from-the-paper,
+    docs/papers/lbc.md#departures-from-the-paper. `ucb_sum="others"` sums N_j over j != i as LBC
+    Sec. 4.2 prints it.
     """
     _check_choice("ucb_sum", ucb_sum, ("all", "others"))
     values = np.asarray(values, dtype=np.float64)
@@ -218,8 +228,9 @@ def _zscores(values: np.ndarray, over) -> np.ndarray:
 
 
 def top_k(scores, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of the k largest scores (as a set), ties broken uniformly at random (dice.md A7: at init
-    all scores tie and a stable sort would always pick blocks 0..k-1)."""
+    """Indices of the k largest scores (as a set), ties broken uniformly at random (at init all
+    scores tie and a stable sort would always pick blocks 0..k-1;
+    docs/papers/dice.md#departures-from-the-paper)."""
     scores = np.asarray(scores)
     if not 1 <= k <= scores.size:
         raise ValueError(f"k must lie in [1, {scores.size}], got k={k}")
@@ -254,13 +265,14 @@ class NeighbourTiling:
     """DiCE's tile coding (App. A, Eq. (9)): one weight per block, V_i = mean of w_{i-width..i+width}.
 
     width ~ Uniform(`widths`) per bandit (Table 5 "Bandit Tiling Width Uniform([1, 2, 3])"). Eq. (9)
-    does not say what k out of range means: `edge="valid"` (default, dice.md A7) averages the weights
+    does not say what k out of range means: `edge="valid"` (default, the `bandit_edge` row of
+    docs/papers/dice.md#departures-from-the-paper) averages the weights
     that exist, so the update moves V_i by exactly lr*(g - V_i) everywhere; `edge="zero_pad"` keeps the
     printed 1/(2*width + 1), i.e. missing weights count as 0.
     """
 
     widths: tuple[int, ...] = (1, 2, 3)  # DiCE Table 5
-    edge: str = "valid"  # dice.md A7
+    edge: str = "valid"  # choice: docs/papers/dice.md#departures-from-the-paper
 
     def __post_init__(self):
         _check_choice("edge", self.edge, ("valid", "zero_pad"))
@@ -281,7 +293,8 @@ class NeighbourTiling:
 
 @dataclasses.dataclass(frozen=True)
 class OffsetTiling:
-    """GDI's tile codings (App. G, Eq. (13)), resolved as in gdi.md §2.6 / §8.1 #3.
+    """GDI's tile codings (App. G, Eq. (13)); docs/papers/gdi.md#departures-from-the-paper says how
+    we read Table 6's tiling entries.
 
     Each bandit has K ~ Uniform(`num_tilings`) tilings (Table 6 "Bandit Tiling Width Uniform([2, 3, 4])");
     tiling k has tiles of ta_k ~ Uniform(`tile_sizes`) blocks per dimension (Table 6 "Accuracy of Tile
@@ -335,7 +348,7 @@ class TileCodedBandit:
     - update with (x, g) (DiCE Eq. (10), GDI Eq. (14)): b = block(x), w_j += lr*(g - V_b) for the tiles j
       of b (V_b computed once, before the loop), N_b += 1. GDI's Eq. (14) finds x's tile in each tiling
       directly; snapping x to its block first makes the update move exactly the tiles V_b reads
-      (gdi.md §2.6), and N counts blocks, the N_i of Eq. (15) (gdi.md §8.1 #4);
+      (docs/papers/gdi.md#departures-from-the-paper), and N counts blocks, the N_i of Eq. (15);
     - score: `ucb_scores` over all blocks (DiCE Eq. (11), GDI Eq. (15));
     - candidates: mode `argmax` takes the top-d blocks (ties at random), mode `random` draws d distinct
       blocks with softmax(score) probabilities (the papers' "scores as logits without replacement").
@@ -387,7 +400,8 @@ class TileCodedBandit:
 class BanditEnsemble:
     """DiCE Algorithm 2 / GDI Algorithm 4: M tile-coded bandits on one grid.
 
-    Each bandit draws mode ~ U{argmax, random} (dice.md A21), lr ~ Uniform(learning_rates) and its
+    Each bandit draws mode ~ U{argmax, random} (uniform: our reading of DiCE Algorithm 2's
+    "Sample mode"), lr ~ Uniform(learning_rates) and its
     tile coding at construction; every episode each bandit offers d candidates and x is drawn uniformly
     from the M*d candidates; every bandit is updated with every (x, g).
     """
@@ -453,7 +467,8 @@ class BanditEnsemble:
 
     def propose_best(self) -> np.ndarray:
         """A point uniform inside the played block of best ensemble-mean value (no UCB term;
-        ties at random): DiCE's "best region" evaluation (dice.md A9), gdi.md §5's option. The
+        ties at random): DiCE's "best region" evaluation (§3.3, §4.1; our reading in
+        docs/papers/dice.md#departures-from-the-paper), an option for GDI. The
         paper samples from "the best region" the bandits have measured, so a block no game has
         played is never chosen; before the first game ends, the point is drawn as training
         draws it (`propose`)."""
@@ -506,11 +521,13 @@ class BanditPopulation:
     """LBC Algorithm 1 (population-based MAB, actor-wise) on one grid of arms.
 
     Bandit m keeps visit counts N_m (Eq. (22)) and return sums per arm, so its value is the empirical mean
-    return V_m = S_m / N_m (Eq. (23), read as (1/N) * sum R; the printed N * sum R is a typo, lbc.md §2.5).
+    return V_m = S_m / N_m (Eq. (23), read as (1/N) * sum R; the printed N * sum R is a typo,
+    docs/papers/lbc.md#errata).
     The M bandits differ only in their UCB coefficient c_m ~ U[ucb_range] (App. E.4.1). Each episode every
     bandit votes for its top-D arms by `ucb_scores` (Eq. (25); ties at random), the most-voted arm wins
     (ties uniform) and psi is drawn uniformly inside it (App. E.4.2). Every bandit is updated once with
-    (arm, G) (the second update printed in Algorithm 1 is a typo, lbc.md §2.5). After every
+    (arm, G) (the second update printed in Algorithm 1 is a typo, docs/papers/lbc.md#errata).
+    After every
     `replace_every`-th episode one bandit, chosen uniformly, is replaced by a fresh one with a new c and
     zero counts (App. E.4.4). `pick="softmax"` makes each bandit draw its D arms with softmax(score)
     probabilities instead (Sec. 4.2 samples the arm from softmax(Score); with M = D = 1 this is exactly
@@ -764,7 +781,8 @@ class _AxisController:
 
     def update(self, params: Mapping[str, Any], episode_return: float) -> None:
         """Learn from one finished episode run with `params` (as returned by `propose`) and its raw
-        undiscounted return G = sum of game rewards (dice.md A10, gdi.md §2.6, lbc.md §8 #8)."""
+        undiscounted return G = sum of game rewards (DiCE Algorithm 1 and GDI Algorithm 2
+        accumulate G <- G + r; LBC §4.2: "the undiscounted episodic returns")."""
         if not np.isfinite(episode_return):
             raise ValueError(f"episode_return must be finite, got {episode_return!r}")
         x = self.coordinates(params)
@@ -806,7 +824,7 @@ class DiceController(_AxisController):
     Defaults (DiCE Table 5): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, width ~ U{1, 2, 3}, d = 7 candidates,
     UCB scaling c = 1.0, value normalisation (z-score) on, search range 1/tau in [0, 50].
 
-    Readings (dice.md §2.6, A6, A7):
+    Readings (docs/papers/dice.md#departures-from-the-paper):
     - `space="log1p"` (default): the bandit works on x = log(1 + eta) over [0, ln 51] (Table 5's range
       through App. A's transform). `"inv_tau"`: x = eta on [0, 50]. `"exp_literal"`: x on [0, 50] with
       eta = e^x - 1. See `eta_axis`.
@@ -836,7 +854,8 @@ class DiceController(_AxisController):
         # eta_max: Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]"; num_bandits: "Num. Bandits 7";
         # num_candidates: "Num. Bandit Candidates 7"; ucb_scale: "Bandit UCB Scaling 1.0";
         # learning_rates: "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])";
-        # widths: "Bandit Tiling Width Uniform([1, 2, 3])"; num_blocks: choice, dice.md A6.
+        # widths: "Bandit Tiling Width Uniform([1, 2, 3])"; num_blocks: choice,
+        # docs/papers/dice.md#departures-from-the-paper.
         tiling = NeighbourTiling(tuple(widths), edge)
 
         def make(axes, rng):
@@ -869,7 +888,8 @@ class DiceController(_AxisController):
         UCB term; `BanditEnsemble.propose_best`).
 
         DiCE §3.3/§4.1: "each bandit provides one evaluation for each tau and the final evaluation is the
-        average of all bandits ... We use tau sampled from the best region"; best = argmax (dice.md A9).
+        average of all bandits ... We use tau sampled from the best region"; best = argmax (our
+        reading, docs/papers/dice.md#departures-from-the-paper).
         """
         (ensemble,) = self._selectors
         if not isinstance(ensemble, BanditEnsemble):
@@ -905,10 +925,10 @@ class GdiController(_AxisController):
     1/tau_2 in [0, 50] at accuracy 1.0 (50 blocks), eps in [0, 1] at accuracy 0.1 (10 blocks); tile
     codings per `OffsetTiling` (K ~ U{2,3,4} tilings of U{2,3,4} blocks, offsets U[0, 60] %).
 
-    Readings (gdi.md §2.6, §8.1):
+    Readings (docs/papers/gdi.md#departures-from-the-paper):
     - `space="log1p"` (default): x = log(1 + eta) over [0, ln 51] in 50 equal blocks; `"inv_tau"` and
       `"exp_literal"` as in `eta_axis`. eps is its own coordinate (App. G: x_3 = eps).
-    - `factorized=True` (default, gdi.md §8.1 #2): three independent 1-D ensembles (Algorithm 4 run per
+    - `factorized=True` (default): three independent 1-D ensembles (Algorithm 4 run per
       coordinate), each updated with (x_d, G). `factorized=False` is App. G literally: every bandit works
       on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all blocks.
     - UCB counts per block; z-score 0 when all values are equal; ties at random; x = r is the last block.
@@ -981,7 +1001,7 @@ class GdiController(_AxisController):
         return np.array([axis.to_coordinate(float(params[axis.name])) for axis in self.axes])
 
     def propose_best(self) -> Params:
-        """Evaluation option (gdi.md §5, DiCE's rule): each coordinate uniform inside its
+        """Evaluation option (DiCE's rule; GDI prints none): each coordinate uniform inside its
         ensemble's played block of best mean value (factorised: each coordinate's block has
         been played, by the games that ensemble learned from), or the best played 3-D block
         (joint); `BanditEnsemble.propose_best`."""
@@ -1014,7 +1034,8 @@ class GdiController(_AxisController):
 
 
 def normalised_weights(raw) -> np.ndarray:
-    """omega / sum(omega), and uniform weights when the draws sum to less than 1e-8 (lbc.md §2.5)."""
+    """omega / sum(omega), and uniform weights when the draws sum to less than 1e-8 (our reading
+    of LBC Table 3's omega_i in [0, 1], docs/papers/lbc.md#departures-from-the-paper)."""
     raw = np.asarray(raw, dtype=np.float64)
     total = raw.sum()
     return raw / total if total >= 1e-8 else np.full(raw.shape, 1.0 / raw.size)
@@ -1031,15 +1052,15 @@ class LbcController(_AxisController):
     Defaults (LBC Table 3): N = 3 policies, population of 7 bandits, c ~ U[0.5, 1.5], top-D with D = 4,
     replacement interval 50, range of tau_i [0, exp 4] at accuracy 0.2, omega_i in [0, 1] at accuracy 0.1.
 
-    Readings (lbc.md §2.5, §8):
-    - `eta_space="log1p"` (default, lbc.md §8 #2): the bandit works on x = log(1 + tau_i) over [0, 4] in
+    Readings (docs/papers/lbc.md#departures-from-the-paper):
+    - `eta_space="log1p"` (default): the bandit works on x = log(1 + tau_i) over [0, 4] in
       20 blocks of 0.2 (tau_i up to e^4 - 1 = 53.6, the GDI/DiCE coordinate). `"linear"` is the literal
       reading: tau_i on [0, e^4] at accuracy 0.2 (273 arms).
-    - `factorized=True` (default, lbc.md §8 #1): one population per coordinate (N eta populations and N
+    - `factorized=True` (default): one population per coordinate (N eta populations and N
       omega populations, each M = 7, D = 4, replacement 50), all updated with the same G.
       `factorized=False`: one population on the joint grid of all 2N coordinates (8,000,000 arms for the
       defaults; only practical for small grids).
-    - omega (lbc.md §8 #3): each omega_i is drawn by its own bandits, then normalised; all-zero draws
+    - omega: each omega_i is drawn by its own bandits, then normalised; all-zero draws
       give uniform omega. The bandits are credited with the unnormalised draws.
     - Scores: `standardise=True` is Eq. (25) (z-score over visited arms, unvisited z = 0); False is Eq.
       (24). `ucb_sum="all"` is Eqs. (24)-(25); `"others"` is Sec. 4.2's sum over j != k.

@@ -1,10 +1,10 @@
 """Per-episode behaviour selection on the actor (DiCE's eta, GDI's (eta1, eta2, eps), LBC's psi).
 
-DESIGN.md §5: at the start of each game, a meta-controller (`common.bandits`) picks the game's
-behaviour parameters for that environment (dice.md §2.6 / Algorithm 1, gdi.md §2.6, lbc.md
-§2.5); the actor acts with them for the whole game, stores them with every step (a sequence can
-cross a game boundary) and, when the game ends, feeds the raw game return back to the
-controller that chose them.
+At the start of each game, a meta-controller (`common.bandits`) picks the game's behaviour
+parameters for that environment (DiCE Algorithm 1, GDI Algorithms 2-3, LBC Algorithm 1); the
+actor acts with them for the whole game, stores them with every step (a sequence can cross a game
+boundary) and, when the game ends, feeds the raw game return back to the controller that chose
+them.
 
 A game, not a training episode: where a life loss ends training episodes (IMPALA's protocol),
 the parameters still last the whole game, because the return the controller learns from is the
@@ -17,10 +17,10 @@ it, so a restarted actor or a resumed run continues the bandits' statistics.
 
 The evaluator plays one of `EVALUATIONS` (`BehaviourSpec.evaluation`): "best" and "training"
 load actor 0's saved state and never update it ("best" draws each controller's best choice,
-`propose_best`, where the controller has one, e.g. DiCE's best region, dice.md A9; "training"
+`propose_best`, where the controller has one, e.g. DiCE's best region of §4.1; "training"
 draws as the actors do); "own" gives the evaluator controllers of its own that learn from the
-evaluation games and persist across rounds and restarts in their own file (gdi.md §5: evaluation
-actors "run their own bandit ensembles").
+evaluation games and persist across rounds and restarts in their own file (our reading of GDI
+§4.1's evaluation environments: docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
 """
 
 import dataclasses
@@ -42,8 +42,8 @@ class BehaviourSpec:
 
     `make_controller(seed=...)` builds one controller (the `common.bandits` controllers); `param_shapes` names the parameters that are
     stored with every step and their per-env shapes (float32), e.g. `{"eta": ()}` for DiCE.
-    `scope`: one controller per environment (Algorithm 1 builds the bandits inside each actor,
-    dice.md A8) or one shared by all environments of an actor process.
+    `scope`: one controller per environment (DiCE's Algorithm 1 builds the bandits inside each
+    actor) or one shared by all environments of an actor process.
     """
 
     make_controller: Callable[..., bandits.Controller]

@@ -1,5 +1,5 @@
-"""The R2D2-style learner DiCE, GDI and LBC share (dice.md §2.5 steps 1-2 and 9, gdi.md §2.5,
-lbc.md §2.6): sample-k items in, AdamW step out.
+"""The R2D2-style learner DiCE, GDI and LBC share (DiCE App. B, Algorithm 3; GDI App. F,
+Algorithms 2-3; LBC App. F, Algorithm 2): sample-k items in, AdamW step out.
 
 A paper supplies its loss on the trained part of the items; this module supplies the rest:
 - `unroll_trained`: burn-in from the stored LSTM state without gradient, then the trained steps
@@ -7,10 +7,12 @@ A paper supplies its loss on the trained part of the items; this module supplies
 - `trained_steps`: the per-step fields of the trained part (burn-in dropped);
 - `sample_k_replay`: its replay pattern;
 - `make_optimizer`: AdamW with linear warm-up then linear decay of the learning rate, weight
-  decay annealed linearly to 0, global-norm clip (dice.md Table 5, A17-A18; gdi.md Table 6;
-  lbc.md Table 3), both schedules ending at the run's frame budget;
-- `make_train_step`: one compiled step; `repeats` > 1 is dice.md A11's other reading of "sample
-  reuse" (several optimiser steps on each batch).
+  decay annealed linearly to 0, global-norm clip (DiCE Table 5, GDI Table 6, LBC Table 3), both
+  schedules ending at the run's frame budget (the horizon and the decay's form are ours:
+  docs/papers/dice.md#departures-from-the-paper);
+- `make_train_step`: one compiled step; `repeats` > 1 is the other reading of "sample reuse"
+  (several optimiser steps on each batch, `reuse_mode=repeat`;
+  docs/papers/dice.md#departures-from-the-paper).
 
 The config is any paper config with the fields `learning_rate, warmup_steps, weight_decay,
 adam_beta1, adam_beta2, adam_epsilon, max_grad_norm, burn_in, times_sampled, reuse_mode,
@@ -33,7 +35,8 @@ UNROLL_INPUTS = ("observation", "prev_action", "prev_reward", "reset")
 
 
 def sample_k_replay(config) -> patterns.SampleK:
-    """The replay of the burn-in learner (dice.md §5, gdi.md §5, lbc.md §5): uniform, each
+    """The replay of the burn-in learner ("we train each sample twice": DiCE §4.1, GDI §4.1, LBC
+    App. H.1; uniform sampling is ours, docs/papers/dice.md#departures-from-the-paper): each
     item of burn-in + sequence + 1 steps sampled `times_sampled` times ("sample reuse"), or once
     when each batch is trained on `times_sampled` times instead (reuse_mode=repeat)."""
     pattern = patterns.SampleK(

@@ -548,7 +548,8 @@ def forwarded_argv(
 
 
 def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.FLAGS) -> None:
-    """Every variant with every seed as a subprocess, then one table and plot (DESIGN.md §7)."""
+    """Every variant with every seed as a subprocess, then one table and plot
+    (`common.ablation_runner`; docs/architecture.md#comparing-papers)."""
     from common import ablation_runner
     from common import envs
 

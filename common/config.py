@@ -25,9 +25,10 @@ REWARD_TRANSFORMS = (
     "value_rescaling",
 )
 # common.returns.retrace: "expected" bootstraps on E_pi Q(x', .) (Munos et al., Reactor),
-# "sampled" on Q(x', a') (as printed in DiCE, GDI, LBC); DESIGN.md §3.
+# "sampled" on Q(x', a') (as printed in DiCE Eq. (2), GDI Eq. (3), LBC App. B.3);
+# docs/architecture.md#conventions.
 RETRACE_FORMS = ("expected", "sampled")
-# common.critics.dueling_q: Q from V and A (dice.md A4).
+# common.critics.dueling_q: Q from V and A ("policy_mean" is GDI Eq. (9), "none" DiCE §3.1).
 Q_CENTERINGS = ("policy_mean", "policy_mean_grad", "none", "uniform_mean")
 # Keys of common.networks.TORSOS; the Atari papers' convolutional ones first.
 TORSOS = ("deep", "shallow", "nature", "minatar", "mlp")
@@ -108,8 +109,9 @@ class ProcessSettings:
         check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
 
 
-# How the burn-in learner of DiCE, GDI and LBC reads "sample reuse k" (dice.md A11): each item
-# sampled k times, or each batch trained on k times; and where a behaviour controller lives.
+# How the burn-in learner of DiCE, GDI and LBC reads "sample reuse k" (the `reuse_mode` row of
+# docs/papers/dice.md#departures-from-the-paper): each item sampled k times, or each batch trained
+# on k times; and where a behaviour controller lives.
 REUSE_MODES = ("replay", "repeat")
 CONTROLLER_SCOPES = ("per_env", "global")
 # How `common.dynamics` scores the forward-dynamics prediction (GDI, LBC).
@@ -126,7 +128,8 @@ class BurnInLearnerSettings:
 
     def check_burn_in_learner(self, schedule_source: str) -> None:
         """Raises ValueError naming the first shared field whose value is not allowed;
-        `schedule_source` cites where the schedules' horizon is defined (e.g. "dice.md A18")."""
+        `schedule_source` cites where the schedules' horizon is defined (e.g.
+        "docs/papers/dice.md#departures-from-the-paper")."""
         self.check_process_settings()
         for name, allowed in (
             ("network", TORSOS),
@@ -220,7 +223,8 @@ class BurnInLearnerSettings:
 
     @property
     def item_length(self) -> int:
-        """Steps per replay item: burn-in + trained steps + 1 bootstrap step (dice.md A15)."""
+        """Steps per replay item: burn-in + trained steps + 1 bootstrap step (DiCE Table 5's
+        "Burn-in", "Seq-length" and "Bootstrap")."""
         return self.burn_in + self.sequence_length + 1
 
     @property
@@ -233,16 +237,18 @@ class BurnInLearnerSettings:
 
     @property
     def frames_per_learner_step(self) -> int:
-        """New environment frames per learner step (dice.md §4.3: 10,240 for Table 5). A batch
-        trains batch x length steps; with reuse_mode=replay each step is in `times_sampled`
-        batches, with repeat a batch is new data trained `times_sampled` times in one step."""
+        """New environment frames per learner step (64 x 80 x 4 / 2 = 10,240 for DiCE Table 5).
+        A batch trains batch x length steps; with reuse_mode=replay each step is in
+        `times_sampled` batches, with repeat a batch is new data trained `times_sampled` times in
+        one step."""
         frames = self.batch_size * self.sequence_length * self.frames_per_step
         return frames // self.times_sampled if self.reuse_mode == "replay" else frames
 
     @property
     def gradient_updates(self) -> int:
         """Optimiser updates in --total_frames: the horizon of the lr / weight-decay schedules
-        (dice.md A18: 200M / 4 x 2 / (64 x 80) = 19,531 for Table 5)."""
+        (200M / 4 x 2 / (64 x 80) = 19,531 for DiCE Table 5;
+        docs/papers/dice.md#departures-from-the-paper)."""
         new_frames_per_update = self.batch_size * self.sequence_length * self.frames_per_step
         return max(1, self.total_frames * self.times_sampled // new_frames_per_update)
 

@@ -1,9 +1,10 @@
 """The dueling V/A critic of DiCE, GDI and LBC: Q from V and A, V-trace for V, Retrace for Q.
 
 One network's heads give V(x_t) and A(x_t, .). With a target policy pi (DiCE: softmax(eta A)),
-the learner (dice.md §2.5 steps 4-8; gdi.md §2.5 and lbc.md §2.6 per network) computes
+the learner (DiCE App. B, Algorithm 3; GDI Algorithms 2-3 and LBC Algorithm 2, per network)
+computes
 
-    Q(x_t, .)  = V(x_t) + A(x_t, .) − centre_t              (Q_CENTERINGS, dice.md A4)
+    Q(x_t, .)  = V(x_t) + A(x_t, .) − centre_t              (Q_CENTERINGS, GDI Eq. (9))
     rho_t, c_t = min(pi(a_t|x_t) / mu(a_t|x_t), rho_bar / c_bar)
     v_s        = V-trace targets of V (Eq. (4)), Â_t = rho_t (r_t + gamma_t v_{t+1} − V(x_t))
     G_t        = Retrace targets of Q(x_t, a_t) (DiCE Eq. (2), GDI Eq. (3); `form` sampled or
@@ -22,8 +23,8 @@ from common import returns
 from common import sequences
 from common.config import Q_CENTERINGS
 
-# Q_CENTERINGS: "policy_mean": Q = V + A − sum_k sg(pi(k)) A(k), so that E_pi Q = V (GDI Eq. (9),
-# dice.md A4), the Q loss reaching A only through the A(k) terms; "policy_mean_grad": the same
+# Q_CENTERINGS: "policy_mean": Q = V + A − sum_k sg(pi(k)) A(k), so that E_pi Q = V (GDI Eq. (9)),
+# the Q loss reaching A only through the A(k) terms; "policy_mean_grad": the same
 # value with the gradient through pi as well (when pi is a function of A, as every target policy
 # here is, the centre is differentiated whole, as the dueling network's mean is); "none":
 # Q = V + A (DiCE's text, literally); "uniform_mean": Q = V + A − mean_k A(k) (the dueling

@@ -1,6 +1,6 @@
 """Categorical return distributions: support, projection, distributional Retrace, cross-entropy.
 
-Implements Reactor (Gruslys et al., 2018) §3.2, spec `reactor.md` §2.3-§2.5:
+Implements Reactor (Gruslys et al., 2018) §3.2 and Eq. (12):
 
 - `make_support`: the fixed uniform grid z_i = v_min + i * dz of Eq. (5).
 - `categorical_projection`: the linear-interpolation kernel h_{z_i}(x) (Eq. G), i.e. the C51
@@ -22,8 +22,8 @@ import tensorflow as tf
 def make_support(num_atoms: int = 51, v_min: float = -10.0, v_max: float = 10.0) -> tf.Tensor:
     """Returns the uniform grid z_i = v_min + i (v_max - v_min) / (N - 1), i = 0..N-1 (Eq. (5)), `[N]`.
 
-    Defaults: the Reactor paper does not state N, v_min, v_max; reactor.md §4.3 / §8.1 choose
-    C51's N = 51 on [-10, 10] (rewards are clipped to [-1, 1]).
+    Defaults: the Reactor paper does not state N, v_min, v_max; we use C51's N = 51 on [-10, 10]
+    (rewards are clipped to [-1, 1]; docs/papers/reactor.md#departures-from-the-paper).
     """
     if not isinstance(num_atoms, (int, np.integer)) or num_atoms < 2:
         raise ValueError(f"num_atoms must be an integer >= 2, got {num_atoms!r}")
@@ -35,7 +35,7 @@ def make_support(num_atoms: int = 51, v_min: float = -10.0, v_max: float = 10.0)
 
 
 def categorical_projection(values, probs, support) -> tf.Tensor:
-    """Projects sum_j probs_j * delta(values_j) onto the grid `support` (reactor.md §2.3, Eq. G).
+    """Projects sum_j probs_j * delta(values_j) onto the grid `support` (Reactor §3.2's kernel h).
 
     Output atom i receives sum_j probs_j * h_{z_i}(values_j), where h is the triangular kernel
         h_{z_i}(x) = max(0, 1 - |clip(x, v_min, v_max) - z_i| / dz),
@@ -83,26 +83,28 @@ def distributional_retrace_target(
     rewards,
     discounts,
     support,
-    lambda_: float = 1.0,  # reactor.md §4.1: lambda = 1 in the 57-game runs
+    lambda_: float = 1.0,  # Reactor §4.1: lambda = 1 in the 57-game runs
 ) -> tf.Tensor:
-    """Distributional Retrace target q*(x_t, a_t) for t = 0..T-1 (reactor.md §2.5, Eq. F).
+    """Distributional Retrace target q*(x_t, a_t) for t = 0..T-1 (Reactor §3.2).
 
         q*_i(x_t, a_t) = sum_{n>=1} sum_a alpha_{n,a} sum_j q_j(x_{t+n}, a) h_{z_i}(z^n_j),
         z^n_j          = sum_{k<n} Gamma_{t,k} r_{t+k} + Gamma_{t,n} z_j,   Gamma_{t,k} = prod_{m<k} gamma_{t+m},
         alpha_{n,a}    = (c_{t+1} ... c_{t+n-1}) (pi(a|x_{t+n}) - 1[a = a_{t+n}] c_{t+n}),
         c_s            = lambda * min(1, pi(a_s|x_s) / mu(a_s|x_s))              (Eq. 4).
 
-    The sequence is truncated at x_T by setting c_T := 0 (reactor.md §2.2), so the alpha sum to 1
-    and every row of the target has total mass 1. Each n-step backup is projected separately
-    (exact form; not the recursive "project every step" variant, reactor.md §2.5 trap). Because the
-    projection is linear in the masses, the actions are mixed first and each (t, n) is projected
-    once: the work is a [T, T, B, N, N] kernel (10.6M floats for Reactor's T = 32, B = 4, N = 51).
-    Negative masses are kept: their expectation over mu is a proper distribution (§2.5).
-    Episode ends: `discounts` is 0 on a terminal transition, so all later backups collapse onto the
-    accumulated return; no other masking is needed (reactor.md §2.2).
+    The sequence is truncated at x_T by setting c_T := 0 (Eq. (3) truncated at T), so the alpha sum
+    to 1 and every row of the target has total mass 1. Each n-step backup is projected separately
+    (exact form; not the recursive "project every step" variant, a different algorithm that
+    re-projects projected distributions). Because the projection is linear in the masses, the
+    actions are mixed first and each (t, n) is projected once: the work is a [T, T, B, N, N] kernel
+    (10.6M floats for Reactor's T = 32, B = 4, N = 51). Negative masses are kept: their expectation
+    over mu is a proper distribution (§3.2). Episode ends: `discounts` is 0 on a terminal
+    transition, so all later backups collapse onto the accumulated return; no other masking is
+    needed.
 
     The paper prints q_j(x_{t+n}, a_{t+n}) inside the sum; this uses q_j(x_{t+n}, a), the reading
-    under which the target's mean is the Retrace target (reactor.md §2.5 typo note, Test 6).
+    under which the target's mean is the Retrace target (docs/papers/reactor.md#errata; Test 6 in
+    docs/papers/reactor.md#worked-test-numbers).
 
     The arguments are those of `common.returns.retrace` (form="expected") with distributions in
     place of Q-values, so the mean of this target equals `retrace` on q_probs @ support when no
@@ -112,7 +114,7 @@ def distributional_retrace_target(
       q_probs: `[T+1, B, A, N]` q(x_t, .), the target network's return distributions; row 0 is
         not used (the target replaces q(x_0, a_0) rather than bootstrapping from it).
       target_probs: `[T+1, B, A]` pi(.|x_t), the policy the traces evaluate (Reactor: the target
-        network's, reactor.md §8.5); row 0 is not used.
+        network's, the one unrolled over frames 2-33, §3.4); row 0 is not used.
       actions: `[T+1, B]` integer actions a_t ~ mu; a_0 and a_T are not used.
       log_rhos: `[T, B]` log pi(a_t|x_t) - log mu(a_t|x_t), with mu stored in replay; log_rhos[0]
         is not used.
@@ -193,7 +195,7 @@ def distributional_retrace_target(
 
 
 def categorical_cross_entropy(target_distribution, logits) -> tf.Tensor:
-    """Per-element loss L = -sum_i stop_gradient(q*_i) log softmax(logits)_i (reactor.md §2.5).
+    """Per-element loss L = -sum_i stop_gradient(q*_i) log softmax(logits)_i (Reactor §3.2).
 
     Its gradient is Eq. (12), -sum_i q*_i grad log q_i, i.e. softmax(logits) - q* w.r.t. the
     logits when q* sums to 1. Cross-entropy rather than KL: the signed target q* has no log, and
@@ -206,7 +208,7 @@ def categorical_cross_entropy(target_distribution, logits) -> tf.Tensor:
 
     Returns:
       `[...]` unreduced loss; the caller applies IS weights and the reduction (Reactor: mean over
-      steps and sequences, reactor.md §8.20).
+      steps and sequences, docs/papers/reactor.md#departures-from-the-paper).
     """
     target_distribution = tf.stop_gradient(tf.cast(target_distribution, tf.float32))
     logits = tf.cast(logits, tf.float32)

@@ -1,11 +1,13 @@
 """Auxiliary forward and inverse dynamics tasks on a network's torso embeddings (GDI Table 6
-"Auxiliary Forward Dynamic Task Yes", "Auxiliary Inverse Dynamic Task Yes"; LBC lists the same).
+"Auxiliary Forward Dynamic Task Yes", "Auxiliary Inverse Dynamic Task Yes"; LBC Table 3 lists the
+same).
 
-The papers name the tasks only; the specs fix their form [CHOICE], which this module follows:
+The papers name the tasks only; their form is our choice
+(docs/papers/gdi.md#departures-from-the-paper, docs/papers/lbc.md#departures-from-the-paper):
 - inverse dynamics: an MLP of [e_t, e_{t+1}] gives logits of a_t; cross-entropy with a_t;
 - forward dynamics: an MLP of [e_t, one-hot a_t] predicts e_{t+1}, scored by
-  ½‖ê_{t+1} − sg(e_{t+1})‖² (`half_sum_squares`, gdi.md §3) or by the mean over the D features of
-  (ê_{t+1} − sg(e_{t+1}))² (`mse`, lbc.md §3): the same direction, D/2 times smaller.
+  ½‖ê_{t+1} − sg(e_{t+1})‖² (`half_sum_squares`, GDI's) or by the mean over the D features of
+  (ê_{t+1} − sg(e_{t+1}))² (`mse`, LBC's): the same direction, D/2 times smaller.
 Each is summed over the transitions (t, t+1) between real steps of one episode and divided by
 the number of real steps t, the denominator of the RL losses: a batch's mean is then exactly
 the weighted sum of its slices' means (`common.burn_in_learning`'s micro-batches). The heads are
@@ -29,7 +31,7 @@ def _mlp(hidden: int, outputs: int, inputs: int) -> tf.keras.Sequential:
 
 
 class DynamicsHeads(tf.keras.Model):
-    """The two auxiliary heads of one network (gdi.md §3: hidden size 256)."""
+    """The two auxiliary heads of one network; `hidden` = 256 is our choice (GDI's torso width)."""
 
     def __init__(
         self,

@@ -19,23 +19,24 @@ Two Atari backends produce the same frames:
 - `"gym"`: gymnasium's `AtariPreprocessing` + `FrameStackObservation` over `ALE/<Game>-v5`, one
   Python env per batch entry. It is the reference the vector backend is tested against.
 
-Both always max-pool the last 2 raw frames of each action repeat and convert to grayscale: every
-protocol here asks for exactly that (impala.md Table G.1, dice.md Table 5, gdi.md Table 5,
-lbc.md Table 3). Frames are stacked with zero padding after a reset (the C++ env's behaviour; the
-gym backend is configured to match).
+Both always max-pool the last 2 raw frames of each action repeat and convert to grayscale, as every
+protocol here does (IMPALA Table G.1 prints both; DiCE Table 5, GDI Table 5 and LBC Table 3 print
+grayscale, and the max-pool is the DQN / Agent57 processing they follow:
+docs/papers/gdi.md#departures-from-the-paper). Frames are stacked with zero padding after a reset
+(the C++ env's behaviour; the gym backend is configured to match).
 
 Life loss and reward clipping are applied in Python on top of either backend, identically: the
 emulator only resets at game over or at the episode cap, so an IMPALA "episode" that ends on a
 lost life continues with the next life's frames, and `episode_return` is always the whole game's
 raw score (the number the papers report).
 
-Where a game ends (game over or the episode cap), `StepResult.final_observation` is the frame
-stack it ended on, which a truncated episode bootstraps from (DESIGN §3); `observation` is then the
-next game's first.
+Where a game ends (game over or the episode cap), `StepResult.final_observation` is the frame stack
+it ended on, which a truncated episode bootstraps from (docs/architecture.md#conventions);
+`observation` is then the next game's first.
 
 Where the backends differ (both documented in `tests/common/test_envs.py`):
 - No-op starts: the C++ env draws 0..noop_max-1 raw frames from its own generator,
-  `AtariPreprocessing` draws 1..noop_max (the papers' convention, e.g. impala.md §4.3 "[1, 30]")
+  `AtariPreprocessing` draws 1..noop_max (the papers' convention, e.g. IMPALA §5.3.2's "[1, 30]")
   from the env's `np_random`. Actors use the fast C++ batch, evaluators the exact gym path
   (`common.acting`). With `noop_max=0` and no sticky actions the two backends are
   frame-identical.
@@ -85,24 +86,24 @@ PROTOCOLS: dict[str, AtariProtocol] = {
         frame_skip=4,  # Table G.1 "Action repetitions 4"
         screen_size=84,  # Table G.1 "84 x 84"
         frame_stack=4,  # Table G.1 "Frame stacking 4"
-        noop_max=30,  # §4.3: evaluation starts with up to 30 no-ops; A18: used in training too
-        repeat_action_probability=0.0,  # A18: no sticky actions
-        full_action_space=False,  # §3.5: experts use the game's minimal action set
+        noop_max=30,  # §5.3.2: evaluation starts with up to 30 no-ops; training too (ours)
+        repeat_action_probability=0.0,  # choice: no sticky actions (none mentioned)
+        full_action_space=False,  # App. G: only the multi-task agent uses the full set
         terminal_on_life_loss=True,  # Table G.1 "End of episode when life lost: yes"
         reward_clip=1.0,  # Table G.1 "Reward clipping [-1, 1]"
-        max_episode_frames=108_000,  # A18 [conv]: 30 minutes of play
+        max_episode_frames=108_000,  # choice: 30 minutes of play (not stated)
     ),
     "dice_gdi_lbc": AtariProtocol(
         name="dice_gdi_lbc",
-        frame_skip=4,  # dice.md Table 5, gdi.md Table 5, lbc.md Table 3: action repeats 4
+        frame_skip=4,  # DiCE Table 5, GDI Table 5, LBC Table 3: action repeats 4
         screen_size=84,  # same tables: image size (84, 84)
         frame_stack=4,  # same tables: frame stacks 4
         noop_max=30,  # same tables: random no-ops 30
-        repeat_action_probability=0.0,  # gdi.md Table 5, lbc.md Table 3; dice.md A2
-        full_action_space=True,  # gdi.md Table 5, lbc.md Table 3: full (18 actions)
-        terminal_on_life_loss=False,  # dice.md Table 5 "No"; gdi, lbc: life info "Not allowed"
+        repeat_action_probability=0.0,  # GDI Table 5, LBC Table 3; DiCE does not say
+        full_action_space=True,  # DiCE Table 5, GDI Table 5, LBC Table 3: full (18 actions)
+        terminal_on_life_loss=False,  # DiCE Table 5 "No"; GDI, LBC: life information "Not allowed"
         reward_clip=None,  # "Reward Clip: No": the learners shape raw rewards themselves
-        max_episode_frames=108_000,  # dice.md A2, lbc.md §4.1 (30 min); GDI App. H says 100K
+        max_episode_frames=108_000,  # LBC Table 3 (30 min); DiCE silent; GDI App. H says 100K
     ),
 }
 
@@ -169,7 +170,8 @@ class StepResult(NamedTuple):
 
     observation: np.ndarray  # [B, ...]
     # [B, ...]; where a game ended, the observation it ended on (before the auto-reset), which a
-    # truncated episode bootstraps from (DESIGN §3); elsewhere the same as `observation`.
+    # truncated episode bootstraps from (docs/architecture.md#conventions); elsewhere the same as
+    # `observation`.
     final_observation: np.ndarray
     reward: np.ndarray  # float32, processed by the protocol (e.g. clipped)
     raw_reward: np.ndarray  # float32, the game's reward
@@ -701,8 +703,8 @@ def make_env(
 
 
 def frames_per_step(env: str, protocol: str | AtariProtocol = "impala") -> int:
-    """Environment frames one agent step consumes: the protocol's action repeat on Atari
-    (frames count action repeats, impala.md §5.4), 1 on CartPole and on MinAtar (no frame skip,
+    """Environment frames one agent step consumes: the protocol's action repeat on Atari (frames
+    count action repeats, as IMPALA Table 1 does), 1 on CartPole and on MinAtar (no frame skip,
     `MinAtarProtocol.frame_skip`)."""
     family = env_family(env)
     if family == "cartpole":

@@ -1,6 +1,6 @@
 """Processes of one run: embedded Reverb, the actor fleet, the learner and the evaluator.
 
-`run(experiment, role, replay_address)` (DESIGN.md §2):
+`run(experiment, role, replay_address)` (docs/architecture.md#processes-and-roles-commonlaunchpy):
 
 | role      | this process                                  | children (spawned)        |
 |-----------|-----------------------------------------------|---------------------------|

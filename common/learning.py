@@ -1,14 +1,14 @@
 """The learner loop: Reverb -> compiled train step -> priorities, publish params, checkpoint, log.
 
-Generic over papers (DESIGN.md §2, §6). A paper supplies `LearnerParts`: its compiled
-`train_step(batch, frames) -> stats`, everything a resume needs (`checkpointables`: networks,
-target networks, optimizers) and the variables its actors act with (`acting_variables`, the only
-ones published). This module samples batches of the agent's replay pattern (`common.patterns`)
-outside the compiled function (Reverb ops cannot be XLA-compiled), counts steps and frames,
-writes back the priorities a train step returns, publishes the acting weights every
-`publish_interval` steps (optionally `publish_lag` steps old), writes `tf.train.CheckpointManager`
-checkpoints (and Reverb checkpoints of replay whose contents matter) periodically and at
-shutdown, and logs TensorBoard scalars, `episodes.csv` and a console line.
+Generic over papers (docs/architecture.md#the-learner-learner-side). A paper supplies
+`LearnerParts`: its compiled `train_step(batch, frames) -> stats`, everything a resume needs
+(`checkpointables`: networks, target networks, optimizers) and the variables its actors act with
+(`acting_variables`, the only ones published). This module samples batches of the agent's replay
+pattern (`common.patterns`) outside the compiled function (Reverb ops cannot be XLA-compiled),
+counts steps and frames, writes back the priorities a train step returns, publishes the acting
+weights every `publish_interval` steps (optionally `publish_lag` steps old), writes
+`tf.train.CheckpointManager` checkpoints (and Reverb checkpoints of replay whose contents matter)
+periodically and at shutdown, and logs TensorBoard scalars, `episodes.csv` and a console line.
 
 The batch a train step receives (`batch`): the item's steps, time-major `[L, B, ...]`; `core_state`
 (the stored recurrent state at each item's first step, `[B, ...]`) when the agent has one;
@@ -81,7 +81,7 @@ class LearnerSettings:
     frames_per_batch: int  # environment frames one train step consumes
     batch_size: int
     publish_interval: int = 1  # learner steps between parameter publications
-    # IMPALA App. E.1 (impala.md §6.2): actors act with weights this many learner steps old.
+    # IMPALA App. E.1: actors act with weights this many learner steps old.
     publish_lag: int = 0
     checkpoint_interval_s: float = 300.0
     log_interval_s: float = 10.0

@@ -1,6 +1,7 @@
 """Score normalisation for Atari-57 and DMLab-30: HNS, capped HNS, HWRNS, SABER, HWRB (numpy only).
 
-Definitions (all in percent, G = agent score; gdi.md §6.3 = GDI Table 4, dice.md §6.1, impala.md §2.13):
+Definitions (all in percent, G = agent score; GDI Table 4, DiCE §4.2's footnote 2, IMPALA §5.3.1
+and App. B):
 
 | metric       | formula                                          | source                                  |
 |--------------|--------------------------------------------------|-----------------------------------------|
@@ -13,12 +14,12 @@ Definitions (all in percent, G = agent score; gdi.md §6.3 = GDI Table 4, dice.m
 The papers do not all normalise with the same reference scores, so every reference table is a named
 `Normaliser`, and every aggregate says which one it used:
 
-* `agent57` (default): the Atari-57 table that DiCE App. D, GDI Tables 8 and 12 and LBC Tables 4 and 8
-  print, with the two human scores DiCE and GDI actually used (Crazy Climber 35829.4, Time Pilot 5229.1;
-  dice.md §7, gdi.md §6.4). Reproduces DiCE, GDI, the IMPALA / Rainbow / Agent57 / MuZero / Go-Explore
-  rows GDI recomputes, and IMPALA's own Atari medians.
+* `agent57` (default): the Atari-57 table that DiCE App. D, GDI Tables 8 and 12 and LBC Tables 4 and
+  8 print, with the two human scores DiCE and GDI actually used (Crazy Climber 35829.4, Time Pilot
+  5229.1; docs/papers/dice.md#errata, docs/papers/gdi.md#errata). Reproduces DiCE, GDI, the IMPALA /
+  Rainbow / Agent57 / MuZero / Go-Explore rows GDI recomputes, and IMPALA's own Atari medians.
 * `agent57_lbc`: the same table exactly as printed (Crazy Climber 36829.4, Time Pilot 5229.2), which
-  LBC's aggregates use (lbc.md §7.1).
+  LBC's aggregates use (LBC Test 14 in docs/papers/lbc.md#worked-test-numbers).
 * `reactor_noop`: Reactor Table 5 random / human, an older table that differs in 8 games; no records.
   Reproduces Reactor Table 2's medians.
 * `dmlab30`: IMPALA Table B.1 DMLab-30 random / human; no records. Reproduces Table B.1 to 0.1 pp.
@@ -36,9 +37,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-# gdi.md §6.3: SABER caps the world-record-normalised score at 200%.
+# GDI Table 4, DiCE §4.2's footnote 2: SABER caps the world-record-normalised score at 200%.
 SABER_CAP = 200.0
-# impala.md §2.13: the mean capped HNS caps each game at 100% (above only).
+# IMPALA §5.3.1 and App. B: the mean capped HNS caps each game at 100% (above only).
 HNS_CAP = 100.0
 
 # game: (random, average human, human world record), as printed in DiCE App. D, GDI Table 8 (random,
@@ -105,12 +106,13 @@ _ATARI57_AS_PRINTED = {
 }
 
 # The human scores DiCE and GDI used, which differ from their printed tables: only these reproduce
-# their per-game HNS columns and their mean HNS (dice.md §7 "Known table quirks", gdi.md §6.4 ERRATUM).
+# their per-game HNS columns and their mean HNS (docs/papers/dice.md#errata,
+# docs/papers/gdi.md#errata).
 _DICE_GDI_HUMAN = {"crazy_climber": 35829.4, "time_pilot": 5229.1}
 
 # Reactor Table 5 (30 random no-op starts) prints the older DQN-era random / human scores; they differ
-# from the Agent57 table in these games only (reactor.md §6.5; its Crazy Climber human is 35829.4 and
-# its Time Pilot human 5229.2 as in the printed Agent57 table).
+# from the Agent57 table in these games only (its Crazy Climber human is 35829.4 and its Time Pilot
+# human 5229.2, as in the printed Agent57 table).
 _REACTOR_RANDOM_HUMAN = {
     "alien": (227.8, 7127.7),
     "asteroids": (719.1, 47388.7),
@@ -122,7 +124,7 @@ _REACTOR_RANDOM_HUMAN = {
     "video_pinball": (16256.9, 17667.9),
 }
 
-# level: (random, human), IMPALA Table B.1 (impala.md §7.1), with the official DMLab-30 level names
+# level: (random, human), IMPALA Table B.1, with the official DMLab-30 level names
 # (the paper prints "lasertag_three_oponents_large" and "pyschlab_*"; both spellings are accepted).
 _DMLAB30_RANDOM_HUMAN = {
     "rooms_collect_good_objects_test": (0.1, 10.0),
@@ -296,7 +298,7 @@ def _percent_of_range(score, low: float, high: float):
 
 
 def human_normalized_score(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
-    """HNS in percent, 100 (G - random) / (human - random) (gdi.md §6.3; impala.md §2.13).
+    """HNS in percent, 100 (G - random) / (human - random) (GDI Table 4; IMPALA App. B).
 
     `score` may be a number or an array of scores (e.g. a learning curve).
     """
@@ -308,14 +310,14 @@ def human_normalized_score(game: str, score, normaliser: str | Normaliser = DEFA
 def capped_human_normalized_score(
     game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
 ):
-    """min(100, HNS) in percent: capped above only, no floor (IMPALA App. B, impala.md §2.13)."""
+    """min(100, HNS) in percent: capped above only, no floor (IMPALA App. B)."""
     return np.minimum(HNS_CAP, human_normalized_score(game, score, normaliser))
 
 
 def world_record_normalized_score(
     game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
 ):
-    """HWRNS in percent, 100 (G - random) / (world record - random) (GDI Table 4, gdi.md §6.3)."""
+    """HWRNS in percent, 100 (G - random) / (world record - random) (GDI Table 4)."""
     table = get_normaliser(normaliser)
     record = table.record(game)
     return _percent_of_range(score, table.random[table.game(game)], record)
@@ -329,7 +331,8 @@ def saber(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
 def breaks_world_record(
     game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
 ) -> bool:
-    """G >= human world record: one HWRB (GDI Table 4; LBC counts ties, e.g. Breakout 864, lbc.md T14)."""
+    """G >= human world record: one HWRB (GDI Table 4; LBC counts ties, e.g. Breakout 864: LBC
+    Test 14 in docs/papers/lbc.md#worked-test-numbers)."""
     return bool(score >= get_normaliser(normaliser).record(game))
 
 

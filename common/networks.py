@@ -1,13 +1,13 @@
-"""IMPALA's networks (impala.md §3): torsos, the LSTM core with its reset mask, and the heads.
+"""IMPALA's networks (§5, Fig. 3): torsos, the LSTM core with its reset mask, and the heads.
 
 `ActorCriticNet` serves both sides of the actor-learner split with the same weights:
 - `step`: one time step for a batch of envs (actors);
-- `unroll`: T steps (learner). The torso runs once on the time-folded batch [T*B, ...]
-  (impala.md §3.3, "apply the CNN to [T·B, H, W, C]"), the LSTM steps over T with `tf.scan`,
-  zeroing its state where an episode starts.
+- `unroll`: T steps (learner). The torso runs once on the time-folded batch [T*B, ...] (IMPALA §3.1:
+  the convolutional network runs on all inputs in parallel, time folded into batch), the LSTM steps
+  over T with `tf.scan`, zeroing its state where an episode starts.
 
-Everything is channels-last (NHWC), the layout CPU convolutions want; Atari frames arrive as
-uint8 and are scaled by 1/255 inside the torso (§3.1).
+Everything is channels-last (NHWC), the layout CPU convolutions want; Atari frames arrive as uint8
+and are scaled by 1/255 inside the torso (a choice: the papers do not give the scaling).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def build_in_precision(precision: str, build: Callable[[], _Built]) -> _Built:
 
 
 def _kernel_initializer() -> tf.keras.initializers.Initializer:
-    # A23 [conv]: truncated normal with std 1/sqrt(fan_in) (Sonnet-1's default), zero biases.
+    # choice (no paper gives an initialisation): truncated normal with std 1/sqrt(fan_in)
+    # (Sonnet-1's default), zero biases.
     # A fresh instance per layer: Keras repeats the values of a reused unseeded initializer.
     return tf.keras.initializers.VarianceScaling(1.0, "fan_in", "truncated_normal")
 
@@ -61,7 +62,7 @@ def _dense(units: int, activation: str | None = None) -> tf.keras.layers.Dense:
 
 
 def _scale_frames(frames: tf.Tensor) -> tf.Tensor:
-    """uint8 pixels -> float32 in [0, 1] (§3.1 [conv: /255])."""
+    """uint8 pixels -> float32 in [0, 1] (choice: /255)."""
     return tf.cast(frames, tf.float32) / 255.0
 
 
@@ -96,17 +97,20 @@ class ConvTorso(tf.keras.layers.Layer):
 
 
 class ShallowTorso(ConvTorso):
-    """§3.1 shallow torso (A3C's feed-forward net): conv 8x8/4 16, conv 4x4/2 32 (VALID), FC 256.
+    """IMPALA's shallow torso (Fig. 3 left; A3C's feed-forward net): conv 8x8/4 16, conv 4x4/2 32
+    (VALID), FC 256.
 
-    VALID padding is what reproduces the caption's 1.2M parameters (§3.4).
+    VALID padding is what reproduces the caption's 1.2M parameters (Test 14 in
+    docs/papers/impala.md#worked-test-numbers).
     """
 
-    def __init__(self, output_units: int = 256, **kwargs):  # §3.1: FC 256
-        super().__init__([(16, 8, 4), (32, 4, 2)], output_units, **kwargs)  # §3.1
+    def __init__(self, output_units: int = 256, **kwargs):  # Fig. 3 (left): FC 256
+        super().__init__([(16, 8, 4), (32, 4, 2)], output_units, **kwargs)  # Fig. 3 (left)
 
 
 class ResidualBlock(tf.keras.layers.Layer):
-    """§3.2 pre-activation residual block: x + conv(relu(conv(relu(x)))), 3x3 SAME convs."""
+    """IMPALA's pre-activation residual block (Fig. 3 right): x + conv(relu(conv(relu(x)))), 3x3
+    SAME convs."""
 
     def __init__(self, channels: int, **kwargs):
         super().__init__(**kwargs)
@@ -118,15 +122,16 @@ class ResidualBlock(tf.keras.layers.Layer):
 
 
 class DeepTorso(tf.keras.layers.Layer):
-    """§3.2 deep residual torso: 3 sections (conv 3x3, max-pool 3x3/2 SAME, 2 residual blocks),
-    then ReLU, flatten, FC 256 ReLU. 15 conv layers; SAME pooling gives the caption's 1.6M (§3.4).
+    """IMPALA's deep residual torso (Fig. 3 right): 3 sections (conv 3x3, max-pool 3x3/2 SAME, 2
+    residual blocks), then ReLU, flatten, FC 256 ReLU. 15 conv layers; SAME pooling gives the
+    caption's 1.6M (Test 14 in docs/papers/impala.md#worked-test-numbers).
     """
 
     def __init__(
         self,
-        channels: Sequence[int] = (16, 32, 32),  # §3.2 (Fig. 3)
-        blocks_per_section: int = 2,  # §3.2 (Fig. 3)
-        output_units: int = 256,  # §3.2: FC 256
+        channels: Sequence[int] = (16, 32, 32),  # IMPALA Fig. 3 (right)
+        blocks_per_section: int = 2,  # IMPALA Fig. 3 (right)
+        output_units: int = 256,  # IMPALA Fig. 3 (right): FC 256
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -151,11 +156,12 @@ class DeepTorso(tf.keras.layers.Layer):
 
 
 class NatureTorso(ConvTorso):
-    """The Nature-DQN torso (impala.md §3.5 / A16 "three convolutional layers"; lbc.md §3
-    "agent57" torso): conv 8x8/4 32, conv 4x4/2 64, conv 3x3/1 64 (VALID), FC 512.
+    """The Nature-DQN torso (IMPALA §5.3.2's shallow Atari net "features three convolutional
+    layers", docs/papers/impala.md#departures-from-the-paper; LBC App. L's torso "the same as"
+    Agent57's): conv 8x8/4 32, conv 4x4/2 64, conv 3x3/1 64 (VALID), FC 512.
     """
 
-    def __init__(self, output_units: int = 512, **kwargs):  # §3.5: FC512
+    def __init__(self, output_units: int = 512, **kwargs):  # Nature DQN: FC 512
         super().__init__([(32, 8, 4), (64, 4, 2), (64, 3, 1)], output_units, **kwargs)
 
 
@@ -195,7 +201,7 @@ TORSOS = {
 def instruction_tokens(
     instructions: Sequence[str], max_length: int, vocab_size: int = 1000
 ) -> np.ndarray:
-    """§3.3 / A22: whitespace words hashed into buckets 1..vocab_size-1; 0 pads. [N, max_length].
+    """Whitespace words hashed into buckets 1..vocab_size-1 (a choice); 0 pads. [N, max_length].
 
     crc32 (not Python's `hash`) so that every process maps a word to the same bucket.
     """
@@ -207,16 +213,17 @@ def instruction_tokens(
 
 
 class InstructionEncoder(tf.keras.layers.Layer):
-    """§3.3 language channel: embedding 20 -> LSTM 64 -> output after the last word.
+    """IMPALA's language channel (§5, Fig. 3): embedding 20 -> LSTM 64 -> output after the last
+    word.
 
     Padding tokens (0) leave the LSTM state unchanged, so an empty instruction encodes to zeros.
     """
 
     def __init__(
         self,
-        vocab_size: int = 1000,  # A22 [conv]: 1,000 hash buckets
-        embedding_dim: int = 20,  # §3.3 [Fig]
-        units: int = 64,  # §3.3 [Fig]
+        vocab_size: int = 1000,  # choice: 1,000 hash buckets
+        embedding_dim: int = 20,  # IMPALA Fig. 3
+        units: int = 64,  # IMPALA Fig. 3
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -240,7 +247,8 @@ class InstructionEncoder(tf.keras.layers.Layer):
 
 
 def _fold_time(fn, x: tf.Tensor) -> tf.Tensor:
-    """Applies fn to [T*B, ...] and restores [T, B, ...] (§3.3: one torso call per unroll)."""
+    """Applies fn to [T*B, ...] and restores [T, B, ...] (IMPALA §3.1: one torso call per
+    unroll)."""
     outer = tf.shape(x)[:2]
     y = fn(tf.reshape(x, [-1, *x.shape[2:]]))
     return tf.reshape(y, tf.concat([outer, tf.shape(y)[1:]], 0))
@@ -267,36 +275,42 @@ def unique_variables(variables: Iterable[tf.Variable]) -> list[tf.Variable]:
 
 
 def _head(units: int, hidden: int | None) -> tf.keras.layers.Layer:
-    """Linear (§3.1), or Dense(hidden)-ReLU-Dense when `hidden` is set (lbc.md §3)."""
+    """Linear (IMPALA Fig. 3), or Dense(hidden)-ReLU-Dense when `hidden` is set (LBC's heads,
+    docs/papers/lbc.md#departures-from-the-paper)."""
     if hidden is None:
         return _dense(units)
     return tf.keras.Sequential([_dense(hidden, "relu"), _dense(units)])
 
 
 class ActorCriticNet(tf.keras.Model):
-    """The actor-critic network of IMPALA (§3) and of DiCE, GDI and LBC (their A head is the
+    """The actor-critic network of IMPALA (§5, Fig. 3) and of DiCE, GDI and LBC (their A head is the
     logits head): torso -> [LSTM core] -> policy logits and value.
 
-    Core input (§3.1-3.3): concat[torso output, previous reward clipped to [-1, 1], one-hot
-    previous action, (instruction encoding)]. Where `reset` marks the first step of an episode,
-    the core state, the previous action and the previous reward are zeroed before the step
-    (§3.3, A21 [conv]). Without the LSTM (the Atari nets of §3.5 / A17) the previous action and
-    reward are not inputs and the heads read the torso directly.
+    Core input (IMPALA Fig. 3): concat[torso output, previous reward clipped to [-1, 1], one-hot
+    previous action, (instruction encoding)]. Where `reset` marks the first step of an episode, the
+    core state, the previous action and the previous reward are zeroed before the step (a choice:
+    docs/papers/impala.md#departures-from-the-paper). Without the LSTM (IMPALA's feed-forward Atari
+    nets, App. G) the previous action and reward are not inputs and the heads read the torso
+    directly.
 
     Args:
       num_actions: size of the policy.
-      torso: "deep" (§3.2), "shallow" (§3.1), "nature" (§3.5 / A16), "minatar" (MinAtar's) or
-        "mlp" (vector inputs), or a torso layer of another network to share it (GDI-H3's
-        shared-torso option, gdi.md §3; `torso_outputs` then runs it once for both).
-      use_lstm: the LSTM core (DMLab, §3; DiCE/GDI/LBC); False for IMPALA's Atari nets (A17).
-      lstm_units: §3.1: 256.
-      prev_reward_clip: A21: 1.0; None feeds the previous reward unclipped.
+      torso: "deep" (IMPALA Fig. 3 right), "shallow" (Fig. 3 left), "nature" (IMPALA §5.3.2's
+        three-conv Atari net), "minatar" (MinAtar's) or "mlp" (vector inputs), or a torso layer of
+        another network to share it (GDI-H3's shared-torso option,
+        docs/papers/gdi.md#departures-from-the-paper; `torso_outputs` then runs it once for both).
+      use_lstm: the LSTM core (IMPALA's DMLab nets; DiCE/GDI/LBC); False for IMPALA's
+        feed-forward Atari nets (App. G).
+      lstm_units: 256 (IMPALA Fig. 3; DiCE Table 5, GDI Table 6, LBC Table 3).
+      prev_reward_clip: 1.0 (Fig. 3's "clipped reward"); None feeds the previous reward
+        unclipped.
       prev_reward_transform: a `common.transforms` reward transform name applied to the previous
-        reward before any clip: DiCE, GDI and LBC feed their shaped reward (dice.md A13).
-      instruction_vocab: if set, adds the §3.3 language channel (hash buckets; A22: 1,000), and
+        reward before any clip: DiCE, GDI and LBC feed their shaped reward (their papers do not say;
+        docs/papers/dice.md#departures-from-the-paper).
+      instruction_vocab: if set, adds IMPALA's language channel (hash buckets; 1,000 by choice), and
         `step` / `unroll` take `instruction` tokens (see `instruction_tokens`).
-      head_hidden: if set, each head is Dense(head_hidden)-ReLU-Dense (lbc.md §3) instead of
-        linear (§3.1).
+      head_hidden: if set, each head is Dense(head_hidden)-ReLU-Dense (LBC's Agent57-style
+        heads, App. L) instead of linear (IMPALA Fig. 3).
     """
 
     def __init__(
@@ -326,7 +340,8 @@ class ActorCriticNet(tf.keras.Model):
             InstructionEncoder(instruction_vocab) if instruction_vocab is not None else None
         )
         if use_lstm:
-            self.core = tf.keras.layers.LSTMCell(lstm_units)  # unit_forget_bias: A23 bias +1
+            # unit_forget_bias: forget-gate bias +1 (a choice)
+            self.core = tf.keras.layers.LSTMCell(lstm_units)
             # Built here, not on first use: variables cannot be created inside tf.scan.
             core_input_units = (
                 self.torso.output_units

@@ -42,7 +42,7 @@ class Pattern:
     capacity: int
 
     kind = "abstract"
-    checkpointed = True  # replay whose contents matter: Reverb checkpoints it (DESIGN §6)
+    checkpointed = True  # replay whose contents matter: Reverb checkpoints it
     priority_table = None  # the table whose priorities the learner writes back
 
     def validate(self) -> None:
@@ -100,7 +100,7 @@ class Pattern:
 
 @dataclasses.dataclass(frozen=True)
 class Queue(Pattern):
-    """IMPALA (impala.md §5.4): unrolls of `length` + 1 steps, each trained on exactly once, in
+    """IMPALA (§3): unrolls of `length` + 1 steps, each trained on exactly once, in
     order; actors block while `capacity` unrolls wait."""
 
     kind = "queue"
@@ -125,13 +125,14 @@ class Queue(Pattern):
 
 @dataclasses.dataclass(frozen=True)
 class QueueWithReplay(Queue):
-    """IMPALA Table 2 "with replay" (impala.md §6.2, A24): every fresh unroll goes both to the
+    """IMPALA Table 2 "with replay" (§5.2.2, Table D.3; writing every unroll to both is our
+    reading): every fresh unroll goes both to the
     queue and to a uniform replay of `replay_capacity` unrolls (FIFO eviction); each batch takes
     `replay_fraction` of its unrolls from the replay and the rest from the queue. Replayed
     unrolls keep their stored behaviour logits and initial core state."""
 
-    replay_capacity: int = 10_000  # impala.md §6.2: "capacity 10,000 trajectories"
-    replay_fraction: float = 0.5  # impala.md §6.2: "50% of each batch comes from replay"
+    replay_capacity: int = 10_000  # IMPALA Table D.3: "Capacity 10,000 trajectories"
+    replay_fraction: float = 0.5  # IMPALA §5.2.2: "50% of the items in each batch"
 
     kind = "queue_with_replay"
     checkpointed = True
@@ -188,14 +189,15 @@ class QueueWithReplay(Queue):
 
 @dataclasses.dataclass(frozen=True)
 class Prioritized(Pattern):
-    """Reactor (reactor.md §2.8, §5.4): overlapping sequences of `length` + 1 frames, one item
+    """Reactor (§3.3): overlapping sequences of `length` + 1 frames, one item
     per step (period 1), sampled in proportion to priority ** `priority_exponent`, evicted
     oldest first. Items enter with `initial_priority` (Reverb has no unknown priority: lazy
     initialisation is the learner's to emulate by rewriting it); the learner writes new
     priorities back after each step. With `samples_per_insert`, a rate limiter holds the replay
-    ratio (reactor.md §5.4: about 0.8) within `error_buffer`."""
+    ratio (about 0.8: §3.4's 4-6 acting steps per learning step of 4 sequences) within
+    `error_buffer`."""
 
-    priority_exponent: float = 1.0  # reactor.md §2.8 [proposal]: alpha = 1
+    priority_exponent: float = 1.0  # Reactor §3.3 samples "proportionally" to priority
     initial_priority: float = 1.0
     min_size: int = 1
     samples_per_insert: float | None = None
@@ -206,7 +208,7 @@ class Prioritized(Pattern):
 
     @property
     def period(self):
-        return 1  # reactor.md §2.8: "one key per time step"
+        return 1  # Reactor §3.3: every overlapping sequence has a key
 
     def validate(self):
         super().validate()
@@ -246,13 +248,13 @@ class Prioritized(Pattern):
 
 @dataclasses.dataclass(frozen=True)
 class SampleK(Pattern):
-    """DiCE / GDI / LBC (dice.md §5): `burn_in` + `length` + 1 steps with the core state stored
-    at the first step, padded and masked at episode ends (`replay.BurnInSequenceWriter`); uniform
-    sampling, each item trained on `times_sampled` times, the sample-to-insert ratio held at
+    """DiCE / GDI / LBC (DiCE §4.1, Table 5): `burn_in` + `length` + 1 steps with the core state
+    stored at the first step, padded and masked at episode ends (`replay.BurnInSequenceWriter`);
+    uniform sampling, each item trained on `times_sampled` times, the sample-to-insert ratio held at
     `times_sampled` (each item sampled k times on average) within `error_buffer`."""
 
     burn_in: int = 0
-    times_sampled: int = 2  # dice.md §4.1 / Table 5 "Sample Reuse 2"
+    times_sampled: int = 2  # DiCE Table 5 "Sample Reuse 2"
     min_size: int = 1
     error_buffer: float | None = None  # default: a batch's worth either way
 

@@ -1,12 +1,12 @@
 """Policies and policy-gradient surrogate losses shared by the five papers.
 
-Conventions (DESIGN.md §3):
+Conventions (docs/architecture.md#conventions):
 - Shapes: the action axis is last, `[..., A]` (time-major `[T, B, A]` in the learner); mixtures put the
   component axis just before it, `[..., N, A]`. `actions` are integers of shape `[...]`.
 - Temperatures enter as the inverse temperature `eta = 1/tau`; `eta = 0` is the uniform policy. No
   function divides by tau. DiCE and GDI write softmax(A/tau); LBC's tau already multiplies
-  (lbc.md §2.0), so LBC passes its tau_i as `eta`.
-- Losses are per step (shape `[...]`, no reduction: each paper reduces as its spec says) and are
+  (LBC §4.1), so LBC passes its tau_i as `eta`.
+- Losses are per step (shape `[...]`, no reduction: each paper's loss reduces them) and are
   surrogates: their gradient is the paper's estimator with a minus sign, so minimising them ascends
   the objective. Everything that is not differentiated in the paper's estimator (advantages, returns,
   critic values, behaviour probabilities, importance weights, mixture responsibilities) is wrapped in
@@ -23,9 +23,10 @@ import tensorflow_probability as tfp
 
 tfd = tfp.distributions
 
-# reactor.md §4.1: "beta-LOO with beta = 1" produced Tables 1-2 (c = 1 gives beta = min(1, 1/mu) = 1).
+# Reactor §4.1: "beta-LOO with beta = 1" produced Tables 1-2 (c = 1 gives beta = min(1, 1/mu) = 1).
 BETA_LOO_C = 1.0
-# reactor.md §8 item 8: TISLR's truncation is not given by Reactor; ACER's c = 10.
+# TISLR's truncation c is not given by Reactor (§3.1); ACER's c = 10
+# (docs/papers/reactor.md#departures-from-the-paper).
 TISLR_C = 10.0
 
 
@@ -133,7 +134,7 @@ def _responsibilities(log_components: tf.Tensor, weights, actions: tf.Tensor) ->
 def mixture_responsibilities(component_logits, etas, weights, actions) -> tf.Tensor:
     """Posterior weight of each component given the taken action (Bayes' rule), `[..., N]`.
 
-    w_i(a) = w_i pi_i(a) / sum_j w_j pi_j(a), with pi_i = softmax(eta_i · logits_i) (gdi.md §2.5).
+    w_i(a) = w_i pi_i(a) / sum_j w_j pi_j(a), with pi_i = softmax(eta_i · logits_i).
     They sum to 1, and d log mu(a) = sum_i w_i(a) · d log pi_i(a) for the mixture mu.
     """
     log_components = inverse_temperature_log_softmax(component_logits, etas)
@@ -155,7 +156,7 @@ def mix_with_uniform(probs, epsilon) -> tf.Tensor:
 
 
 def epsilon_greedy(values, epsilon) -> tf.Tensor:
-    """eps/|A| + (1 − eps)·1[a = argmax values]: GDI's eps-greedy ablation (gdi.md §8.1 item 22).
+    """eps/|A| + (1 − eps)·1[a = argmax values]: GDI's eps-greedy ablation (Table 20).
 
     It is DiCE §4.2's eps·pi_{tau->inf} + (1 − eps)·pi_{tau->0+} when the argmax is unique; ties go to
     the lowest action index (tf.argmax), where the temperature limit would split the mass instead.
@@ -169,7 +170,8 @@ def epsilon_greedy(values, epsilon) -> tf.Tensor:
 
 
 def policy_gradient_loss(log_probs, actions, advantages) -> tf.Tensor:
-    """−sg(Â)·log pi(a|s): the likelihood-ratio surrogate (IMPALA §4.2, LBC §2.6, GDI `log_mixture`).
+    """−sg(Â)·log pi(a|s): the likelihood-ratio surrogate (IMPALA §4.2, LBC App. B.1, GDI
+    `log_mixture`).
 
     `log_probs` `[..., A]` are differentiated; `advantages` `[...]` are stop-gradient'ed.
     """
@@ -184,7 +186,7 @@ def _centred_action_logit(logits: tf.Tensor, probs: tf.Tensor, actions: tf.Tenso
 
 
 def tau_free_policy_gradient_loss(logits, eta, actions, advantages) -> tf.Tensor:
-    """DiCE's objective-invariant policy gradient, Eq. (8) / (U11) (dice.md §2.4).
+    """DiCE's objective-invariant policy gradient, Eq. (8) (§3.2).
 
     Loss_t = −sg(Â_t) · sum_k (1[k = a_t] − sg(pi_t(k))) · A(s_t, k), with pi_t = softmax(eta_t · A).
 
@@ -204,7 +206,8 @@ def tau_free_policy_gradient_loss(logits, eta, actions, advantages) -> tf.Tensor
 def mixture_tau_free_policy_gradient_loss(
     component_logits, etas, weights, actions, advantages
 ) -> tf.Tensor:
-    """The tau-free surrogate for a mixture behaviour/target policy (gdi.md §2.5, `pg_mode="tau_free"`).
+    """The tau-free surrogate for a mixture behaviour/target policy (GDI's `pg_mode="tau_free"`, an
+    option of ours: docs/papers/gdi.md#departures-from-the-paper).
 
     Loss_t = −sum_i sg(Â_{t,i}) · sg(w_i(a_t)) · (A_i(s_t, a_t) − sum_b sg(pi_i(b)) A_i(s_t, b)),
     with pi_i = softmax(eta_i · A_i) and w_i(a) the responsibilities (`mixture_responsibilities`).
@@ -233,7 +236,7 @@ def mixture_tau_free_policy_gradient_loss(
     return -tf.reduce_sum(advantages * responsibilities * centred, axis=-1)
 
 
-# ----------------------------------------------------------------------------- Reactor (reactor.md §2.7)
+# ----------------------------------------------------------------------------- Reactor (§3.1)
 
 
 def beta_loo_coefficient(behaviour_action_probs, beta_loo_c: float = BETA_LOO_C) -> tf.Tensor:
@@ -255,7 +258,7 @@ def beta_loo_coefficient(behaviour_action_probs, beta_loo_c: float = BETA_LOO_C)
 def beta_loo_policy_gradient_loss(
     policy_probs, actions, returns, q_values, behaviour_action_probs, beta_loo_c: float = BETA_LOO_C
 ) -> tf.Tensor:
-    """Reactor's beta-LOO policy gradient, Eq. (10), as a surrogate loss (reactor.md §2.7).
+    """Reactor's beta-LOO policy gradient, Eq. (10), as a surrogate loss (§3.1).
 
     G = beta (R(a) − Q(a)) d pi(a) + sum_b Q(b) d pi(b), with beta = min(c, 1/mu(a)), a ~ mu.
     Loss = −beta·sg(R − Q(a))·pi(a) − sum_b sg(Q(b))·pi(b), whose gradient is −G. Note d pi, not
@@ -288,7 +291,8 @@ def tislr_policy_gradient_loss(
     """Truncated importance sampling with bias correction (ACER), Reactor's ablation baseline.
 
     G = min(c, rho(a)) (R(a) − V) d log pi(a) + sum_b (rho(b) − c)_+ mu(b) (Q(b) − V) d log pi(b),
-    rho = pi/mu (reactor.md §2.7, Eq. B), with V = sum_b pi(b) Q(b) (reactor.md §8 item 8, as ACER).
+    rho = pi/mu (Reactor §3.1), with V = sum_b pi(b) Q(b) (as ACER;
+    docs/papers/reactor.md#departures-from-the-paper).
     (rho(b) − c)_+ mu(b) is evaluated as (pi(b) − c mu(b))_+, equal for mu(b) > 0 and finite for
     mu(b) = 0.
 

@@ -1,4 +1,5 @@
-"""Reverb replay: tables, sequence writers, datasets and the parameter table (DESIGN.md §2, §4).
+"""Reverb replay: tables, sequence writers, datasets and the parameter table
+(docs/architecture.md#replay-patterns-commonpatternspy, docs/architecture.md#data-flow).
 
 Three replay patterns, all on plain `reverb.Table`s fed by `reverb.TrajectoryWriter`s:
 
@@ -14,14 +15,16 @@ Item layout (every table of this module): a dict with
 
 - `"steps"`: the actor's step structure, every field with a leading time axis `[L, ...]`;
 - `"first_step_extras"` (optional): fields stored once per item, taken at the item's first step
-  (the recurrent core state at the start of the sequence, impala.md §5.1 / dice.md §5).
+  (the recurrent core state at the start of the sequence: IMPALA §3's "initial LSTM state", the
+  stored state DiCE §4.1 starts its burn-in from).
 
 `sequence_signature` / `burn_in_signature` build the matching table signature from the step spec;
 `unroll_dataset` reads any of these tables and yields time-major batches `[L, B, ...]`.
 
 Writers take one *batched* actor step per `append` (every field has a leading `num_envs` axis) and
 keep one `TrajectoryWriter` per environment, so the environments' streams never mix. Writers bound
-their run-ahead and every wait has a timeout (DESIGN.md §4): a full table raises
+their run-ahead and every wait has a timeout
+(docs/architecture.md#replay-patterns-commonpatternspy): a full table raises
 `reverb.DeadlineExceededError` instead of blocking the actor forever.
 """
 
@@ -41,7 +44,8 @@ STEPS = "steps"
 FIRST_STEP_EXTRAS = "first_step_extras"
 MASK = "mask"
 
-# choice: an actor that cannot insert for this long raises instead of blocking forever (DESIGN §4);
+# choice: an actor that cannot insert for this long raises instead of blocking forever
+# (docs/architecture.md#replay-patterns-commonpatternspy);
 # long enough to cover a learner's first XLA compilation, short enough to notice a dead learner.
 DEFAULT_FLUSH_TIMEOUT_MS = 60_000
 # choice: a params sample follows a server_info answer, so it takes milliseconds; one this late
@@ -88,7 +92,7 @@ def burn_in_signature(
 
 
 def queue_table(name: str, max_size: int, signature: Nest) -> reverb.Table:
-    """IMPALA's queue (impala.md §5.4): each item is sampled exactly once, in insertion order.
+    """IMPALA's queue (§3): each item is sampled exactly once, in insertion order.
 
     Inserts block (writers time out) while `max_size` items wait for the learner.
     """
@@ -105,7 +109,7 @@ def queue_table(name: str, max_size: int, signature: Nest) -> reverb.Table:
 
 
 def uniform_table(name: str, max_size: int, signature: Nest, min_size: int = 1) -> reverb.Table:
-    """IMPALA's replay of Table 2 "with replay" (impala.md §6.2, A24): uniform sampling with
+    """IMPALA's replay of Table 2 "with replay" (§5.2.2, Table D.3): uniform sampling with
     replacement, oldest item evicted first, sampling once `min_size` items are in."""
     _check_positive("max_size", max_size)
     _check_positive("min_size", min_size)
@@ -128,12 +132,14 @@ def prioritized_table(
     samples_per_insert: float | None = None,
     error_buffer: float | None = None,
 ) -> reverb.Table:
-    """Reactor's prioritised sequence replay (reactor.md §2.8, §5.4).
+    """Reactor's prioritised sequence replay (§3.3).
 
-    Sampling is proportional to `priority ** priority_exponent` (reactor.md proposes exponent 1);
+    Sampling is proportional to `priority ** priority_exponent` (Reactor §3.3 samples
+    "proportionally" to the priority: exponent 1);
     the oldest item is evicted first. The learner writes priorities back with `update_priorities`.
     By default only `min_size` gates sampling; give `samples_per_insert` (and `error_buffer`) to
-    hold the replay ratio instead (reactor.md §5.4 proposes about 0.8).
+    hold the replay ratio instead (Reactor: about 0.8, from §3.4's 4-6 acting steps per learning
+    step on batches of 4).
     """
     _check_positive("max_size", max_size)
     _check_positive("min_size", min_size)
@@ -170,7 +176,7 @@ def sample_k_table(
 
     An item is removed after its `times_sampled`-th sample (or when evicted, oldest first); the
     `SampleToInsertRatio` limiter keeps sampled items per inserted item near `samples_per_insert`
-    (dice.md §5: k = 2, samples_per_insert = 2.0).
+    (DiCE, GDI and LBC "train each sample twice": k = 2, samples_per_insert = 2.0).
     """
     _check_positive("max_size", max_size)
     _check_positive("times_sampled", times_sampled)
@@ -208,7 +214,8 @@ def start_server(
     """Starts a Reverb server (`port=None` picks a free port).
 
     With `checkpoint_dir`, `client.checkpoint()` writes the tables there and a server started on
-    the same directory restores the latest checkpoint (DESIGN §6).
+    the same directory restores the latest checkpoint
+    (docs/architecture.md#replay-patterns-commonpatternspy).
     """
     checkpointer = None
     if checkpoint_dir is not None:
@@ -399,14 +406,14 @@ class _BatchedWriter:
 
 
 class SequenceWriter(_BatchedWriter):
-    """Fixed-length overlapping sequences per environment (Reactor, reactor.md §2.8, §5.4).
+    """Fixed-length overlapping sequences per environment (Reactor §3.3).
 
     Every `stride` steps each environment inserts an item of its last `sequence_length` steps
-    (Reactor: 33 steps, stride 1: "one key per time step"). Sequences run across episode
-    boundaries; store per-step episode flags in `step` so the learner can cut traces and reset
-    the core there (reactor.md §3.6).
+    (Reactor: 33 steps, stride 1: every overlapping sequence has a key, §3.3-§3.4). Sequences run
+    across episode boundaries; store per-step episode flags in `step` so the learner can cut traces
+    and reset the core there.
 
-    Lazy priorities (reactor.md §5.4): Reverb has no "unknown" priority, so new items enter with
+    Lazy priorities (Reactor §3.3): Reverb has no "unknown" priority, so new items enter with
     the provisional `initial_priority` (a public attribute the actor may update, e.g. to the
     latest estimate the learner publishes; the max priority seen gives PER's rule) and the
     learner corrects it with `update_priorities` once the item has been through a train step.
@@ -414,7 +421,7 @@ class SequenceWriter(_BatchedWriter):
     `append(step, first_step_extras=None)`: `step` is one batched actor step (every field has a
     leading `num_envs` axis). `first_step_extras` (same batching) is stored only at steps where
     an item starts; pass it on every call (e.g. the core state *before* this step) or never.
-    Fields needed at every step (e.g. Reactor's two LSTM states, reactor.md §3.6) go in `step`.
+    Fields needed at every step (e.g. Reactor's two LSTM states, §3.4.1) go in `step`.
     """
 
     def __init__(
@@ -463,11 +470,11 @@ class SequenceWriter(_BatchedWriter):
 
 
 class UnrollWriter(SequenceWriter):
-    """IMPALA's unrolls (impala.md §5.1, §5.4): items of `unroll_length + 1` steps, one every
+    """IMPALA's unrolls (§3): items of `unroll_length + 1` steps, one every
     `unroll_length` steps, so consecutive unrolls of an environment share one step: the last
     (bootstrap) step of one item is the first step of the next. Unrolls run across episodes
     (the per-step discounts cut the returns). `first_step_extras` holds e.g. the core state at
-    the start of the unroll (impala.md §5.1: "the initial LSTM state")."""
+    the start of the unroll (IMPALA §3: the "initial LSTM state")."""
 
     def __init__(
         self,
@@ -494,15 +501,17 @@ class UnrollWriter(SequenceWriter):
 class BurnInSequenceWriter(_BatchedWriter):
     """R2D2-style sequences of DiCE / GDI / LBC: `burn_in + length + 1` steps per item.
 
-    Layout (dice.md §5 and §8 A15, gdi.md §5, lbc.md §5): an item holds `burn_in` steps to warm
+    Layout (DiCE Table 5, GDI Table 6, LBC Table 3: burn-in 40, seq-length 80, bootstrap; the rest
+    is ours, the sequence-layout row of docs/papers/dice.md#departures-from-the-paper): an item
+    holds `burn_in` steps to warm
     up the core from the stored state, `length` trained steps and 1 bootstrap step; items start
     every `period` steps (default `length`, so the trained windows tile each episode and
     consecutive items overlap by `burn_in + 1` steps).
 
-    Episodes are never mixed (lbc.md §5 choice): each episode of each environment is its own
+    Episodes are never mixed (a choice): each episode of each environment is its own
     stream, laid out as `burn_in` zero steps, the episode's steps, then zero steps until the last
     real step lies in some item's trained window. So the first item's burn-in is all padding
-    (dice.md A15) and its trained window starts at the episode's first step. Every step carries
+    and its trained window starts at the episode's first step. Every step carries
     `mask` (float32, 1 real, 0 padding); padding steps are zeros in every field. The learner must
     keep padding from changing the core state (e.g. start from the stored state at the first
     unmasked step) and drop masked steps from the losses.
@@ -513,7 +522,7 @@ class BurnInSequenceWriter(_BatchedWriter):
     actor appends it: a truncated episode bootstraps only if its final observation is appended.
     `first_step_extras` (e.g. the core state before this step; pass it on every call or never) is
     stored at item starts; items whose start is padding store the extras of the episode's first
-    step, i.e. the initial state (zeros for a fresh LSTM, dice.md A15 "a zero state").
+    step, i.e. the initial state (zeros for a fresh LSTM).
 
     How it is written (`_EpisodeStream`): the padding is not appended step by step. Each
     environment's `TrajectoryWriter` holds one block of zero steps that the items' padding
@@ -535,7 +544,7 @@ class BurnInSequenceWriter(_BatchedWriter):
         if burn_in < 0:
             raise ValueError(f"burn_in must be >= 0, got {burn_in}")
         _check_positive("length", length)
-        period = length if period is None else period  # dice.md §5: stride 80 = length
+        period = length if period is None else period  # choice: stride = length (80)
         if not 1 <= period <= length:
             raise ValueError(
                 f"period must be in [1, length={length}] so that every step is trained, "
@@ -742,17 +751,18 @@ def unroll_dataset(
     - `data[STEPS]`: every field `[L, batch_size, ...]` (Reverb's batch-major items transposed);
     - `data[FIRST_STEP_EXTRAS]` (if in `signature`): `[batch_size, ...]`;
     - `info`: `SampleInfo` of `[batch_size]` tensors: `key` (for `update_priorities`),
-      `probability` and `table_size` (importance weights, reactor.md §2.8), `times_sampled`.
+      `probability` and `table_size` (importance weights, Reactor §3.3), `times_sampled`.
 
-    Sampling runs in tf.data, outside any compiled train step (DESIGN §2). Defaults:
-    `max_in_flight_samples_per_worker = 2 * batch_size` (Reverb's rule of thumb: 2-3x the batch;
-    more is faster but samples older priorities); `prefetch=1` batch is prepared while the
-    learner computes (impala.md §5.1) without adding more policy lag. `rate_limiter_timeout_ms`
-    ends the dataset if the table cannot be sampled for that long (-1: wait forever).
+    Sampling runs in tf.data, outside any compiled train step (docs/architecture.md#data-flow).
+    Defaults: `max_in_flight_samples_per_worker = 2 * batch_size` (Reverb's rule of thumb: 2-3x the
+    batch; more is faster but samples older priorities); `prefetch=1` batch is prepared while the
+    learner computes (IMPALA §3.1) without adding more policy lag. `rate_limiter_timeout_ms` ends
+    the dataset if the table cannot be sampled for that long (-1: wait forever).
 
     Shutdown: while the read-ahead waits on an empty or rate-limited table, deleting the iterator
     blocks until that sample returns. Stop the Reverb server first (pending samples then fail) or
-    set `rate_limiter_timeout_ms`, so that shutdown never waits forever (DESIGN §4).
+    set `rate_limiter_timeout_ms`, so that shutdown never waits forever
+    (docs/architecture.md#replay-patterns-commonpatternspy).
     """
     _check_positive("batch_size", batch_size)
     if STEPS not in signature:
@@ -789,7 +799,7 @@ def _time_major(sample: reverb.ReplaySample) -> reverb.ReplaySample:
 
 
 def update_priorities(client: reverb.Client, table: str, keys: Any, priorities: Any) -> None:
-    """Writes new priorities for sampled items (reactor.md §2.8 step 8) via `mutate_priorities`.
+    """Writes new priorities for sampled items (Reactor §3.3) via `mutate_priorities`.
 
     `keys` are `info.key` of sampled items (any array-like of uint64); keys no longer in the table
     are ignored by Reverb. If a key repeats, its last priority wins.
@@ -814,7 +824,8 @@ def update_priorities(client: reverb.Client, table: str, keys: Any, priorities: 
 
 
 class ParamsPublisher:
-    """Publishes the learner's weights to the one-item `params_table` (DESIGN §2, §5).
+    """Publishes the learner's weights to the one-item `params_table`
+    (docs/architecture.md#data-flow).
 
     Each `publish` inserts `(step, weights)` and Reverb evicts the previous item, so the table
     always holds only the latest weights.
@@ -842,7 +853,8 @@ class ParamsPublisher:
 
 
 class ParamsSubscriber:
-    """Reads the latest published weights (actors pull them every few steps, DESIGN §5)."""
+    """Reads the latest published weights (actors pull them every few steps;
+    docs/architecture.md#data-flow)."""
 
     def __init__(
         self,

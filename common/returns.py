@@ -1,6 +1,7 @@
 """Multi-step return targets: V-trace, Retrace (two forms), n-step returns and lambda-returns.
 
-Pure TensorFlow functions shared by the paper packages. Conventions (DESIGN.md §3):
+Pure TensorFlow functions shared by the paper packages. Conventions
+(docs/architecture.md#conventions):
 
 - Time-major: per-step tensors are ``[T, B, ...]``; a bootstrap value is ``[B, ...]``.
 - ``discounts[t] = gamma * (1 - done_t)``: a zero discount ends the episode after step t, which cuts
@@ -38,9 +39,9 @@ def vtrace(
     values: TensorLike,
     bootstrap_value: TensorLike,
     clip_rho_threshold: float | None = 1.0,  # IMPALA §5.2.2: rho_bar = 1 worked best
-    clip_pg_rho_threshold: float | None = 1.0,  # IMPALA §4.2 uses the same rho_bar (spec §8 A5)
+    clip_pg_rho_threshold: float | None = 1.0,  # IMPALA §4.2 uses the same rho_bar
     clip_c_threshold: float | None = 1.0,  # IMPALA §5.2.2: c_bar = 1
-    lambda_: float = 1.0,  # IMPALA Remark 2; the experiments never use lambda (spec §8 A4)
+    lambda_: float = 1.0,  # IMPALA Remark 2; its experiments use no lambda
 ) -> VTraceReturns:
     """V-trace targets and policy-gradient advantages (IMPALA Eq. (1), Remarks 1-2, §4.2).
 
@@ -50,7 +51,7 @@ def vtrace(
         v_s = V(x_s) + sum_{t=s}^{T-1} (prod_{i=s}^{t-1} gamma_i c_i) delta_t,
 
     i.e. every position gets the target of its remaining tail (the first an n-step target, the last
-    a one-step target; spec §8 A3). It is computed with the recursion of Remark 1,
+    a one-step target). It is computed with the recursion of Remark 1,
     v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1})), where v_T = V(x_T) is the
     bootstrap value. The advantage is min(pg_rho_bar, pi_s/mu_s) (r_s + gamma_s v_{s+1} - V(x_s)).
 
@@ -105,7 +106,7 @@ def vtrace(
 def log_rhos_from_logits(
     target_logits: TensorLike, behaviour_logits: TensorLike, actions: TensorLike
 ) -> tf.Tensor:
-    """log pi(a_t|x_t) - log mu(a_t|x_t) from unnormalised logits (IMPALA §4.1, spec §2.1).
+    """log pi(a_t|x_t) - log mu(a_t|x_t) from unnormalised logits (IMPALA §4.1).
 
     Args:
       target_logits: [T, B, A] logits of the target policy pi.
@@ -151,8 +152,8 @@ def retrace(
     Reactor Eq. (3)) and B_{s+1} = Q(x_{s+1}, a_{s+1}) for form="sampled" (the form printed in
     DiCE Eq. (2), GDI Eq. (3) and LBC App. B.3). The trace of step t starts at c_{t+1}: the action
     a_t is given, so it needs no correction. The sum stops at the end of the unroll, so the last
-    step bootstraps on B_T alone (Reactor spec §2.2: c_T := 0). It is computed backwards:
-    Q_ret_t = r_t + gamma_t (B_{t+1} + c_{t+1} (Q_ret_{t+1} - Q(x_{t+1}, a_{t+1}))).
+    step bootstraps on B_T alone (Reactor's Eq. (3) truncated there, i.e. c_T := 0). It is computed
+    backwards: Q_ret_t = r_t + gamma_t (B_{t+1} + c_{t+1} (Q_ret_{t+1} - Q(x_{t+1}, a_{t+1}))).
 
     Args:
       q_values: [T+1, B, A] Q(x_t, .) for t = 0..T; row T is the bootstrap state.
@@ -249,7 +250,7 @@ def lambda_returns(
     bootstrap_value: TensorLike,
     lambda_: float,
 ) -> tf.Tensor:
-    """Bootstrapped lambda-returns over the unroll (IMPALA Remark 2, spec §2.7).
+    """Bootstrapped lambda-returns over the unroll (IMPALA Remark 2).
 
     G_t = r_t + gamma_t ((1 - lambda) V(x_{t+1}) + lambda G_{t+1}), with G_T = V(x_T) the bootstrap
     value. Equivalently, with G_t^(k) the k-step return bootstrapped on V(x_{t+k}) (the

@@ -5,10 +5,11 @@ frames for IMPALA): they take a Python number or a tensor, run inside `tf.functi
 and return a scalar tensor. They compute in float64, so a frame count of 10^9 loses nothing, and
 cast the result to `dtype`.
 
-- `linear_anneal`: v0 · max(0, 1 − step / total), IMPALA's "anneal linearly to 0" (Table G.1,
-  impala.md A11).
+- `linear_anneal`: v0 · max(0, 1 − step / total), IMPALA's "anneal linearly to 0" (Table G.1).
 - `warmup_linear_decay`: 0 → peak linearly over `warmup_steps`, then linearly to 0 at
-  `total_steps` (dice.md A17/A18, gdi.md §4.3, lbc.md §4.1). With `warmup_steps = 0` it is
+  `total_steps` (DiCE Table 5, GDI Table 6, LBC Table 3: warm-up 4000, then "Anneal linearly to
+  0"; the horizon is ours, docs/papers/dice.md#departures-from-the-paper). With `warmup_steps = 0`
+  it is
   `linear_anneal`; the weight decay of DiCE / GDI / LBC (0.01 annealed linearly to 0) is that case.
 
 `AdamW` is the optimiser of DiCE Table 5, GDI Table 6 and LBC Table 3 ("Adam weight decay", β1 0.9,
@@ -38,14 +39,15 @@ def _check_steps(warmup_steps, total_steps) -> None:
 def warmup_linear_decay(
     step, peak_value: float, warmup_steps: int, total_steps: int, dtype: tf.DType = tf.float32
 ) -> tf.Tensor:
-    """Linear warm-up from 0, then linear decay to 0 (dice.md A17/A18; gdi.md §4.3).
+    """Linear warm-up from 0, then linear decay to 0 (DiCE Table 5, GDI Table 6).
 
         v(t) = peak · t / W                      for 0 <= t < W
         v(t) = peak · (T − t) / (T − W)          for W <= t <= T
         v(t) = 0                                 for t >= T
 
     with W = `warmup_steps` and T = `total_steps`. W = 0 means no warm-up: v(t) = peak (1 − t/T).
-    Checks from dice.md §9 test 15 (peak 5e-4, W 4000, T 19,531): v(0) = 0, v(2000) = 2.5e-4,
+    Checks from DiCE Test 15 in docs/papers/dice.md#worked-test-numbers (peak 5e-4, W 4000,
+    T 19,531): v(0) = 0, v(2000) = 2.5e-4,
     v(4000) = 5e-4, v(11,765.5) = 2.5e-4, v(T) = 0.
 
     Args:
@@ -68,9 +70,10 @@ def warmup_linear_decay(
 def linear_anneal(
     step, initial_value: float, total_steps: int, dtype: tf.DType = tf.float32
 ) -> tf.Tensor:
-    """v(t) = v0 · max(0, 1 − t / T): "anneal linearly to 0" (IMPALA Table G.1, impala.md A11).
+    """v(t) = v0 · max(0, 1 − t / T): "anneal linearly to 0" (IMPALA Table G.1).
 
-    IMPALA counts t in environment frames (A11). It is `warmup_linear_decay` with no warm-up.
+    IMPALA counts t in environment frames (action repeats included, as its Table 1 counts
+    frames). It is `warmup_linear_decay` with no warm-up.
     """
     return warmup_linear_decay(step, initial_value, 0, total_steps, dtype)
 
@@ -78,8 +81,9 @@ def linear_anneal(
 def is_kernel(variable: tf.Variable) -> bool:
     """True for weight matrices and convolution kernels (rank >= 2), False for biases (rank 1).
 
-    dice.md A17: weight decay applies to all kernels (dense, convolution, the LSTM's kernel and
-    recurrent kernel), not to biases (LSTM biases included).
+    Our choice for DiCE / GDI / LBC's "Adam Weight Decay"
+    (docs/papers/dice.md#departures-from-the-paper): weight decay applies to all kernels (dense,
+    convolution, the LSTM's kernel and recurrent kernel), not to biases (LSTM biases included).
     """
     return variable.shape.rank is not None and variable.shape.rank >= 2
 
@@ -106,16 +110,18 @@ class AdamW(tf.Module):
         w  <- w − lr_k · ( m̂ / (√v̂ + ε) + wd_k · w )
 
     with lr_k = learning_rate(k), wd_k = weight_decay(k), and the decay term only for variables
-    that `decays(w)` selects (kernels by default). This is dice.md A17's equation: "Keras AdamW
-    semantics: θ ← θ − lr·(m̂/(√v̂+ε) + wd·θ)", the decay multiplied by the learning rate (also
-    gdi.md §8.1 item 19, "decoupled WD × lr"); the decay uses w before this step's Adam update.
+    that `decays(w)` selects (kernels by default). This is our reading of DiCE Table 5's "Adam
+    Weight Decay" (also GDI Table 6, LBC Table 3): Keras AdamW semantics,
+    θ ← θ − lr·(m̂/(√v̂+ε) + wd·θ), the decoupled decay multiplied by the learning rate
+    (docs/papers/dice.md#departures-from-the-paper); the decay uses w before this step's Adam
+    update.
 
     Differences from Keras 2.15 `tf.keras.optimizers.AdamW`, and why this is a `tf.Module`:
     - Keras takes `weight_decay` as a Python float, so it cannot follow a schedule inside a compiled
       step; here both rates are evaluated from the optimiser's own `iterations` counter.
     - Keras puts ε outside the bias correction (`lr √(1−β2^t)/(1−β1^t) · m / (√v + ε)`, i.e. ε is
-      divided by √(1−β2^t) relative to the formula above); this class uses A17's m̂/(√v̂+ε). The two
-      agree as ε → 0 (tests check both the numpy ground truth and Keras with a tiny ε).
+      divided by √(1−β2^t) relative to the formula above); this class uses m̂/(√v̂+ε) as above. The
+      two agree as ε → 0 (tests check both the numpy ground truth and Keras with a tiny ε).
     - Slots are created eagerly by `build`, so `apply` compiles under XLA (as impala's RMSProp).
 
     Args:
@@ -133,11 +139,11 @@ class AdamW(tf.Module):
         learning_rate: ScheduleOrValue,
         # choice: no decay unless asked; DiCE / GDI / LBC pass 0.01 annealed to 0 (Table 5)
         weight_decay: ScheduleOrValue = 0.0,
-        beta_1: float = 0.9,  # dice.md Table 5 (= gdi.md Table 6, lbc.md Table 3)
-        beta_2: float = 0.98,  # dice.md Table 5
-        epsilon: float = 1e-6,  # dice.md Table 5
-        clip_norm: float | None = 50.0,  # dice.md Table 5: "AdamW Clip Norm 50.0"
-        decays: Callable[[tf.Variable], bool] = is_kernel,  # dice.md A17
+        beta_1: float = 0.9,  # DiCE Table 5 (= GDI Table 6, LBC Table 3)
+        beta_2: float = 0.98,  # DiCE Table 5
+        epsilon: float = 1e-6,  # DiCE Table 5
+        clip_norm: float | None = 50.0,  # DiCE Table 5: "AdamW Clip Norm 50.0"
+        decays: Callable[[tf.Variable], bool] = is_kernel,  # choice: kernels only (see is_kernel)
         name: str = "adamw",
     ):
         super().__init__(name=name)

@@ -1,19 +1,23 @@
 """Sequence helpers shared by the learners: discounts, truncation bootstraps, masks, burn-in.
 
-Pure TensorFlow functions on time-major tensors `[T, B, ...]` (DESIGN.md §3). A learner batch is
-either an IMPALA unroll (`T + 1` steps from the queue table, the last only a bootstrap observation)
-or an R2D2-style item of DiCE / GDI / LBC (`burn_in + length + 1` steps, dice.md §2.5 and A15):
+Pure TensorFlow functions on time-major tensors `[T, B, ...]` (docs/architecture.md#conventions).
+A learner batch is either an IMPALA unroll (`T + 1` steps from the queue table, the last only a
+bootstrap observation) or an R2D2-style item of DiCE / GDI / LBC (`burn_in + length + 1` steps,
+DiCE Table 5's burn-in, seq-length and bootstrap):
 burn-in padding at the start of an episode's first item, the real steps, then zero padding with
 `mask` 0 after the episode's last real step (`common.replay.BurnInSequenceWriter`).
 
 - `discounts_from_resets`: gamma_t = gamma (1 − reset_{t+1}), cut where the sequence is padding;
-  a scalar, per-step or per-env gamma, or one gamma per value head (LBC's gamma_i, lbc.md §2.6).
-- `bootstrapped_rewards`: a time-limit truncation bootstraps (DESIGN.md §3, dice.md A16): the
+  a scalar, per-step or per-env gamma, or one gamma per value head (LBC's gamma_i, Table 3).
+- `bootstrapped_rewards`: a time-limit truncation bootstraps (docs/architecture.md#conventions):
+  the
   reward of the truncated step becomes f_k(r_t) + gamma_k V_k(x_final) for every value head k.
-- `masked_mean`, `masked_sum`: loss reductions over the valid steps only (dice.md A5, gdi.md §2.5,
-  lbc.md §2.6: "mean over valid B×T positions").
+- `masked_mean`, `masked_sum`: loss reductions over the valid steps only (DiCE, GDI and LBC print
+  only the loss weights; the mean over real steps is ours:
+  docs/papers/dice.md#departures-from-the-paper).
 - `burn_in_unroll`: R2D2's burn-in from the stored recurrent state without gradient, then the
-  trained unroll (dice.md §2.5 steps 1-2, A14, A15).
+  trained unroll (DiCE §4.1: "We store the recurrent state during inference and make it the
+  start point of the burn-in phase").
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ def _discount_times(cut: tf.Tensor, discount) -> tf.Tensor:
 def discounts_from_resets(resets, discount, mask=None) -> Nest:
     """gamma_t = gamma_t · (1 − reset_{t+1}) · mask_t · mask_{t+1} for t = 0..T−1.
 
-    The actor marks the first step of every episode with `reset` (impala.md §2.0, A2): step t ended
+    The actor marks the first step of every episode with `reset` (docs/architecture.md#conventions;
+    IMPALA's Eq. (1) is written for an infinite horizon): step t ended
     an episode iff step t+1 is a first step, and x_{t+1} then belongs to the next episode, so there
     is no bootstrap from it. With a `mask` (1 real, 0 padding; `BurnInSequenceWriter`), a step next
     to padding does not bootstrap either: after the last real step of a terminated episode comes
@@ -64,7 +69,7 @@ def discounts_from_resets(resets, discount, mask=None) -> Nest:
         - a tensor broadcastable to [T, B] by numpy rules: per env [B], per step [T, B];
         - a tensor of rank > 2 whose first two axes are [T or 1, B or 1]: its trailing axes are
           value heads, e.g. `tf.constant(gammas)[None, None, :]` gives [T, B, K];
-        - a tuple / list / dict of the above, one per value head (LBC's gamma_1..3, lbc.md §2.6):
+        - a tuple / list / dict of the above, one per value head (LBC's gamma_1..3, Table 3):
           the result has the same structure.
       mask: optional [T+1, B] float or bool, 1 for real steps and 0 for padding.
 
@@ -107,7 +112,7 @@ def bootstrapped_rewards(
     discount,
     reward_shaping: RewardShaping | Sequence | Mapping | None = None,
 ) -> Nest:
-    """f_k(r_t) + gamma_k · V_k(x_final) for every value head k (DESIGN.md §3, dice.md A16).
+    """f_k(r_t) + gamma_k · V_k(x_final) for every value head k (docs/architecture.md#conventions).
 
     Where step t hit the time limit, the actor stores the value of the final observation,
     V_k(x_final), in `truncation_values` (0 elsewhere; `common.acting`), and the discount of step
@@ -115,7 +120,7 @@ def bootstrapped_rewards(
     gamma_k V_k(x_final) into the reward makes the target at t the one-step bootstrap
     r_t + gamma_k V_k(x_final): a truncation bootstraps instead of terminating. Each head applies
     its own reward shaping f_k to r_t first (e.g. GDI-H3 and LBC train one head per shaping,
-    gdi.md §2.5, lbc.md §2.6); the shaping never touches the bootstrap value, which is already in
+    GDI Table 6, LBC Table 3); the shaping never touches the bootstrap value, which is already in
     the head's (shaped) units.
 
     Forms (one head: f(r) + gamma V):
@@ -192,7 +197,8 @@ def masked_sum(x, mask, axis=None) -> tf.Tensor:
 def masked_mean(x, mask, axis=None) -> tf.Tensor:
     """sum_i mask_i x_i / sum_i mask_i over `axis`: the mean over the valid entries.
 
-    The loss reduction of DiCE / GDI / LBC ("mean over valid B×T positions", dice.md A5). Where
+    The loss reduction of DiCE / GDI / LBC (the mean over real steps, our choice:
+    docs/papers/dice.md#departures-from-the-paper). Where
     the mask sums to 0 the result is 0, with a zero gradient (no NaN), so a batch of padding only
     contributes nothing. With an all-ones mask it is `tf.reduce_mean`. `mask` as in `masked_sum`.
     """
@@ -263,7 +269,7 @@ def _burn_in_state(
 def burn_in_unroll(
     unroll_fn: UnrollFn, inputs: Sequence[Nest], initial_state: Nest, burn_in: int, mask=None
 ) -> tuple[Nest, Nest]:
-    """R2D2 burn-in (dice.md §2.5 steps 1-2, A14, A15): warm the core up without gradient, then
+    """R2D2 burn-in (DiCE §4.1, Table 5): warm the core up without gradient, then
     unroll the trained part with gradient.
 
     1. Unroll steps 0..burn_in−1 from `initial_state` (the state the actor stored at the item's
@@ -277,14 +283,15 @@ def burn_in_unroll(
     nest of tensors) with leading axes [T, B]; the state is a nest of [B, ...] tensors (() for a
     feed-forward network, for which the burn-in is skipped: it cannot change anything).
 
-    Padding (`mask` [T, B], 0 for padding): an episode's first item has an all-padding burn-in and
-    a zero stored state (dice.md A15), and with `period < burn_in` a burn-in can start with some
-    padding. Padding steps hold the state: the state entering the first real step is exactly the
-    stored state, whatever the padding's fields and `reset` flags. When every env's burn-in is all
-    real or all padding (the default layout) this costs one unroll of the burn-in; otherwise the
-    burn-in is unrolled one step at a time (a `tf.cond` picks; both compile under XLA). The
-    trained part is one unroll: padding there only follows the real steps (`BurnInSequenceWriter`)
-    and is masked out of the losses, so it changes masked outputs and `final_state` only.
+    Padding (`mask` [T, B], 0 for padding): an episode's first item has an all-padding burn-in and a
+    zero stored state (docs/papers/dice.md#departures-from-the-paper, sequence layout), and with
+    `period < burn_in` a burn-in can start with some padding. Padding steps hold the state: the
+    state entering the first real step is exactly the stored state, whatever the padding's fields
+    and `reset` flags. When every env's burn-in is all real or all padding (the default layout) this
+    costs one unroll of the burn-in; otherwise the burn-in is unrolled one step at a time (a
+    `tf.cond` picks; both compile under XLA). The trained part is one unroll: padding there only
+    follows the real steps (`BurnInSequenceWriter`) and is masked out of the losses, so it changes
+    masked outputs and `final_state` only.
 
     Args:
       unroll_fn: the network's unroll, as above.

@@ -4,11 +4,12 @@ Every function is elementwise, takes anything `tf.convert_to_tensor` accepts and
 the input's float dtype (integer rewards become float32). Which paper uses which transform:
 
 - `clip_rewards`: clip(r, -1, 1). IMPALA Atari and single-task DMLab (Tables D.3, G.1); Reactor
-  (a choice, reactor.md §8 item 1).
+  (a choice: Reactor prints no reward processing beyond reusing DQN's;
+  docs/papers/reactor.md#departures-from-the-paper).
 - `optimistic_asymmetric_clipping`: 0.3 min(tanh r, 0) + 5 max(tanh r, 0). IMPALA DMLab-30 (Fig. D.1);
   LBC RS3 (Table 3).
 - `soft_asymmetric_clipping`: 5 tanh(r/5) for r >= 0, 1.5 tanh(r/5) for r < 0. IMPALA's released code
-  as recalled in impala.md §8 A20; not the paper's formula.
+  as we recall it; not the paper's formula.
 - `asymmetric_log_shaping`: log(|r|+1)(2·1{r>=0} − 1{r<0}). DiCE (Table 5); GDI-I3 and GDI-H3 shape 1
   (Table 6); LBC RS2 (Table 3).
 - `fourth_root_shaping`: sign(r)((|r|+1)^0.25 − 1) + 0.001 r. GDI-H3 shape 2 (Table 6).
@@ -17,8 +18,9 @@ the input's float dtype (integer rewards become float32). Which paper uses which
 - `inverse_value_rescaling`: h^-1 in exact closed form (Pohlen et al. 2018), for agents that learn in
   h-space.
 
-DiCE, GDI and LBC use no value rescaling of their targets (gdi.md §2.5, lbc.md §2.3): in LBC h appears
-only as a reward shaping. `REWARD_TRANSFORMS` maps the names a config uses to these functions.
+DiCE, GDI and LBC use no value rescaling of their targets (none is printed in DiCE Table 5, GDI
+Table 6 or LBC Table 3): in LBC h appears only as a reward shaping. `REWARD_TRANSFORMS` maps the
+names a config uses to these functions.
 """
 
 from typing import Callable
@@ -41,7 +43,7 @@ def _check_epsilon(epsilon: float) -> None:
 
 
 def clip_rewards(rewards, low: float = -1.0, high: float = 1.0) -> tf.Tensor:
-    """Clip to [low, high]; default [-1, 1] (IMPALA Table D.3 and Table G.1, impala.md §2.12)."""
+    """Clip to [low, high]; default [-1, 1] (IMPALA Table D.3 and Table G.1)."""
     if not low < high:
         raise ValueError(f"clip_rewards needs low < high, got low={low!r}, high={high!r}")
     return tf.clip_by_value(_as_float(rewards), low, high)
@@ -59,8 +61,9 @@ def optimistic_asymmetric_clipping(rewards) -> tf.Tensor:
 def soft_asymmetric_clipping(rewards) -> tf.Tensor:
     """5·tanh(r/5) for r >= 0, 1.5·tanh(r/5) for r < 0.
 
-    Not the paper's formula: impala.md §8 A20 recalls it from the released IMPALA code and offers it as
-    the option `soft_asymmetric_code` next to the paper's `optimistic_asymmetric_clipping`.
+    Not the paper's formula (Fig. D.1): it is recalled from the released IMPALA code (not checked
+    against it) and offered as the option `soft_asymmetric_code` next to the paper's
+    `optimistic_asymmetric_clipping`.
     """
     rewards = _as_float(rewards)
     squashed = tf.tanh(rewards / 5.0)

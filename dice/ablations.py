@@ -11,9 +11,11 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # Table 3 / §4.3 "baseline": tau = 1 for every episode, Omega never updated; evaluated with
     # the same tau (there is no region to pick).
     "baseline": dict(fixed_behaviour=True, fixed_eta=1.0, eval_policy="bandits"),
-    # Table 4 "entropy": DiCE plus an entropy regulariser with coefficient 1 (dice.md A12).
+    # Table 4 "entropy" (§4.3): DiCE plus an entropy regulariser with coefficient 1; which entropy
+    # and where it enters are ours (docs/papers/dice.md#departures-from-the-paper).
     "entropy": dict(entropy_cost=1.0),
     # Table 4 "random" (§4.3): "Update Omega by (tau, G)" removed; tau from the initial Omega, which
-    # draws x = log(1 + 1/tau) uniformly (dice.md §2.7); evaluated with the same Omega.
+    # draws x = log(1 + 1/tau) (App. A) uniformly: our reading of the initial Omega
+    # (docs/papers/dice.md#departures-from-the-paper); evaluated with the same Omega.
     "random": dict(bandit_selection="uniform_coordinate", eval_policy="bandits"),
 }

@@ -1,6 +1,7 @@
 """DiCE's behaviour policy (Algorithm 1): each environment's game plays softmax(eta · A) with the
 eta its bandits-vote controller drew at the game's start (`common.behaviour`), and stores eta
-and log mu(a_t|x_t) with every step (dice.md §2.7, A19)."""
+and log mu(a_t|x_t) with every step: the learner's pi_tau pairs with mu_tau (Eq. (8)) at the eta
+each step was played with."""
 
 import dataclasses
 import functools
@@ -47,5 +48,5 @@ def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
 
 def protocol(config: config_lib.DiceConfig) -> envs.AtariProtocol:
     """Table 5's preprocessing (common.envs "dice_gdi_lbc"), for training and evaluation
-    (dice.md A2: the same 30 no-ops and 108,000-frame cap)."""
+    (the same 30 no-ops and 108,000-frame cap; docs/papers/dice.md#departures-from-the-paper)."""
     return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

@@ -1,4 +1,4 @@
-"""The DiCE train step (dice.md §2.5, Algorithm 3) on the shared burn-in learner
+"""The DiCE train step (App. B, Algorithm 3) on the shared burn-in learner
 (`common.burn_in_learning`): burn-in from the stored LSTM state without gradient, unroll the
 trained steps, then `dice.losses.dice_loss` with each step's own eta, Table 5's reward shaping and
 the discounts of episode ends and padding; AdamW with Table 5's schedules.

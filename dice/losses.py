@@ -1,5 +1,6 @@
-"""DiCE's loss (dice.md §2.5 steps 3-8): V-trace for V, Retrace for Q, the tau-free policy
-gradient (Eq. (8)), no entropy term unless the `entropy` ablation asks for one.
+"""DiCE's loss (Algorithm 3): V-trace for V (Eqs. (4), (5)), Retrace for Q (Eqs. (2), (3)), the
+tau-free policy gradient (Eq. (8)), no entropy term unless the `entropy` ablation asks for one;
+docs/papers/dice.md#equations-in-code maps each to its test.
 
 Pure function of tensors; the train step (`dice.learning`) unrolls the network and passes the
 trained part of each sequence here.
@@ -16,7 +17,7 @@ from common import sequences
 
 @dataclasses.dataclass(frozen=True)
 class LossHyperparameters(critics.CriticHyperparameters):
-    entropy_cost: float  # the `entropy` ablation (dice.md A12); Table 5: 0
+    entropy_cost: float  # the `entropy` ablation (§4.3): 1; Table 5: 0
 
 
 def dice_loss(
@@ -35,13 +36,14 @@ def dice_loss(
     Args:
       advantages: [T+1, B, A] A(x_t, .) with gradient; row T is the bootstrap state.
       values: [T+1, B] V(x_t) with gradient.
-      etas: [T+1, B] each step's own inverse temperature (dice.md A19).
+      etas: [T+1, B] each step's own inverse temperature, the one it was played with (Eq. (8)
+        pairs pi_tau with mu_tau).
       actions: [T+1, B] a_t.
       behaviour_log_probs: [T+1, B] log mu(a_t|x_t) the actor stored.
       rewards: [T, B] shaped rewards with truncations bootstrapped.
       discounts: [T, B] gamma_t (0 across episode ends and next to padding).
       mask: [T, B] 1 for real steps, 0 for padding; each loss is its mean over the real steps
-        (dice.md A5).
+        (a choice: docs/papers/dice.md#departures-from-the-paper).
     """
     log_pi = policies.inverse_temperature_log_softmax(advantages, etas)  # [T+1, B, A]
     log_rhos = critics.log_ratios(log_pi, actions, behaviour_log_probs)
@@ -55,7 +57,8 @@ def dice_loss(
     entropy = critics.target_entropy(log_pi, mask)
     total = critic_loss + hparams.pi_loss_scale * pi_loss
     if hparams.entropy_cost:
-        # dice.md A12: the `entropy` ablation adds −coef · H[pi_tau] after the scalings.
+        # §4.3's `entropy` ablation: −coef · H[pi_tau] after the scalings (which entropy, and
+        # where: docs/papers/dice.md#departures-from-the-paper).
         total -= hparams.entropy_cost * entropy
     return total, {
         **stats,

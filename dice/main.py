@@ -8,7 +8,7 @@ documented choices), and so is every run setting every paper shares (`common.cli
 
 Each environment's game draws eta = 1/tau from its actor's bandits vote (§3.3, Algorithm 1) and
 plays softmax(eta · A); the learner trains V with V-trace, Q with Retrace and A with the tau-free
-policy gradient (§2.5) on burn-in sequences each sampled twice (Table 5).
+policy gradient (Eq. (8)) on burn-in sequences each sampled twice (Table 5).
 """
 
 import functools

@@ -1,8 +1,10 @@
-"""DiCE's network (dice.md §3): IMPALA-deep torso, LSTM(256) fed the one-hot previous action
-and the previous *shaped* reward (A13), linear A (|A| actions) and V heads.
+"""DiCE's network (Table 5, §4.1): IMPALA-deep torso, LSTM(256) fed the one-hot previous action
+and the previous *shaped* reward, linear A (|A| actions) and V heads; the LSTM's inputs and the
+heads are our choices (docs/papers/dice.md#departures-from-the-paper).
 
 It is `common.networks.ActorCriticNet` with its logits head read as the advantage head A: DiCE
-has no policy head, pi_tau = softmax(eta · A) (§2.2). The network never sees tau (§2.3).
+has no policy head, pi_tau = softmax(eta · A) (§3.1, with v = A_theta of §3.2). The network never
+sees tau: V_theta and A_theta estimate the tau-free V^Omega and A^Omega (§3.1).
 """
 
 import tensorflow as tf
@@ -18,7 +20,7 @@ def make_network(config: config_lib.DiceConfig, num_actions: int) -> networks.Ac
         use_lstm=True,  # Table 5 "LSTM Units 256"
         lstm_units=config.lstm_units,
         prev_reward_clip=None,  # Table 5 "Reward Clip No"
-        prev_reward_transform=config.reward_shaping,  # dice.md A13: the shaped reward
+        prev_reward_transform=config.reward_shaping,  # choice: the shaped reward
         head_hidden=config.head_hidden or None,
     )
 

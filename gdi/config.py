@@ -3,8 +3,8 @@
 Sources: Table 5 (App. I.1, Atari pre-processing), Table 6 (App. I.2, hyperparameters), §4.1
 (experimental setup), Eqs. (2)-(4) and (9)-(12), App. G (Bandits Controller) and App. K (ablations)
 of Fan & Xiao, "Generalized Data Distribution Iteration", and our choices where the paper is
-silent (comments cite the design notes as "gdi.md §8.1 #n"); every default that is not the
-paper's is listed with its reason in docs/papers/gdi.md. Field names are also the flag names.
+silent (comments say "choice"); every default that is not the paper's is listed with its reason
+in docs/papers/gdi.md#departures-from-the-paper. Field names are also the flag names.
 
 GDI-I3 and GDI-H3 share every Table 6 entry except the reward shaping: I3 trains one network on
 shape 1; H3 trains two networks (Eqs. (11)-(12)), the second on shape 2. So one dataclass serves
@@ -73,24 +73,25 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     reward_shaping_2: str = field("fourth_root", "Reward transform of GDI-H3's network 2.")
     # Table 6 "GDI-H3 Reward Shape 2": sign(r)((|r|+1)^0.25 - 1) + 0.001 r.
 
-    # --- Network (Table 6, gdi.md §3) ------------------------------------------------------------
+    # --- Network (Table 6; the rest: docs/papers/gdi.md#departures-from-the-paper) ----------------
     network: str = field("deep", "Torso: deep (IMPALA, 15 conv), shallow, nature, minatar or mlp.")
     # Table 6 "Backbone IMPALA,deep".
     lstm_units: int = field(256, "LSTM core size.")  # Table 6 "LSTM Units 256"
     head_hidden: int = field(0, "Hidden units of the A and V heads (0: linear heads).")
-    # choice (gdi.md §8.1 #15): linear heads, as IMPALA.
+    # choice (paper silent): linear heads, as IMPALA's.
     shared_torso: bool = field(False, "GDI-H3: one torso under both networks' LSTMs and heads.")
-    # choice (gdi.md §3, §8.1 #16): two complete networks, "two different families of trainable
-    # variables"; the shared torso is the spec's option (one torso pass per step, one set of
-    # dynamics heads on its embeddings; each network keeps its LSTM, fed its own shaped reward).
+    # §4.1, Eq. (11): two complete networks, "two different families of trainable variables";
+    # the shared torso is our option (one torso pass per step, one set of dynamics heads on its
+    # embeddings; each network keeps its LSTM, fed its own shaped reward; see
+    # docs/papers/gdi.md#options-and-readings-that-are-not-departures).
     aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
-    # Table 6 "Auxiliary Forward Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
+    # Table 6 "Auxiliary Forward Dynamic Task Yes"; choice (no weight printed): 1.
     aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
-    # Table 6 "Auxiliary Inverse Dynamic Task Yes"; choice (gdi.md §8.1 #14): weight 1.
+    # Table 6 "Auxiliary Inverse Dynamic Task Yes"; choice (no weight printed): 1.
     aux_hidden: int = field(256, "Hidden units of the forward and inverse dynamics MLPs.")
-    # choice (gdi.md §3): hidden size 256, the torso's width.
+    # choice (no size printed): hidden size 256, the torso's width.
 
-    # --- Loss (Table 6, App. B, gdi.md §2.5) ---------------------------------------------------
+    # --- Loss (Table 6, App. B; docs/papers/gdi.md#equations-in-code) -----------------------------
     discount: float = field(0.997, "Discount gamma.")  # Table 6
     v_loss_scale: float = field(1.0, "xi: weight of the V-trace value loss.")  # Table 6
     q_loss_scale: float = field(10.0, "alpha: weight of the Retrace Q loss.")  # Table 6
@@ -99,7 +100,7 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     # Table 6 "Importance Sampling Clip rho-bar 1.05".
     clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 6
     retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
-    # Eq. (3) prints Q(s_{t+1}, a_{t+1}) (gdi.md §8.1 #12).
+    # Eq. (3) prints Q(s_{t+1}, a_{t+1}): sampled; expected is Munos et al.'s E_pi Q(s_{t+1}, .).
     q_centering: str = field(
         "policy_mean",
         "Q = V + A - E_pi[A] with pi under stop-gradient (policy_mean), with the gradient "
@@ -122,7 +123,7 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).")
     # Table 6 "AdamW Clip Norm 50.0".
 
-    # --- Replay (Table 6; the sample-k pattern of DESIGN.md §4) --------------------------------
+    # --- Replay (Table 6; sample-k: docs/architecture.md#replay-patterns-commonpatternspy) --------
     batch_size: int = field(64, "Sequences per learner batch.")  # Table 6
     burn_in: int = field(40, "Burn-in steps from the stored LSTM state (no gradient).")
     # Table 6 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
@@ -131,13 +132,13 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     times_sampled: int = field(2, "Times each sequence is trained on.")
     # Table 6 "Replay 2"; §4.1 "we train each sample twice".
     reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
-    # choice (gdi.md §8.1 #18): Reverb max_times_sampled = k.
+    # choice (paper silent on the sampler): Reverb max_times_sampled = k, uniform sampling.
     learner_microbatches: int = field(4, "Slices of each batch the gradient is computed in.")
     # choice (as DiCE's): backprop through the deep torso keeps ~2.5 MB of activations per frame
     # on a CPU (H3: two torsos); 4 slices give exactly the same gradient
     # (common.burn_in_learning) in about a quarter of the memory. 1 for a big GPU.
     replay_capacity: int = field(8192, "Sequences the replay table holds.")
-    # choice (gdi.md §5): "a small capacity (a few thousand items)", data is near on-policy.
+    # choice (not printed): a few thousand items; the data is near on-policy.
 
     # --- Actors and behaviour (Algorithms 2-4, Eq. (2), App. G) --------------------------------
     num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
@@ -148,7 +149,7 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     publish_interval: int = field(25, "Learner steps between parameter publications.")
     # Table 6 "Learner Push Model Every N Steps 25".
     controller_scope: str = field("per_env", "One bandit ensemble per env, or one global.")
-    # choice (gdi.md §8.1 #7): Algorithms 2-3 initialise the bandits inside each actor.
+    # Algorithms 2-3 initialise the bandits inside each actor, which steps one environment.
     fixed_behaviour: bool = field(False, "Act with the --fixed_* lambda, no bandits.")
     # App. K.1 "Fix Selection" (GDI-I0 w/o E).
     fixed_eta1: float = field(1.0, "1/tau_1 of --fixed_behaviour.")
@@ -160,9 +161,11 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     )
     # Table 20: GDI-I3/H3 select all of (1/tau_1, 1/tau_2, eps); the GDI-I1 ablations one of them.
     bandit_space: str = field("log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.")
-    # choice (gdi.md §8.1 #1): x = log(1 + 1/tau) (App. G) over Table 6's range of 1/tau.
+    # choice (App. G and Table 6 disagree, docs/papers/gdi.md#errata): x = log(1 + 1/tau)
+    # (App. G) over Table 6's range of 1/tau.
     bandit_factorized: bool = field(True, "One ensemble per coordinate, or one on the 3-D grid.")
-    # choice (gdi.md §8.1 #2): the joint 25,000-block grid locks in (gdi.md App. A).
+    # choice: App. G's joint 25,000-block grid locks in
+    # (docs/papers/gdi.md#departures-from-the-paper).
     bandit_eta_max: float = field(50.0, "Upper end of the 1/tau_1 and 1/tau_2 search ranges.")
     # Table 6 "Bandit Search Range for 1/tau_1 (and 1/tau_2) [0.0, 50.0]".
     bandit_eta_acc: float = field(
@@ -179,13 +182,16 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     )
     # Table 6 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
     bandit_num_tilings: tuple[int, ...] = field((2, 3, 4), "Each bandit's tiling count from.")
-    # Table 6 "Bandit Tiling Width Uniform([2, 3, 4])", read as gdi.md §8.1 #3.
+    # Table 6 "Bandit Tiling Width Uniform([2, 3, 4])", in our reading
+    # (docs/papers/gdi.md#departures-from-the-paper).
     bandit_tile_sizes: tuple[int, ...] = field((2, 3, 4), "Each tiling's tile size (blocks).")
-    # Table 6 "Accuracy of Tile coding Uniform([2, 3, 4])", read as gdi.md §8.1 #3.
+    # Table 6 "Accuracy of Tile coding Uniform([2, 3, 4])", in our reading
+    # (docs/papers/gdi.md#departures-from-the-paper).
     bandit_tile_offset_percent: tuple[float, float] = field(
         (0.0, 60.0), "Tile offsets, uniform in this range (percent of a tile)."
     )
-    # Table 6 "Offset of Tile coding Uniform([0, 60])", read as gdi.md §8.1 #3.
+    # Table 6 "Offset of Tile coding Uniform([0, 60])", in our reading
+    # (docs/papers/gdi.md#departures-from-the-paper).
     bandit_selection: str = field(
         "bandits",
         "bandits; uniform: 1/tau_1, 1/tau_2 uniform on [0, bandit_eta_max] and eps on [0, 1] "
@@ -195,7 +201,7 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
     # parameters over Table 6's search ranges (the bandit coordinate log(1 + 1/tau) drawn
     # uniformly would put the median 1/tau near 6, not 25).
 
-    # --- Evaluation (§4.1, gdi.md §8.1 #9) -----------------------------------------------------
+    # --- Evaluation (§4.1; the rest: docs/papers/gdi.md#departures-from-the-paper) ----------------
     eval_episodes: int = field(32, "Episodes per evaluation.")
     # §4.1: "undiscounted episode returns averaged over 32 environments with different seeds".
     eval_policy: str = field(
@@ -203,14 +209,14 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
         "bandits: the evaluator runs its own bandit ensembles, learning from its games; "
         "best_region: lambda from the best block of actor 0's ensembles, frozen.",
     )
-    # choice (gdi.md §5, §8.1 #9): the paper evaluates in "additional environments"; its own
-    # ensembles evaluate the adaptive behaviour population. `best_region` is DiCE's rule
-    # (dice.md A9).
+    # choice (docs/papers/gdi.md#departures-from-the-paper): the paper evaluates in "additional
+    # environments" (§4.1); their own ensembles evaluate the adaptive behaviour population.
+    # `best_region` is DiCE's rule (DiCE §4.1: tau "sampled from the best region").
     seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "GdiConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_burn_in_learner("gdi.md §4.3")
+        self.check_burn_in_learner("docs/papers/gdi.md#departures-from-the-paper")
         for name, allowed in (
             ("variant", VARIANTS),
             ("reward_shaping", REWARD_TRANSFORMS),

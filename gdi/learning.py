@@ -1,9 +1,9 @@
-"""The GDI train step (Algorithms 2-3, gdi.md §2.5) on the shared burn-in learner
+"""The GDI train step (Algorithms 2-3, App. B) on the shared burn-in learner
 (`common.burn_in_learning`): burn-in from each network's stored LSTM state without gradient,
 unroll the trained steps, then `gdi.losses.gdi_loss` with each step's own lambda and each
 network's reward shaping (Table 6), plus the auxiliary forward and inverse dynamics losses of
-each network (Table 6, gdi.md §3); AdamW with Table 6's schedules. GDI-H3 trains both networks on
-the same batch in one compiled step.
+each network (Table 6; their form: docs/papers/gdi.md#departures-from-the-paper); AdamW with
+Table 6's schedules. GDI-H3 trains both networks on the same batch in one compiled step.
 """
 
 from typing import Callable, Sequence

@@ -1,16 +1,18 @@
-"""GDI's RL operator T (gdi.md §2.5, App. B, Table 6): per network i, V-trace for V_i, Retrace for
+"""GDI's RL operator T (App. B, App. K.1, Table 6): per network i, V-trace for V_i, Retrace for
 Q_i = A_i − E_pi[A_i] + V_i, and the policy gradient of the shared target policy pi_lambda; no
 entropy term. The auxiliary dynamics losses are added by `gdi.learning` (they need the torso).
 
     target  pi_lambda = eps Softmax(eta1 A_1) + (1 − eps) Softmax(eta2 A_2)  under the learner's
-            theta with each step's own lambda (gdi.md §8.1 #10), the same for both sets in H3
+            theta with each step's own lambda (§4.1: "The learning policy is also
+            pi_theta_lambda"), the same for both sets in H3
     rho_t   = min(pi_lambda(a_t|x_t) / mu(a_t|x_t), rho_bar), likewise c_t    (Table 6: 1.05)
     L       = sum_i [xi L_V^i + alpha L_Q^i] + beta L_pi                      (Table 6: 1, 10, 10)
     L_pi    = mean_t −sum_n sg(Â_{t,i(n)}) sg(w_n(a_t)) ℓ_{t,n}
 
 where component n reads network i(n) (I3: both network 1; H3: n), w_n are the responsibilities
 eps pi_1(a) / pi_lambda(a) and (1 − eps) pi_2(a) / pi_lambda(a), and Â_{t,i} is network i's
-V-trace policy-gradient advantage in its own reward shaping. `pg_mode` chooses ℓ (gdi.md §2.5):
+V-trace policy-gradient advantage in its own reward shaping. `pg_mode` chooses ℓ
+(docs/papers/gdi.md#options-and-readings-that-are-not-departures):
 - "log_mixture" (default, App. B's ∇ log pi): ℓ = log pi_n(a_t), whose weighted sum has the
   gradient of log pi_lambda(a_t) (sum_n w_n ∇ log pi_n); in I3 this is autodiff through the
   mixture, and in H3 it is that gradient split by component, so set i's loss reaches theta_i

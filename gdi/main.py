@@ -10,7 +10,8 @@ boltzmann_selection,epsilon_greedy_selection`).
 Each environment's game draws lambda = (1/tau_1, 1/tau_2, eps) from its actor's bandits (App. G)
 and plays eps Softmax(A_1 / tau_1) + (1 − eps) Softmax(A_2 / tau_2) (Eq. (2)); the learner trains
 each network's V with V-trace, Q with Retrace and A with the policy gradient of that mixture, plus
-auxiliary dynamics tasks (§2.5, Algorithms 2-3), on burn-in sequences each sampled twice.
+auxiliary dynamics tasks (App. B, Table 6, Algorithms 2-3), on burn-in sequences each sampled
+twice (docs/papers/gdi.md#equations-in-code).
 """
 
 import functools
@@ -49,10 +50,12 @@ def make_learner(config: config_lib.GdiConfig, spec):
 
 
 def build_experiment(config: config_lib.GdiConfig, logdir: str, replay_port: int | None = None):
-    """The launcher's description of a GDI run (imports TensorFlow). gdi.md §5: evaluation
-    environments never write to replay; they run bandit ensembles of their own that learn from
-    the evaluation games (--eval_policy=bandits) or play the best played region of actor 0's
-    saved bandits, never updated (--eval_policy=best_region); never an argmax."""
+    """The launcher's description of a GDI run (imports TensorFlow). Evaluation environments
+    (§4.1's "additional environments"; which lambda they play is our choice,
+    docs/papers/gdi.md#departures-from-the-paper) never write to replay; they run bandit
+    ensembles of their own that learn from the evaluation games (--eval_policy=bandits) or play
+    the best played region of actor 0's saved bandits, never updated (--eval_policy=best_region);
+    never an argmax."""
     from common import launch
     from gdi import acting
 

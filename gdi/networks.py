@@ -1,13 +1,15 @@
-"""GDI's networks (gdi.md §3): GDI-I3 has one, GDI-H3 two complete ones, theta_1 and theta_2
-("two different families of trainable variables", Eqs. (11)-(12)).
+"""GDI's networks (Table 6, Eqs. (9)-(12)): GDI-I3 has one, GDI-H3 two complete ones, theta_1 and
+theta_2 ("two different families of trainable variables", §4.1, Eqs. (11)-(12)). What the paper
+leaves open is ours: docs/papers/gdi.md#departures-from-the-paper.
 
 Each is `common.networks.ActorCriticNet` with its logits head read as the advantage head A (there
 is no policy head: pi = Softmax(A / tau) per mixture component, Eq. (2)): IMPALA-deep torso,
 LSTM(256) fed the one-hot previous action and the previous reward in that network's own reward
-shaping, linear A and V heads. The networks never see lambda (gdi.md §8.1 #24). Each torso has
-its auxiliary forward / inverse dynamics heads (`common.dynamics`), used by the learner only.
-With `--shared_torso` (GDI-H3, gdi.md §3's option) network 2 is built on network 1's torso: one
-torso, one set of dynamics heads, two LSTMs and two head sets.
+shaping, linear A and V heads. The networks never see lambda (the paper never mentions it as an
+input). Each torso has its auxiliary forward / inverse dynamics heads (`common.dynamics`), used by
+the learner only. With `--shared_torso` (GDI-H3, our option:
+docs/papers/gdi.md#options-and-readings-that-are-not-departures) network 2 is built on network
+1's torso: one torso, one set of dynamics heads, two LSTMs and two head sets.
 """
 
 import tensorflow as tf
@@ -36,7 +38,7 @@ def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list:
                 use_lstm=True,  # Table 6 "LSTM Units 256"
                 lstm_units=config.lstm_units,
                 prev_reward_clip=None,  # Table 6 "Reward Clip No"
-                prev_reward_transform=shaping,  # gdi.md §8.1 #15: the shaped previous reward
+                prev_reward_transform=shaping,  # choice (IMPALA's input): the shaped reward
                 head_hidden=config.head_hidden or None,
             )
         )
@@ -44,8 +46,9 @@ def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list:
 
 
 def make_dynamics(config: config_lib.GdiConfig, num_actions: int, nets) -> list:
-    """The auxiliary dynamics heads of each torso (Table 6; gdi.md §3): one per network, or one
-    on the shared torso (paired with network 1's outputs by the loss)."""
+    """The auxiliary dynamics heads of each torso (Table 6 "Yes"; their form is ours,
+    docs/papers/gdi.md#departures-from-the-paper): one per network, or one on the shared torso
+    (paired with network 1's outputs by the loss)."""
     torsos = nets[:1] if config.shared_torso else nets
     return [
         dynamics.DynamicsHeads(num_actions, net.torso.output_units, config.aux_hidden)

@@ -1,6 +1,7 @@
 """Named IMPALA ablations: each maps to the config fields it overrides.
 
-The four off-policy corrections compared in §5.2.2 / Table 2 (readings in impala.md A25), the
+The four off-policy corrections compared in §5.2.2 / Table 2 (our readings in
+docs/papers/impala.md#departures-from-the-paper), the
 App. E.3 variant of the policy-gradient Q-estimate, Table 2's "with replay" variants
 (`<correction>_replay`) and App. E.1's controlled policy lag (`<correction>_lag<k>`). Run them
 side by side with, e.g.,
@@ -29,14 +30,15 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "vtrace_baseline_q": dict(correction="vtrace", pg_q_estimate="baseline"),
 }
 
-# Table 2 "with replay" (impala.md §6.2, A24): each correction again, half of every batch drawn
+# Table 2 "with replay" (§5.2.2, Table D.3): each correction again, half of every batch drawn
 # uniformly from a replay of the last 10,000 unrolls.
 ABLATIONS.update(
     {f"{name}_replay": dict(ABLATIONS[name], replay="queue_with_replay") for name in CORRECTIONS}
 )
 
-# App. E.1 (Fig. E.1, impala.md §6.2): each correction under a forced policy lag of k learner
-# steps. choice: k in powers of two up to 16; the paper gives its lag values only in the figure.
+# App. E.1 (Fig. E.1): each correction under a forced policy lag of k learner steps. choice: k in
+# powers of two up to 16; the paper gives its lag values only in the figure
+# (docs/papers/impala.md#experiments).
 POLICY_LAGS = (1, 2, 4, 8, 16)
 ABLATIONS.update(
     {

@@ -2,7 +2,7 @@
 
 The behaviour policy is mu = softmax(logits) of the actor's (possibly stale) copy of the network
 (§3, §4.1): `common.acting.CategoricalPolicy`. Evaluation samples from pi as well unless
-`--eval_policy=greedy` (impala.md A18).
+`--eval_policy=greedy` (our choice: docs/papers/impala.md#departures-from-the-paper).
 """
 
 import dataclasses

@@ -2,9 +2,10 @@
 
 Sources: Table G.1 (Atari hyperparameters), Table D.3 (DeepMind Lab fixed hyperparameters),
 §5.2.2 (off-policy corrections), §5.3.2 / App. G (Atari evaluation protocol) of Espeholt et al.
-(2018), and our choices where the paper is silent (comments cite the design notes as
-"impala.md §8 An"); every default that is not the paper's is listed with its reason in
-docs/papers/impala.md. Field names are also the `impala.main` flag names.
+(2018), and our choices where the paper is silent (comments say "choice:"); every default that
+is not the paper's is listed with its reason in
+docs/papers/impala.md#departures-from-the-paper. Field names are also the `impala.main` flag
+names.
 
 This module imports nothing heavy (no TensorFlow), so flags are validated in milliseconds.
 """
@@ -31,11 +32,12 @@ class ImpalaConfig(ProcessSettings):
         "deep",
         "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), minatar, mlp.",
     )
-    # Table 4: the deep experts are the paper's best Atari agents. App. G's "shallow" Atari net
-    # ("three convolutional layers") is ambiguous (impala.md A16): both readings are offered.
+    # Table 4: the deep experts are the paper's best Atari agents. §5.3.2's "shallow" Atari net
+    # ("three convolutional layers") is ambiguous (docs/papers/impala.md#errata): both readings
+    # are offered.
     use_lstm: bool = field(False, "Put an LSTM core before the heads.")
-    # App. G / §3.5: "All agents trained on Atari are equipped only with a feed forward network".
-    lstm_units: int = field(256, "LSTM size when --use_lstm.")  # Fig. 3 (impala.md §3.1)
+    # App. G: "All agents trained on Atari are equipped only with a feed forward network".
+    lstm_units: int = field(256, "LSTM size when --use_lstm.")  # Fig. 3
     full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
     # App. G: "experts use game-specific action sets"; only the multi-task agent uses 18.
 
@@ -45,17 +47,17 @@ class ImpalaConfig(ProcessSettings):
     batch_size: int = field(32, "Unrolls per learner batch.")  # Table G.1
     discount: float = field(0.99, "Discount gamma.")  # Table G.1 (Table D.3 also 0.99)
     baseline_cost: float = field(
-        0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2 (impala.md A9)."
-    )  # Table G.1, D.3
+        0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2."
+    )  # Table G.1, D.3; the 1/2 is ours (docs/papers/impala.md#departures-from-the-paper)
     entropy_cost: float = field(0.01, "Entropy regulariser.")  # Table G.1
     correction: str = field(
         "vtrace", "Off-policy correction: vtrace, no_correction, eps_correction, one_step_is."
     )
     # §4 / §5.2.2: V-trace is the paper's method; the others are the §5.2.2 ablation baselines.
     clip_rho_threshold: float = field(1.0, "rho-bar (fixed point of V-trace).")  # §5.2.2
-    clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy gradient.")  # §5.2.2, A5
+    clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy gradient.")  # §4.2, §5.2.2
     clip_c_threshold: float = field(1.0, "c-bar (trace cutting).")  # §5.2.2
-    vtrace_lambda: float = field(1.0, "lambda of Remark 2.")  # impala.md A4: not used, so 1
+    vtrace_lambda: float = field(1.0, "lambda of Remark 2.")  # unused by the paper: Eq. (1) is 1
     correction_epsilon: float = field(
         1e-6, "epsilon of eps_correction: log(pi(a) + epsilon)."
     )  # §5.2.2
@@ -68,17 +70,19 @@ class ImpalaConfig(ProcessSettings):
     optimizer: str = field(
         "rmsprop_tf1", "rmsprop_tf1 (TF1 RMSPropOptimizer: ms starts at 1) or rmsprop_keras."
     )
-    # impala.md A10: the original ran TF1's RMSPropOptimizer; Table D.1's epsilon range assumes it.
+    # choice: TF1's RMSPropOptimizer, which the original ran; Table D.1's epsilon range assumes it
+    # (docs/papers/impala.md#departures-from-the-paper).
     learning_rate: float = field(6e-4, "Initial learning rate.")  # Table G.1
     lr_anneal: bool = field(True, "Anneal the learning rate linearly to 0 over --total_frames.")
     # Table G.1: "Anneal linearly to 0 from beginning to end of training".
     rmsprop_decay: float = field(0.99, "RMSProp decay of the mean square.")
-    # choice (impala.md A10): the paper omits it; 0.99 as in A3C.
+    # choice: the paper omits it; 0.99 as in A3C (docs/papers/impala.md#departures-from-the-paper).
     rmsprop_momentum: float = field(0.0, "RMSProp momentum.")  # Table G.1, Table D.3
     rmsprop_epsilon: float = field(0.01, "RMSProp epsilon (inside the square root).")  # Table G.1
     max_grad_norm: float = field(40.0, "Clip the global gradient norm (0 disables).")  # Table G.1
     total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
-    # §5.3.2 / Table C.1: 200M frames per game; the lr schedule counts frames (impala.md A11).
+    # §5.3.2 / Table C.1: 200M frames per game; the lr schedule counts frames, action repeats
+    # included (Table 1 note 2; docs/papers/impala.md#errata).
 
     # --- Actors and learner: system choices for a 2-core machine ------------------------------
     num_actors: int = field(2, "Actor processes.")
@@ -93,25 +97,28 @@ class ImpalaConfig(ProcessSettings):
     publish_interval: int = field(1, "Learner steps between parameter publications.")
     # choice: publishing ~1M floats costs milliseconds, far less than one learner step.
     publish_lag: int = field(0, "Actors act with parameters this many learner steps old.")
-    # App. E.1 (impala.md §6.2): the controlled policy lag; 0 is the normal run.
+    # App. E.1: the controlled policy lag (docs/papers/impala.md#experiments); 0 is the normal run.
 
-    # --- Replay (Table 2 "with replay", impala.md §6.2, A24) ---------------------------------
+    # --- Replay (Table 2 "with replay", §5.2.2, Table D.3) -----------------------------------
     replay: str = field(
         "queue",
         "queue (the paper's), queue_with_replay (Table 2), or the other papers' "
         "patterns: prioritized (Reactor's sequences), sample_k (DiCE/GDI/LBC burn-in items).",
     )
-    # §5.4: the learner trains on each fresh unroll once; Table 2 adds a replay for its ablation.
+    # §3: actors send their trajectories to the learner through a queue, each trained on once;
+    # Table 2 adds a replay for its ablation (how it is filled: our choice,
+    # docs/papers/impala.md#departures-from-the-paper).
     # choice: prioritized and sample_k are not IMPALA's; they run its learner on the other papers'
     # replay patterns (with no priorities written back, prioritized samples uniformly).
     replay_capacity: int = field(10_000, "Unrolls the replay holds (all but queue).")
-    # impala.md §6.2: "capacity 10,000 trajectories, uniform sampling, FIFO removal".
+    # Table D.3: capacity 10,000 trajectories, uniform sampling, first-in-first-out removal.
     replay_fraction: float = field(0.5, "Fraction of each batch drawn from the replay.")
-    # impala.md §6.2: "50% of each batch comes from replay".
+    # §5.2.2: "we draw 50% of the items in each batch uniformly at random from the replay
+    # buffer".
     burn_in: int = field(0, "sample_k: burn-in steps from the stored core state.")
-    # choice: not IMPALA's (dice.md §5 uses 40); 0 trains every stored step.
+    # choice: not IMPALA's (DiCE Table 5 uses 40); 0 trains every stored step.
     times_sampled: int = field(2, "sample_k: times each item is trained on.")
-    # choice: not IMPALA's; dice.md §4.1 "We train each sample twice".
+    # choice: not IMPALA's; DiCE §4.1 "We train each sample twice".
     actor_precision: str = field(
         "float32", "Arithmetic of the actors' and evaluator's network: float32 or bfloat16."
     )
@@ -120,17 +127,19 @@ class ImpalaConfig(ProcessSettings):
     # for it exactly, because actors record the logits they actually sampled from as mu.
     seed: int = field(0, "Seed of environments and networks.")
 
-    # --- Evaluation protocol (§5.3.2, App. G, impala.md A18) -----------------------------------
+    # --- Evaluation protocol (§5.3.2, App. G) --------------------------------------------------
     eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).")
     # §5.3.2: "each game-score is the mean over 200 evaluation episodes".
     eval_noop_max: int = field(30, "Random no-ops (uniform in [1, max]) at episode start.")
     # §5.3.2: "a random number of no-op actions (uniformly chosen from [1, 30])".
     eval_max_episode_frames: int = field(108_000, "Evaluation episode cap in frames.")
-    # choice (impala.md A18): 30 minutes of play at 60 Hz, the usual Atari cap.
+    # choice: 30 minutes of play at 60 Hz, the usual Atari cap
+    # (docs/papers/impala.md#departures-from-the-paper).
     eval_sticky_actions: bool = field(False, "Sticky actions during evaluation.")
-    # impala.md A18: the 2018 protocol predates sticky actions.
+    # choice: the paper does not mention sticky actions; its 2018 protocol predates them.
     eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy.")
-    # choice (impala.md A18): the paper does not mention greedy evaluation.
+    # choice: the paper does not mention greedy evaluation
+    # (docs/papers/impala.md#departures-from-the-paper).
 
     def validate(self) -> "ImpalaConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
@@ -214,8 +223,8 @@ class ImpalaConfig(ProcessSettings):
 
     @property
     def frames_per_batch(self) -> int:
-        """New environment frames one learner step trains on (impala.md §5.4: frames include
-        action repeats): a batch of fresh unrolls; with Table 2's replay only the fresh part;
+        """New environment frames one learner step trains on (frames include action repeats,
+        Table 1 note 2): a batch of fresh unrolls; with Table 2's replay only the fresh part;
         with sample_k each item counts once over its `times_sampled` trainings. This sets the
         budget and the learning-rate anneal."""
         frames = self.batch_size * self.unroll_length * self.frames_per_step

@@ -1,9 +1,10 @@
 """The IMPALA train step: unroll batch in, V-trace loss, clipped gradients, RMSProp step out.
 
 The generic loop (sampling, publishing, checkpoints, logging) is `common.learning`; this module
-supplies what is IMPALA's: the optimiser with TF1 semantics (impala.md §8 A10) and the step itself
-(§4.2, impala.md §2.9). The shared pieces it uses live in `common`: the linear learning-rate anneal
-(Table G.1, A11) in `common.schedules`, discounts from episode starts and truncation bootstraps in
+supplies what is IMPALA's: the optimiser with TF1 semantics (our choice,
+docs/papers/impala.md#departures-from-the-paper) and the step itself (the §4.2 loss of
+`impala.losses`). The shared pieces it uses live in `common`: the linear learning-rate anneal
+(Table G.1) in `common.schedules`, discounts from episode starts and truncation bootstraps in
 `common.sequences`.
 """
 
@@ -25,9 +26,10 @@ class RMSProp(tf.Module):
         mom <- momentum mom + lr g / sqrt(ms + epsilon)
         w   <- w - mom
 
-    with `ms` initialised to `initial_mean_square`. TF1 starts it at 1.0 (impala.md §8 A10), which
-    damps the first updates; Keras 2.15's `RMSprop` computes the same update from 0.0 (its epsilon
-    is also inside the square root), so `initial_mean_square=0` reproduces Keras.
+    with `ms` initialised to `initial_mean_square`. TF1 starts it at 1.0 (our default,
+    `--optimizer=rmsprop_tf1`), which damps the first updates; Keras 2.15's `RMSprop` computes the
+    same update from 0.0 (its epsilon is also inside the square root), so `initial_mean_square=0`
+    reproduces Keras.
     """
 
     def __init__(

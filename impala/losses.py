@@ -1,6 +1,7 @@
 """The IMPALA actor-critic loss (§4.2) and the off-policy corrections of the §5.2.2 ablation.
 
-One learner step minimises (impala.md §2.9; summed over batch and time, Table D.1 note):
+One learner step minimises (§4.2's three updates written as one loss, with the (AC-*) labels of
+docs/papers/impala.md#equations-in-code; summed over batch and time, Table D.1 note):
 
     A_s = stop_grad(w_s (q_s - V(x_s)))                       policy-gradient advantage
     L_pi = - sum_{b,s} A_s log pi(a_s|x_s)                    (AC-pi)
@@ -40,7 +41,7 @@ class LossHyperparameters(NamedTuple):
     clip_rho_threshold: float = 1.0  # §5.2.2
     clip_pg_rho_threshold: float = 1.0  # §5.2.2
     clip_c_threshold: float = 1.0  # §5.2.2
-    vtrace_lambda: float = 1.0  # impala.md A4
+    vtrace_lambda: float = 1.0  # Remark 2; 1 is Eq. (1)
     correction_epsilon: float = 1e-6  # §5.2.2
     pg_q_estimate: str = "vtrace"  # Eq. (4)
 
@@ -70,7 +71,8 @@ def policy_gradient_loss(
 
 
 def baseline_loss(vs: tf.Tensor, values: tf.Tensor, mask: tf.Tensor | None = None) -> tf.Tensor:
-    """L_V = sum 1/2 (v_s - V(x_s))^2 with v_s constant (AC-V); the 1/2 is impala.md A9."""
+    """L_V = sum 1/2 (v_s - V(x_s))^2 with v_s constant (AC-V); the 1/2 is our reading
+    (docs/papers/impala.md#departures-from-the-paper)."""
     return 0.5 * _sum(tf.square(tf.stop_gradient(vs) - values), mask)
 
 
@@ -152,7 +154,7 @@ def impala_loss(
     discounts: tf.Tensor,
     mask: tf.Tensor | None = None,
 ) -> LossOutputs:
-    """L = L_pi + baseline_cost L_V + entropy_cost L_H of one batch (§4.2, impala.md §2.9).
+    """L = L_pi + baseline_cost L_V + entropy_cost L_H of one batch (§4.2; module docstring).
 
     Args:
       hparams: coefficients and the correction.

@@ -25,7 +25,7 @@ from impala import config as config_lib
 
 
 def make_replay(config: config_lib.ImpalaConfig):
-    """The queue of §5.4, Table 2's queue plus uniform replay (impala.md §6.2, A24), or another
+    """The queue of §3, Table 2's queue plus uniform replay (§5.2.2, Table D.3), or another
     paper's pattern with IMPALA's learner (config.replay)."""
     from common import patterns
 

@@ -1,7 +1,8 @@
 """The IMPALA network of a config: `common.networks.ActorCriticNet` with the paper's choices.
 
-Atari (App. G, impala.md §3.5): feed-forward, 4-frame stack, deep or shallow torso, no LSTM.
-DMLab (§3.1-3.3): add `--use_lstm` (256 units, previous action and clipped reward as inputs).
+Atari (§5.3.2, App. G): feed-forward, 4-frame stack, deep or shallow torso, no LSTM.
+DMLab (§5, Fig. 3): add `--use_lstm` (256 units, previous action and clipped reward as inputs;
+the details are ours, docs/papers/impala.md#departures-from-the-paper).
 """
 
 import tensorflow as tf
@@ -17,8 +18,8 @@ def make_network(config: config_lib.ImpalaConfig, num_actions: int) -> networks.
 
 
 def core_state_spec(config: config_lib.ImpalaConfig):
-    """Per-env spec of the LSTM state (h, c) the actors store at each unroll start (§3,
-    impala.md §5.1), or None for the feed-forward Atari nets."""
+    """Per-env spec of the LSTM state (h, c) the actors store at each unroll start (§3), or None
+    for the feed-forward Atari nets."""
     if not config.use_lstm:
         return None
     return (

@@ -5,7 +5,7 @@ overrides; all keep Table 3's hyper-parameters (App. K.1). Run them side by side
 
 import typing
 
-# Table 12 / lbc.md §6.2: H = {h_1}, h_1 = (gamma_1, RS_1) of Table 3.
+# Table 12 (§5.4): H = {h_1}, h_1 = (gamma_1, RS_1) of Table 3.
 H1 = dict(discounts=(0.997,), reward_shapings=("value_rescaling",))
 
 ABLATIONS: dict[str, dict[str, typing.Any]] = {
@@ -17,7 +17,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # Table 12 "Reducing H and Psi": one network, mu = softmax(tau A_1), a one-dimensional psi.
     "reducing_h_psi": dict(H1, bandit_num_policies=1),
     # Table 12 "Random Selection": psi uniform over Psi each episode (tau_i uniform on the
-    # main algorithm's range, omega normalised as in the main algorithm, lbc.md §6.2), no
-    # bandit learning.
+    # main algorithm's range, omega normalised as in the main algorithm: our reading, the
+    # Random Selection row of docs/papers/lbc.md#departures-from-the-paper), no bandit learning.
     "random_selection": dict(bandit_selection="uniform"),
 }

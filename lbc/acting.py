@@ -1,9 +1,10 @@
-"""LBC's hybrid behaviour mapping (lbc.md §2.4, Eq. (9)-(10)) on the actor.
+"""LBC's hybrid behaviour mapping (§4.1, Eqs. (9)-(10)) on the actor.
 
 Each environment's game plays mu_psi = sum_n omega_n softmax(tau_n · A_{i(n)}) with the psi =
-(tau_1..N, omega_1..N) its actor's bandit population drew at the game's start (§2.5,
+(tau_1..N, omega_1..N) its actor's bandit population drew at the game's start (§4.2, App. E,
 `common.bandits.LbcController` through `common.behaviour`); psi is stored with every step and
-log mu(a_t|x_t) with the action (lbc.md §8 #21), and the raw game return feeds the bandits.
+log mu(a_t|x_t) with the action (our choice: the behaviour-probability row of
+docs/papers/lbc.md#departures-from-the-paper), and the raw game return feeds the bandits.
 
 Component n reads network i(n) = n of the population; with one network (Table 12 "Reducing H")
 every component reads A_1, and "Reducing H and Psi" is one component on A_1.
@@ -24,7 +25,7 @@ from lbc import networks
 
 def psi_mixture(params) -> tuple[np.ndarray, np.ndarray]:
     """The games' psi [B, N] each as the mixture's (inverse temperatures tau, weights omega):
-    LBC's tau_i multiplies the logits (lbc.md §2.0), so it is an `eta` as it stands."""
+    LBC's tau_i multiplies the logits (§4.1, softmax_tau(Phi)), so it is an `eta` as it stands."""
     return np.asarray(params["eta"], np.float32), np.asarray(params["omega"], np.float32)
 
 
@@ -36,7 +37,8 @@ def component_networks(config: config_lib.LbcConfig) -> list[int]:
 
 
 def make_policy(config):
-    """The actors' `common.acting.PolicyFactory` of `config`: all networks at every step (lbc.md §3), each bootstrapping a truncation with its own V_i."""
+    """The actors' `common.acting.PolicyFactory` of `config`: all networks at every step (Eq. (10)
+    mixes every A_i), each bootstrapping a truncation with its own V_i."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_population, config),
         psi_mixture,

@@ -3,19 +3,19 @@
 Sources: Table 3 (App. I, "Hyper-Parameters for Atari Experiments"), §4.2 and App. E (the
 population-based MAB, Algorithm 1), §5.1 (setup, the policy population), App. B (V-trace, Retrace),
 App. H (evaluation, resources) and Table 12 (ablations) of Fan et al., "Learnable Behavior Control"
-(ICLR 2023), and our choices where the paper is silent (comments cite the design notes as
-"lbc.md §8 #n"); every default that is not the paper's is listed with its reason in
-docs/papers/lbc.md. Field names are also the flag names.
+(ICLR 2023), and our choices where the paper is silent (comments say "choice"); every default
+that is not the paper's is listed with its reason in docs/papers/lbc.md#departures-from-the-paper.
+Field names are also the flag names.
 
 The policy population H (§5.1.2) is `discounts` and `reward_shapings`, one entry per learned
 network h_i = (gamma_i, RS_i); the behaviour mixes `bandit_num_policies` Boltzmann components
 (Eq. (10)). Both are 3 in the main run; "Reducing H" (Table 12) keeps one network (h_1) under a
 3-component mixture, "Reducing H and Psi" one network and one component.
 
-One learner process trains the three networks (lbc.md §2.7 has one learner per network on its own
-GPU, App. H.3): on this 2-core machine one compiled step computes each network's loss on the same
-batch and updates each network with its own AdamW (its own clip norm and moments), which is what
-three learners sampling one replay would do, minus the sampling noise between them.
+One learner process trains the three networks (Algorithm 2 has one learner per network, each on
+its own GPU, App. H.3): on this 2-core machine one compiled step computes each network's loss on
+the same batch and updates each network with its own AdamW (its own clip norm and moments), which
+is what three learners sampling one replay would do, minus the sampling noise between them.
 
 Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.LbcController`;
 `bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
@@ -68,7 +68,8 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
     # Table 3 "Random noops range 30".
     max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
-    # Table 3 "Max episode length 30 min" = 108,000 frames (lbc.md §8 #19; App. H.2 says 100K).
+    # Table 3 "Max episode length 30 min" = 108,000 frames (App. H.2 says 100K: errata in
+    # docs/papers/lbc.md#errata).
     sticky_action_probability: float = field(0.0, "Sticky-action probability.")  # Table 3
 
     # --- Policy population H (§5.1.2, Table 3) -------------------------------------------------
@@ -82,28 +83,28 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     # Table 3 RS_1 = sign(x)(sqrt(|x|+1) - 1) + 0.001 x, RS_2 = log scaling,
     # RS_3 = 0.3 min(tanh x, 0) + 5 max(tanh x, 0).
 
-    # --- Network (Table 3, App. L, lbc.md §3) --------------------------------------------------
+    # --- Network (Table 3, App. L) -------------------------------------------------------------
     network: str = field(
         "nature", "Torso: nature (Agent57/R2D2), deep (IMPALA), shallow, minatar or mlp."
     )
-    # choice (lbc.md §8 #16): App. L "the same as that of Agent57", the Nature-DQN torso.
+    # choice: App. L "the same as that of Agent57", the Nature-DQN torso.
     lstm_units: int = field(256, "LSTM core size.")  # Table 3 "LSTM Units 256"
     head_hidden: int = field(512, "Hidden units of the A and V heads (0: linear heads).")
-    # choice (lbc.md §3): Agent57's dueling streams, Dense 512 - ReLU - Dense.
+    # choice: Agent57's dueling streams, Dense 512 - ReLU - Dense.
     aux_hidden: int = field(512, "Hidden units of the forward- and inverse-dynamics MLPs.")
-    # choice (lbc.md §3): MLP(... -> 512 -> ReLU -> ...), the head width.
+    # choice: MLP(... -> 512 -> ReLU -> ...), the head width.
     aux_forward_loss: str = field(
         "mse",
         "Forward-dynamics score: mse (mean over the embedding's features) or half_sum_squares "
         "(GDI's 1/2 squared norm).",
     )
-    # choice (lbc.md §3): "MSE against stop_grad(e_{t+1})"; gdi.md §3 writes 1/2 ||.||^2.
+    # choice: MSE against stop_grad(e_{t+1}); the GDI package uses 1/2 ||.||^2 (half_sum_squares).
     aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
-    # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice (lbc.md §8 #15): weight 1.
+    # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice: weight 1.
     aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
-    # Table 3 "Auxiliary Inverse Dynamic Task Yes"; choice (lbc.md §8 #15): weight 1.
+    # Table 3 "Auxiliary Inverse Dynamic Task Yes"; choice: weight 1.
 
-    # --- Loss of each learner (Table 3, App. B, lbc.md §2.6) ------------------------------------
+    # --- Loss of each learner (Table 3, §5.1.2, App. B) -----------------------------------------
     v_loss_scale: float = field(1.0, "xi: weight of the V-trace value loss.")  # Table 3
     q_loss_scale: float = field(5.0, "alpha: weight of the Retrace Q loss.")  # Table 3
     pi_loss_scale: float = field(5.0, "beta: weight of the policy loss.")  # Table 3
@@ -111,17 +112,18 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     # Table 3 "Importance Sampling Clip rho-bar 1.05".
     clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 3
     retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
-    # App. B.3 prints Q(s_{t+1}, a_{t+1}) (lbc.md §8 #11).
+    # App. B.3 prints Q(s_{t+1}, a_{t+1}).
     q_centering: str = field(
         "policy_mean_grad",
         "Q = V + A - E_pi[A] differentiated whole (policy_mean_grad), with pi under "
         "stop-gradient (policy_mean), V + A (none) or V + A - mean A (uniform_mean).",
     )
-    # choice (lbc.md §8 #12): GDI's Eqs. (9), (11); §5.1.2 only says A = Q - V of "the dueling
+    # choice: GDI's Eqs. (9), (11); §5.1.2 only says A = Q - V of "the dueling
     # network structure (Wang et al., 2016)", whose centring is part of the network and trained
-    # through. Measured on CartPole (docs/papers/lbc.md): no worse than pi under stop-gradient.
+    # through. Measured on CartPole (docs/papers/lbc.md#the-centrings-gradient-measured): no
+    # worse than pi under stop-gradient.
     pg_advantage: str = field("vtrace", "Policy-gradient advantage: vtrace or retrace.")
-    # choice (lbc.md §8 #13): rho (r + gamma v_{t+1} - V), as DiCE and GDI.
+    # choice: rho (r + gamma v_{t+1} - V), as DiCE and GDI.
 
     # --- Optimiser of each learner (Table 3) ---------------------------------------------------
     learning_rate: float = field(5.3e-4, "Peak learning rate, annealed linearly to 0.")
@@ -134,38 +136,38 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).")
     # Table 3 "AdamW Clip Norm 50.0".
 
-    # --- Replay (Table 3; the sample-k pattern of DESIGN.md §4) --------------------------------
+    # --- Replay (Table 3; SampleK, docs/architecture.md#replay-patterns-commonpatternspy) -----
     batch_size: int = field(64, "Sequences per learner batch.")  # Table 3
     burn_in: int = field(40, "Burn-in steps from the stored LSTM state (no gradient).")
     # Table 3 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
     sequence_length: int = field(80, "Trained steps per sequence (plus 1 bootstrap step).")
     # Table 3 "Seq-length 80", "Bootstrap Yes".
     times_sampled: int = field(2, "Times each network trains on each sequence.")
-    # Table 3 "Replay 2"; App. H.1 "twice train each sample" (lbc.md §8 #22: per learner).
+    # Table 3 "Replay 2"; App. H.1 "twice train each sample" (each network, per learner).
     reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
-    # choice (lbc.md §5): Reverb max_times_sampled = k; one table, as the one learner step
+    # choice: Reverb max_times_sampled = k; one table, as the one learner step
     # trains all networks on each batch (module docstring).
     learner_microbatches: int = field(1, "Slices of each batch the gradient is computed in.")
     # choice: exactly the same gradient in 1/k of the activation memory
     # (common.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
     # peaked at 3.9 GiB on the 24 GiB CPU machine (README, "Training LBC").
     replay_capacity: int = field(10_000, "Sequences the replay table holds.")
-    # choice (lbc.md §5: 10k-50k): the low end; with reuse 2 and FIFO it behaves like a queue.
+    # choice: no size printed; with reuse 2 and FIFO the table behaves like a queue.
 
     # --- Actors and behaviour (Algorithms 1-2, Eq. (10), App. E) -------------------------------
     num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
     envs_per_actor: int = field(80, "Environments stepped together by one actor.")
-    # choice (lbc.md §8 #18): not stated; 2 x 80 = DiCE's and GDI's 160 environments.
+    # choice: not stated; 2 x 80 = DiCE's and GDI's 160 environments.
     params_pull_interval: int = field(64, "Actor steps between parameter pulls.")
     # Table 3 "Actor Pull Model Every d_pull Steps 64".
     publish_interval: int = field(25, "Learner steps between parameter publications.")
     # Table 3 "Learner Push Model Every d_push Steps 25".
     controller_scope: str = field("per_env", "One bandit population per env, or one global.")
-    # Algorithm 1 is "Actor-Wise" (lbc.md §8 #9).
+    # Algorithm 1 is "Actor-Wise"; choice: each environment is one of the paper's actors.
     bandit_num_policies: int = field(3, "Mixture components N of psi = (tau_1..N, omega_1..N).")
     # §5.1.2: N = 3; Table 12 "Reducing H and Psi" uses 1.
     bandit_eta_space: str = field("log1p", "Bandit coordinate of tau_i: log1p or linear.")
-    # choice (lbc.md §8 #2): x = log(1 + tau_i) on [0, 4] in 20 arms, GDI's coordinate.
+    # choice: x = log(1 + tau_i) on [0, 4] in 20 arms, GDI's coordinate.
     bandit_eta_max: float = field(
         math.exp(4.0), "tau_i range: [0, this] (linear), or x = log(1 + tau_i) in [0, log this]."
     )
@@ -174,7 +176,7 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     bandit_omega_acc: float = field(0.1, "Arm width of omega_i in [0, 1].")
     # Table 3 "Range of omega_i [0, 1]", "Discrete Accuracy of omega_i 0.1".
     bandit_factorized: bool = field(True, "One population per coordinate, or one joint grid.")
-    # choice (lbc.md §8 #1): the joint grid has 8,000,000 arms.
+    # choice: the joint grid has 8,000,000 arms.
     bandit_num_bandits: int = field(7, "Bandits per population.")  # Table 3 "Population Num. 7"
     bandit_top_d: int = field(4, "Arms each bandit votes for.")  # Table 3 "D of Top-D 4"
     bandit_ucb_range: tuple[float, float] = field(
@@ -184,11 +186,11 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     bandit_replace_every: int = field(50, "Episodes between replacements of one bandit.")
     # Table 3 "Replacement Interval T_replace 50".
     bandit_pick: str = field("top", "top: Algorithm 1's top-D vote; softmax: §4.2's sampling.")
-    # choice (lbc.md §8 #4): Algorithm 1, which Table 3 configures.
+    # choice: Algorithm 1, which Table 3 configures.
     bandit_standardise: bool = field(True, "Z-score the arm values (Eq. (25)) or not (Eq. (24)).")
     # App. E.3: "Z-score normalization" is used in practice.
     bandit_ucb_sum: str = field("all", "UCB count sum over all arms (Eqs. (24)-(25)) or others.")
-    # choice (lbc.md §8 #5): Eqs. (24)-(25); §4.2 prints the sum over j != k.
+    # choice: Eqs. (24)-(25); §4.2 prints the sum over j != k (docs/papers/lbc.md#errata).
     bandit_selection: str = field(
         "bandits",
         "bandits; uniform: each tau_i uniform on its range and each omega_i on [0, 1], then "
@@ -208,14 +210,14 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
         "games' returns are the report.",
     )
     # §5.1.1 "a separate evaluation process"; App. H.2 "the population's average score from
-    # model training": the MAB-driven behaviour (lbc.md §8 #20 proposes training_episodes).
+    # model training": the MAB-driven behaviour (training_episodes reports those games).
     # best_arm (choice, an option): what the learned networks score with the psi the bandits
     # rate best (no UCB term), as DiCE and GDI evaluate their best region.
     seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "LbcConfig":
         """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_burn_in_learner("lbc.md §4.1")
+        self.check_burn_in_learner("docs/papers/lbc.md#departures-from-the-paper")
         for name, allowed in (
             ("pg_advantage", PG_ADVANTAGES),
             ("eval_policy", EVAL_POLICIES),
@@ -288,7 +290,7 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
     @property
     def axis_arms(self) -> tuple[int, int]:
         """Arms of one tau_i axis and one omega_i axis, as LbcController cuts them (Table 3 in
-        log1p space: 20 and 10; linear: 273 and 10, lbc.md §2.5)."""
+        log1p space: 20 and 10; linear: 273 and 10)."""
         tau_hi = (
             math.log(self.bandit_eta_max)
             if self.bandit_eta_space == "log1p"

@@ -1,4 +1,4 @@
-"""The LBC train step (lbc.md §2.6-2.7, Algorithm 2) on the shared burn-in learner
+"""The LBC train step (§5.1.2, App. B, Algorithm 2) on the shared burn-in learner
 (`common.burn_in_learning`).
 
 Algorithm 2 runs one learner per network, each on its own GPU, all sampling the shared replay.
@@ -67,7 +67,7 @@ class PopulationOptimizer(tf.Module):
 
 def population_rewards_and_discounts(steps: dict, config: config_lib.LbcConfig):
     """RS_i(r_t) with truncations bootstrapped by V_i, and gamma_i cut at episode ends and
-    padding: two [T, B, K] tensors, one column per network (lbc.md §2.6)."""
+    padding: two [T, B, K] tensors, one column per network (h_i of Table 3)."""
     gammas = tf.constant(config.discounts, tf.float32)
     truncation = steps["truncation_value"][:-1]
     if config.num_networks == 1:  # one value head stores [T, B] (common.acting.step_spec)

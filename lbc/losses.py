@@ -1,11 +1,12 @@
-"""LBC's per-policy loss (lbc.md §2.6, App. B, Algorithm 2); the auxiliary tasks of §3 are
+"""LBC's per-policy loss (§5.1.2, App. B, Algorithm 2); the auxiliary tasks of Table 3 are
 `common.dynamics`.
 
 Network i learns from the shared replay, whose actions came from the mixture mu_psi (Eq. (10)):
 its own target policy pi_i = softmax(A_i) at inverse temperature 1 (§5.1.2: Phi_{h_i} = A_i; the
 difference from GDI-H3), importance ratios pi_i(a_t|x_t) / mu(a_t|x_t) against the stored mu,
 V-trace for V_i, Retrace for Q_i = V_i + A_i − E_{pi_i} A_i, and the V-trace policy gradient,
-weighted xi / alpha / beta = 1 / 5 / 5 (Table 3); no entropy term, no PPO clip (lbc.md §2.6).
+weighted xi / alpha / beta = 1 / 5 / 5 (Table 3); no entropy term, no PPO clip (the loss rows
+of docs/papers/lbc.md#departures-from-the-paper).
 
 Pure functions of tensors; `lbc.learning` unrolls the networks and calls them once per network.
 """
@@ -21,7 +22,7 @@ from common import sequences
 
 @dataclasses.dataclass(frozen=True)
 class LossHyperparameters(critics.CriticHyperparameters):
-    pg_advantage: str  # "vtrace" (§2.6) or "retrace"
+    pg_advantage: str  # "vtrace" or "retrace": the estimate of App. B.1's Phi_t
 
 
 def policy_loss(
@@ -40,10 +41,12 @@ def policy_loss(
       advantages: [T+1, B, A] A_i(x_t, .) with gradient; row T is the bootstrap state.
       values: [T+1, B] V_i(x_t) with gradient.
       actions: [T+1, B] a_t, drawn from the mixture mu.
-      behaviour_log_probs: [T+1, B] log mu(a_t|x_t) the actor stored (lbc.md §8 #21).
+      behaviour_log_probs: [T+1, B] log mu(a_t|x_t) the actor stored (our choice, see
+        docs/papers/lbc.md#departures-from-the-paper).
       rewards: [T, B] RS_i(r_t), truncations bootstrapped with V_i.
       discounts: [T, B] gamma_i (0 across episode ends and next to padding).
-      mask: [T, B] 1 for real steps; each loss is its mean over them (lbc.md §8 #14).
+      mask: [T, B] 1 for real steps; each loss is its mean over them (our choice, see
+        docs/papers/lbc.md#departures-from-the-paper).
     """
     log_pi = tf.nn.log_softmax(advantages)  # pi_i = softmax(A_i): inverse temperature 1
     log_rhos = critics.log_ratios(log_pi, actions, behaviour_log_probs)
@@ -52,7 +55,7 @@ def policy_loss(
     )
     if hparams.pg_advantage == "vtrace":
         pg_advantages = critic.pg_advantages  # rho_t (r_t + gamma_t v_{t+1} − V(x_t))
-    else:  # lbc.md §2.6 --pg_advantage=retrace: rho_t (Q̂_t − V(x_t))
+    else:  # --pg_advantage=retrace: rho_t (Q̂_t − V(x_t))
         clipped = tf.minimum(tf.exp(log_rhos), hparams.clip_rho_threshold)
         pg_advantages = clipped * (critic.q_targets - tf.stop_gradient(values[:-1]))
     pi_loss = policies.policy_gradient_loss(log_pi[:-1], actions[:-1], pg_advantages)

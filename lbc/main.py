@@ -9,7 +9,7 @@ resume, --role to split replay / learner / actors over machines, --ablation and 
 Each environment's game draws psi = (tau_1..3, omega_1..3) from its actor's bandit population
 (Algorithm 1) and plays mu_psi = sum_i omega_i softmax(tau_i A_i) (Eq. (10)); the learner trains
 each network's V with V-trace, Q with Retrace and pi_i = softmax(A_i) with the V-trace policy
-gradient (§2.6) on burn-in sequences each sampled twice (Table 3).
+gradient (App. B) on burn-in sequences each sampled twice (Table 3).
 """
 
 import functools
@@ -50,7 +50,8 @@ def build_experiment(config: config_lib.LbcConfig, logdir: str, replay_port: int
     """The launcher's description of an LBC run (imports TensorFlow). §5.1.1: a separate
     evaluation process plays the bandits' behaviour (App. H.2: never an argmax), or with
     eval_policy=best_arm the arms they rate best; with eval_policy=training_episodes
-    the training games' returns are the report (lbc.md §8 #20)."""
+    the training games' returns are the report (App. H.2; the evaluator's behaviour is our
+    reading: docs/papers/lbc.md#departures-from-the-paper)."""
     from common import launch
     from lbc import acting
 

@@ -1,11 +1,12 @@
-"""LBC's population of networks (lbc.md §2.3, §3): one `common.networks.ActorCriticNet` per
+"""LBC's population of networks (§5.1.2, App. L): one `common.networks.ActorCriticNet` per
 h_i = (gamma_i, RS_i), no weights shared between them (Assumption 1: same architecture only).
 
 Each network reads its A head as Phi_{h_i} = A_i (its target policy pi_i = softmax(A_i)) and has a
-V head; its LSTM gets the previous reward shaped by its own RS_i (lbc.md §8 #17) and never sees psi
-or h (§3). The auxiliary forward- and inverse-dynamics tasks of Table 3 are `common.dynamics`
-heads, one learner-only module per network on its torso embedding: actors do not need them, so the
-weights they pull are the networks' alone.
+V head; its LSTM gets the previous reward shaped by its own RS_i and never sees psi or h (our
+reading of Fig. 8, the LSTM-inputs row of docs/papers/lbc.md#departures-from-the-paper). The
+auxiliary forward- and inverse-dynamics tasks of Table 3 are `common.dynamics` heads, one
+learner-only module per network on its torso embedding: actors do not need them, so the weights
+they pull are the networks' alone.
 """
 
 import tensorflow as tf
@@ -24,8 +25,8 @@ def make_network(
         torso=config.network,
         use_lstm=True,  # Table 3 "LSTM Units 256"
         lstm_units=config.lstm_units,
-        prev_reward_clip=None,  # Table 3 "Reward Clip No"
-        prev_reward_transform=config.reward_shapings[index],  # lbc.md §8 #17: RS_i(r_{t-1})
+        prev_reward_clip=None,  # no clipping: Table 3 has no reward-clip row
+        prev_reward_transform=config.reward_shapings[index],  # RS_i(r_{t-1}): our choice
         head_hidden=config.head_hidden or None,
         name=f"network_{index + 1}",
     )
@@ -43,7 +44,8 @@ def core_state_spec(config: config_lib.LbcConfig):
 
 
 def make_dynamics_heads(config: config_lib.LbcConfig, network, index: int):
-    """Network `index`'s auxiliary heads (`common.dynamics`, lbc.md §3: hidden 512, MSE)."""
+    """Network `index`'s auxiliary heads (`common.dynamics`; hidden 512 and MSE are our choices,
+    docs/papers/lbc.md#departures-from-the-paper)."""
     return dynamics.DynamicsHeads(
         network.num_actions,
         network.torso.output_units,

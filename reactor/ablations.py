@@ -1,9 +1,10 @@
 """Named Reactor variants: each maps to the config fields it overrides.
 
-Fig. 3-left removes one component at a time (reactor.md §6.4: only qualitative conclusions
-survive); §4.4's experiment table adds Reactor ND; App. 6.5 compares lazy initialisation with
-PER's max-priority insertion, and `lazy_global` is the Reverb design lazy had before issue 24;
-§3.1 recommends beta = min(c, 1/mu) with c >= 1 (the runs used c = 1); §4.1 fixes lambda = 1.
+Fig. 3-left removes one component at a time (the text states only qualitative conclusions:
+docs/papers/reactor.md#experiments); Tables 1-2 add Reactor ND; App. 6.5 compares lazy
+initialisation with PER's max-priority insertion, and `lazy_global` is the Reverb design lazy
+had before issue 24; §3.1 recommends beta = min(c, 1/mu) with c >= 1 (the runs used c = 1);
+§4.1 fixes lambda = 1.
 Run them side by side with, e.g.,
 `python -m reactor.main --env=CartPole --ablations=reactor,reactor_nd,no_prioritisation,tislr --seeds=3`.
 """
@@ -22,7 +23,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # New keys at the mean priority of all keys, not of the unassigned ones: the Reverb design
     # before issue 24, further from the paper's tree (benchmarks/reactor_priorities.py).
     "lazy_global": dict(prioritisation="lazy_global"),
-    # Fig. 3-left: ACER's truncated importance sampling instead of beta-LOO (c = 10, §8 #8).
+    # Fig. 3-left: ACER's truncated importance sampling instead of beta-LOO (c = 10, ACER's).
     "tislr": dict(policy_gradient="tislr"),
 }
 
@@ -30,5 +31,6 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
 # choice: c in {2, 5, 10}; the paper reports no sweep.
 ABLATIONS.update({f"beta_loo_c{c}": dict(beta_loo_c=float(c)) for c in (2, 5, 10)})
 
-# §4.1 uses lambda = 1; choice: 0 (one-step expected SARSA, reactor.md §9 Test 4) and 0.5.
+# §4.1 uses lambda = 1; choice: 0 (one-step expected SARSA, Test 4 of
+# docs/papers/reactor.md#worked-test-numbers) and 0.5.
 ABLATIONS.update({"lambda0": dict(retrace_lambda=0.0), "lambda0_5": dict(retrace_lambda=0.5)})

@@ -1,9 +1,10 @@
 """Reactor's acting policy and Atari protocol.
 
 Actors sample a_t ~ pi(.|x_t), the network's eps-mixed policy (App. 6.4; no eps-greedy on Q, no
-noisy nets, reactor.md §2.10), and store the whole distribution mu = pi(.|x_t) with each step
+noisy nets, App. 6.5), and store the whole distribution mu = pi(.|x_t) with each step
 (footnote 1: mu is stored with the actions; the whole vector serves the TISLR ablation too). The
-state of both LSTMs at each item's first step is stored by the replay pattern (reactor.md §3.6).
+state of both LSTMs at each item's first step is stored by the replay pattern (our choice:
+`replay_lstm_state` in docs/papers/reactor.md#departures-from-the-paper).
 Evaluation samples from pi as well unless `--eval_policy=greedy` (argmax of Q).
 """
 

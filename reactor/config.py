@@ -3,8 +3,8 @@
 The paper has no hyperparameter table. Sources: §3.1-3.4 (beta-LOO, distributional Retrace,
 prioritised sequence replay, architecture and optimiser), §4.1 (experiments, evaluation), App. 6.1
 (tuning), 6.4 (network) and 6.5 of Gruslys et al., "The Reactor" (ICLR 2018); the values the
-paper leaves out are our choices (comments cite the design notes as "reactor.md §8 #n"), and
-every default that is not the paper's is listed with its reason in docs/papers/reactor.md.
+paper leaves out are our choices (comments say `choice:`), and every default that is not the
+paper's is listed with its reason in docs/papers/reactor.md#departures-from-the-paper.
 Field names are also the flag names.
 
 This module imports nothing heavy (no TensorFlow, no gymnasium), so flags are validated in
@@ -25,8 +25,9 @@ from common.config import (
 
 # The common.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1 "the same
 # as DQN, including 4 action repeats"), raw rewards (the learner clips, `reward_shaping`) and no
-# life-loss ends (reactor.md §4.3). The "impala" protocol would clip in the environment and end
-# episodes on life loss; `protocol_overrides` sets the single frame and the minimal action set.
+# life-loss ends (choice: §4.1 does not say). The "impala" protocol would clip in the environment
+# and end episodes on life loss; `protocol_overrides` sets the single frame and the minimal
+# action set.
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # §4.1: "including 4 action repeats"
 
@@ -45,27 +46,29 @@ class ReactorConfig:
     # --- Environment (§4.1; the rest of the protocol is `PROTOCOL`) ----------------------------
     env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
     total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
-    # §4.1: 200M frames (500M for "Reactor 500m"); frames, not agent steps (reactor.md §8 #13).
+    # §4.1: 200M frames (500M for "Reactor 500m"), summed over workers (footnote 4); emulator
+    # frames, not agent steps.
     frame_stack: int = field(1, "Frames per observation (the LSTM provides the history).")
     # Table 3 input 84x84x1; §3.4.1 chose a recurrent network over frame stacking.
     full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
-    # choice (reactor.md §8 #17): the minimal set, the A3C / Rainbow convention.
+    # choice: the minimal set, the A3C / Rainbow convention.
     noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
-    # §4.1: evaluated with "30 random no-op starts"; training: choice (reactor.md §4.3).
+    # §4.1: evaluated with "30 random no-op starts"; training: choice (not stated).
     max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
-    # choice (reactor.md §8 #15): 30 minutes of play, the Atari convention.
+    # choice: 30 minutes of play, the Atari convention.
     sticky_action_probability: float = field(0.0, "Sticky-action probability.")
-    # choice: the 2017 no-op protocol predates sticky actions (as impala.md A18).
+    # choice: the 2017 no-op protocol predates sticky actions (as IMPALA's:
+    # docs/papers/impala.md#departures-from-the-paper).
     reward_shaping: str = field("clip", "Reward transform of the learner's targets.")
-    # choice (reactor.md §8 #1): clip to [-1, 1], part of the DQN pipeline §4.1 says it copies.
+    # choice: clip to [-1, 1], part of the DQN pipeline §4.1 says it copies.
 
     # --- Network and critic (§3.2, §3.4.1, App. 6.4) -----------------------------------------
     distributional: bool = field(True, "Distributional critic; False: Reactor ND (scalar).")
     # §4.1: Reactor is distributional; "Reactor ND" is the non-distributional version.
     num_atoms: int = field(51, "Atoms of the categorical return distribution.")
-    # choice (reactor.md §8 #1): C51's 51 atoms.
-    v_min: float = field(-10.0, "Lowest atom.")  # choice (reactor.md §8 #1): C51, clipped rewards
-    v_max: float = field(10.0, "Highest atom.")  # choice (reactor.md §8 #1): C51
+    # choice: C51's 51 atoms (Eq. (5) leaves N open).
+    v_min: float = field(-10.0, "Lowest atom.")  # choice: C51, clipped rewards
+    v_max: float = field(10.0, "Highest atom.")  # choice: C51
     policy_epsilon: float = field(0.01, "Uniform mixing of the policy head.")
     # App. 6.4: epsilon = 0.01 "is hard-coded into the policy network".
     torso: str = field(
@@ -74,7 +77,7 @@ class ReactorConfig:
     # Table 3; choice: "mlp" (one CReLU layer of 64) for CartPole's 4-number observations.
 
     # --- Loss (§3.1-3.2, §4.1) -----------------------------------------------------------------
-    discount: float = field(0.99, "Discount gamma.")  # choice (reactor.md §8 #1): Atari's usual
+    discount: float = field(0.99, "Discount gamma.")  # choice: Atari's usual
     retrace_lambda: float = field(1.0, "lambda of the Retrace traces.")
     # §4.1: lambda = 1.0.
     clip_c_threshold: float = field(1.0, "c-bar of the traces lambda min(c-bar, rho).")
@@ -86,36 +89,36 @@ class ReactorConfig:
     )
     # Eq. (3): delta = r + gamma E_pi Q(x_{t+1}, .) - Q(x_t, a_t) (Munos et al., 2016).
     trace_policy: str = field("target", "Network whose pi makes the traces: target or online.")
-    # choice (reactor.md §8 #5): only the target network is evaluated at frame 33.
+    # choice: only the target network is evaluated at frame 33 (§3.4).
     target_update_period: int = field(1000, "Learner steps between target-network copies.")
-    # §4.1: T_update = 1000; its unit is a choice (reactor.md §8 #11).
+    # §4.1: T_update = 1000; counting it in learner steps is our choice (not stated).
     policy_gradient: str = field("beta_loo", "Actor loss: beta_loo, or tislr (the ablation).")
     # §3.1; Fig. 3 ablates beta-LOO against ACER's TISLR.
     beta_loo_c: float = field(1.0, "c of beta = min(c, 1/mu(a)); 1 is plain leave-one-out.")
-    # §4.1: "beta-LOO with beta = 1" (reactor.md §8 #7).
+    # §4.1: "beta-LOO with beta = 1", i.e. c = 1 in §3.1's beta = min(c, 1/mu(a)).
     tislr_c: float = field(10.0, "Truncation c of the TISLR ablation.")
-    # choice (reactor.md §8 #8): ACER's value.
+    # choice: ACER's value (§3.1 gives none).
     entropy_cost: float = field(0.01, "Entropy regulariser of the policy loss.")
-    # App. 6.5: "the same entropy cost method used by A3C"; choice (reactor.md §8 #2): A3C's 0.01.
+    # App. 6.5: "the same entropy cost method used by A3C"; choice: A3C's 0.01.
 
     # --- Optimiser (§3.4.1) ----------------------------------------------------------------------
     learning_rate: float = field(5e-5, "Adam learning rate.")  # §3.4.1: 5 x 10^-5
     adam_beta1: float = field(0.0, "Adam beta1 ('momentum').")  # §3.4.1: "zero momentum"
-    adam_beta2: float = field(0.999, "Adam beta2.")  # choice (reactor.md §4.3): library default
-    adam_epsilon: float = field(1e-8, "Adam epsilon.")  # choice (reactor.md §4.3): the default
+    adam_beta2: float = field(0.999, "Adam beta2.")  # choice: library default
+    adam_epsilon: float = field(1e-8, "Adam epsilon.")  # choice: the default
     max_grad_norm: float = field(0.0, "Global gradient-norm clip (0 disables).")
-    # choice (reactor.md §4.3): none is mentioned.
+    # choice: none is mentioned.
 
-    # --- Replay (§3.3, §3.4, App. 6.3, reactor.md §2.8) ----------------------------------------
+    # --- Replay (§3.3, §3.4, App. 6.3) ---------------------------------------------------------
     batch_size: int = field(4, "Sequences per learner batch.")  # §3.4: "in batches of 4"
     sequence_length: int = field(33, "Frames per replayed sequence (32 trained transitions).")
     # §3.4: "sequences of length n = 33".
     sequence_stride: int = field(1, "Steps between the starts of consecutive sequences.")
     # §3.3: priorities are attached to all overlapping sequences, one key per time step.
     replay_lstm_state: str = field("stored", "Initial LSTM state of a sequence: stored or zero.")
-    # choice (reactor.md §3.6): the actor's state at the sequence start.
+    # choice: the actor's state at the sequence start.
     replay_capacity: int = field(1_000_000, "Sequence keys the replay holds (FIFO eviction).")
-    # choice (reactor.md §8 #3): the DQN / Rainbow 1M; the paper's per-worker size is not given.
+    # choice: the DQN / Rainbow 1M; the paper's per-worker size is not given.
     prioritisation: str = field(
         "lazy",
         "New keys' priority: lazy (§3.3; at the estimated mean priority of the keys not yet "
@@ -127,13 +130,13 @@ class ReactorConfig:
     priority_exponent: float = field(1.0, "alpha: sample proportionally to priority^alpha.")
     # §3.3 samples "proportionally to" the (estimated) priority: alpha = 1.
     replay_uniform_epsilon: float = field(0.01, "Probability of a uniform sample.")
-    # §3.3: exists, value not given; choice (reactor.md §8 #3): 0.01.
+    # §3.3: exists, value not given; choice: 0.01.
     priority_floor: float = field(1e-6, "Added to every priority, so none is 0.")
-    # choice (reactor.md §8 #3).
+    # choice: §3.3's priorities have no floor; 1e-6 keeps every key sampleable.
     importance_exponent: float = field(1.0, "Exponent of the importance weights 1/(N P(k)).")
     # §3.3: prioritisation "purely as variance reduction", exponent 1.
     normalise_importance_weights: bool = field(True, "Divide the weights by the batch maximum.")
-    # choice (reactor.md §8 #3): PER's convention.
+    # choice: PER's convention.
     priority_estimate_rate: float = field(0.01, "Moving-average rate of the new-key estimate.")
     # choice (reactor/priorities.py): the estimates new keys enter with average the last ~100
     # batches' Horvitz-Thompson sums: recent context, as the CPT's neighbouring keys are.
@@ -164,9 +167,9 @@ class ReactorConfig:
     # --- Evaluation (§4.1, App. 6.6) -----------------------------------------------------------
     eval_episodes: int = field(200, "Episodes per evaluation.")
     # §4.1: "We averaged scores over 200 episodes" (30 random no-op starts; the human starts
-    # were never released, reactor.md §6.1).
+    # were never released: docs/papers/reactor.md#departures-from-the-paper).
     eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy on Q.")
-    # choice (reactor.md §8 #15): the stochastic, epsilon-mixed pi, the agent's only policy.
+    # choice: the stochastic, epsilon-mixed pi, the agent's only policy.
     eval_interval_s: float = field(
         600.0, "Seconds between evaluation rounds (0: no evaluation during the run)."
     )
@@ -301,18 +304,18 @@ class ReactorConfig:
     @property
     def samples_per_insert(self) -> float:
         """Sequences sampled per sequence inserted: a key every --sequence_stride acting steps, a
-        batch per learner step (reactor.md §5.4: about 0.8)."""
+        batch per learner step (4 / 5 = 0.8 at the defaults)."""
         inserts_per_learner_step = self.acting_steps_per_learner_step / self.sequence_stride
         return self.batch_size / inserts_per_learner_step
 
     @property
     def replay_ratio(self) -> float:
-        """Trained transitions per acted transition (reactor.md §5.3: 21.3-32)."""
+        """Trained transitions per acted transition (§3.4's 4-6 acting steps: 21.3-32)."""
         return self.batch_size * (self.sequence_length - 1) / self.acting_steps_per_learner_step
 
     @property
     def learner_steps(self) -> int:
-        """Learner steps in --total_frames (reactor.md §5.3: 8.3M-12.5M for 200M frames)."""
+        """Learner steps in --total_frames (§3.4's 4-6 acting steps: 8.3M-12.5M in 200M)."""
         return int(self.total_frames / self.frames_per_step / self.acting_steps_per_learner_step)
 
 

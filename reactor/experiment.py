@@ -43,7 +43,7 @@ def build_experiment(config: config_lib.ReactorConfig, logdir: str, replay_port:
 
 def make_learner(config: config_lib.ReactorConfig, spec):
     """Online and target networks, Adam, the priority state and the compiled train step. The
-    target network is checkpointed, never published (§2.11)."""
+    target network is checkpointed, never published (only the learner uses it)."""
     import tensorflow as tf
 
     from common import learning as common_learning

@@ -1,5 +1,5 @@
-"""The Reactor train step (reactor.md §2.9): a batch of sequences in; Adam step, target-network
-copy, new priorities and the new-key estimate out.
+"""The Reactor train step (§3.2-§3.4; docs/papers/reactor.md#equations-in-code): a batch of
+sequences in; Adam step, target-network copy, new priorities and the new-key estimate out.
 
 The loop around it (sampling, writing priorities back, publishing, checkpoints) is
 `common.learning`. One step, for sequences x_0..x_T (T = 32) sampled with probability P(k) from
@@ -8,7 +8,7 @@ a replay of N sequences:
 1. The online network unrolls over x_0..x_{T-1}, the target network over x_0..x_T, both from the
    actor's stored LSTM state at x_0 (§3.4 unrolls the target over frames 2-33 from the state at
    frame 2; the replay stores the state at each item's first step only, so the target starts one
-   frame earlier and its first output is not used: reactor.md §3.6's alternative).
+   frame earlier and drops its first output: docs/papers/reactor.md#departures-from-the-paper).
 2. Traces, Retrace targets and the policy gradient (`reactor.losses`), each sequence's loss times
    its importance weight (1 / (N P(k))) ** importance_exponent, divided by the batch maximum.
 3. Adam (lr 5e-5, beta1 = 0, §3.4.1) on the online network; every `target_update_period`
@@ -149,7 +149,7 @@ def make_train_step(
             online, _ = network.unroll(observation[:-1], reset[:-1], state)
             if config.trace_policy == "target":
                 trace_probs = target.policy_probs
-            else:  # online pi on x_1..x_{T-1}; only the target net sees x_T (reactor.md §8 #5)
+            else:  # online pi on x_1..x_{T-1}; only the target net sees x_T (§3.4)
                 trace_probs = tf.concat([online.policy_probs, target.policy_probs[-1:]], 0)
             outputs = losses.reactor_loss(
                 hparams,

@@ -1,12 +1,14 @@
-"""Reactor's loss for one batch of sequences (§3.1-3.3; reactor.md §2.5-2.9), from the network's
-outputs; pure functions of tensors on `common.distributional`, `common.returns`, `common.policies`.
+"""Reactor's loss for one batch of sequences (§3.1-3.3), from the network's outputs; pure
+functions of tensors on `common.distributional`, `common.returns`, `common.policies`.
 
 - Critic: Distributional Retrace, cross-entropy to the signed target q* (§3.2, Eq. 12), or for
-  Reactor ND ½ (Q_ret - Q(x_t, a_t))² on the classical Retrace target (reactor.md §2.6, §8 #14).
-- Actor: beta-LOO (Eq. 10) with R = the Retrace return and the online critic's Q as baseline
-  (reactor.md §2.7, §8 #6), or ACER's TISLR for the ablation; minus the entropy cost.
-- Each sequence's loss is multiplied by its importance weight (§3.3; reactor.md §2.8 applies it
-  to critic and actor), then averaged over steps and sequences (reactor.md §8 #20).
+  Reactor ND ½ (Q_ret - Q(x_t, a_t))² on the classical Retrace target (footnote 5).
+- Actor: beta-LOO (Eq. 10) with R = the Retrace return (§3.2) and the online critic's Q as
+  baseline, or ACER's TISLR for the ablation; minus the entropy cost (App. 6.5).
+- Each sequence's loss, critic and actor, is multiplied by its importance weight (§3.3), then
+  averaged over steps and sequences.
+- The ND loss, where R and Q come from, which losses the weight scales and the mean are our
+  choices: docs/papers/reactor.md#departures-from-the-paper.
 - The priority of each sequence: the mean over its steps of the total variation
   sum_i |q*_i - q_i(x_t, a_t)| (footnote 3: no ½), or of |Q_ret - Q(x_t, a_t)| for ND (§3.3).
 """
@@ -88,7 +90,7 @@ def critic(
     else:
         target_values = target_q
     # R for the policy gradient: the (unprojected) Retrace return on the target means
-    # (reactor.md §2.7); for ND it is also the critic's target.
+    # (our reading of §3.2's R); for ND it is also the critic's target.
     retrace_return = returns.retrace(
         target_values,
         trace_probs,
@@ -142,7 +144,7 @@ def reactor_loss(
     importance_weights,
     support,
 ) -> LossOutputs:
-    """The whole loss (reactor.md §2.9 steps 3-5, 8).
+    """The whole loss: critic, actor, importance weights and priorities (module docstring).
 
     online: `networks.ReactorOutputs` [T, B, ...] on x_0..x_{T-1}; target: [T+1, B, ...] on
     x_0..x_T (row 0 unused); trace_probs [T+1, B, A]; actions [T+1, B]; behaviour_probs

@@ -1,4 +1,4 @@
-"""The Reactor network (Table 3, App. 6.4, §3.4.1; reactor.md §3).
+"""The Reactor network (Table 3, App. 6.4, §3.4.1).
 
     frame -> conv 8x8/4 x16 -> CReLU -> conv 4x4/2 x32 -> CReLU -> conv 3x3/1 x32 -> CReLU
           -> linear 128 -> CReLU = shared features [256]
@@ -8,13 +8,12 @@
     q(x, a) = softmax over bins of l_V + l_A(a) - mean_b l_A(b)            (App. 6.5, dueling)
 
 The policy LSTM reads the shared features through a stop-gradient: the policy loss trains
-neither the shared layer nor the torso (§3.4: "avoids positive feedback loops"). The LSTMs see
+neither the shared layer nor the torso (§3.4.1: "avoids positive feedback loops"). The LSTMs see
 only the shared features (Table 3: input [256]), no previous action or reward; their states are
-zeroed where an episode starts (reactor.md §3.6). Reactor ND (`distributional=False`) has the
-same network with a scalar dueling head: V + A(a) - mean_b A(b) (reactor.md §8 #14).
-
-Initialisers are Keras' defaults (the paper gives none, reactor.md §3.5). With 18 actions and
-51 bins this has 908,235 parameters (reactor.md §3.4).
+zeroed where an episode starts. Reactor ND (`distributional=False`) has the same network with a
+scalar dueling head: V + A(a) - mean_b A(b). Initialisers are Keras' defaults. The paper gives
+none of these three (docs/papers/reactor.md#departures-from-the-paper). With 18 actions and 51
+bins this has 908,235 parameters (Test 11 of docs/papers/reactor.md#worked-test-numbers).
 """
 
 from __future__ import annotations
@@ -126,7 +125,7 @@ class ReactorNet(tf.keras.Model):
 
     def _core_step(self, features, reset, state):
         """Both LSTMs one step; state zeroed where an episode starts. The policy LSTM's input
-        is stop-gradient (§3.4 gradient blocking)."""
+        is stop-gradient (§3.4.1 gradient blocking)."""
         keep = 1.0 - tf.cast(reset, tf.float32)[:, None]
         policy_h, policy_c, q_h, q_c = (s * keep for s in state)
         policy_out, (policy_h, policy_c) = self.policy_core(
@@ -164,8 +163,8 @@ class ReactorNet(tf.keras.Model):
         )
 
     def q_probs(self, q: tf.Tensor) -> tf.Tensor:
-        """q_i(x, a): softmax over bins of the dueling logits (App. 6.5 prints it without exp,
-        reactor.md §3.3)."""
+        """q_i(x, a): softmax over bins of the dueling logits (§3.4.1; App. 6.5 prints it
+        without exp: docs/papers/reactor.md#errata)."""
         return tf.nn.softmax(q, axis=-1)
 
     def q_values(self, q: tf.Tensor, support: tf.Tensor | None) -> tf.Tensor:

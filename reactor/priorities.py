@@ -1,17 +1,18 @@
-"""Lazy prioritisation of overlapping sequences (§3.3, App. 6.3; reactor.md §2.8, §5.4, §9 Tests
-13-14): pure numpy, so the rules can be checked against the spec's worked numbers.
+"""Lazy prioritisation of overlapping sequences (§3.3, App. 6.3): pure numpy, so the rules can be
+checked against hand-worked numbers (docs/papers/reactor.md#worked-test-numbers, Tests 13-14).
 
 Two estimators of the priority of keys that were never through the learner ("unknown" keys):
 
-1. `ContextualPriorityTree`: the paper's Contextual Priority Tree, with the rules of Fig. 5
-   (image lost) as reactor.md §2.8 reconstructs them: every node's summary is the count-weighted
-   mean of the known parts of its subtree; an unknown part inherits the estimate of the smallest
-   enclosing subtree that knows something. Keys are in time order in an AVL tree whose summaries
-   are recomputed after every change and rotation; insert, delete, sampling and the probability
-   query are O(log n), and a key whose priority is set is removed and put back as a leaf (App.
-   6.3). The partition is the tree's shape: it depends on which keys were inserted, deleted and
-   set, not on the values written (the condition of §3.3 for unbiased estimates; reactor.md
-   §8 #4). `ContextualPriorityTree.balanced` builds Test 13's tree directly.
+1. `ContextualPriorityTree`: the paper's Contextual Priority Tree, with Fig. 5's rules a-f (only
+   drawn) as we reconstruct them (docs/papers/reactor.md#departures-from-the-paper): every
+   node's summary is the count-weighted mean of the known parts of its subtree; an unknown part
+   inherits the estimate of the smallest enclosing subtree that knows something. Keys are in
+   time order in an AVL tree whose summaries are recomputed after every change and rotation;
+   insert, delete, sampling and the probability query are O(log n), and a key whose priority
+   is set is removed and put back as a leaf (App. 6.3). The partition is the tree's shape: it
+   depends on which keys were inserted, deleted and set, not on the values written (the
+   condition of §3.3 for unbiased estimates). `ContextualPriorityTree.balanced` builds Test
+   13's tree directly.
 
 2. The Reverb mapping (`PriorityEstimates`, `ReplayModel`): Reverb takes a priority when a key
    is inserted and lets the learner rewrite only keys it has sampled (actors never learn the keys
@@ -24,17 +25,18 @@ Two estimators of the priority of keys that were never through the learner ("unk
    `lazy` inserts new keys at the learner's estimate of it: the Horvitz-Thompson mean
    sum_i w_i p_i / sum_i w_i of the priorities it assigns to keys it samples for the first time
    (the keys that were unassigned), w_i = 1 / (N P(s_i)), the inverse of the density at which it
-   found them, which is what the cell sizes of Eq. (H) estimate (footnote 2): as E_P[w f] =
+   found them, which is what §3.3's cell sizes w_i = |I_i| estimate (footnote 2): as E_P[w f] =
    mean f (Test 14), the ratio estimates the unassigned keys' mean without favouring the keys
    sampled more often.
    It is a moving average over recent batches, published to the actors, which insert with it.
    `lazy_global` averages every sampled key's priority (the mean of all keys). Replaying one
    stream through numpy models of both and of the tree (benchmarks/reactor_priorities.py), lazy
-   samples closer to the tree; docs/papers/reactor.md has the distances.
+   samples closer to the tree; docs/papers/reactor.md#departures-from-the-paper has the
+   distances.
 
 Uniform mixing (§3.3): Reverb samples in proportion to priority ** alpha. Writing
 (p ** alpha + eps / (1 - eps) * m) ** (1 / alpha), with m the mean of p ** alpha over the keys,
-samples exactly eps uniform + (1 - eps) proportional (reactor.md §5.4), and the importance weight
+samples exactly eps uniform + (1 - eps) proportional (Test 14), and the importance weight
 1 / (N P(k)) uses the probability Reverb reports, the one actually used, so it stays exact when
 m is only an estimate.
 """
@@ -60,7 +62,7 @@ class Node:
 
     def summarise(self) -> None:
         """Recompute height, count and mean from the children (after any change below or a
-        rotation): reactor.md §2.8's reconstruction of rules a-f."""
+        rotation): our reconstruction of Fig. 5's rules a-f."""
         parts = [(1, self.priority)]
         height = 0
         for child in (self.left, self.right):
@@ -169,14 +171,15 @@ class ContextualPriorityTree:
 
     def __init__(self, root_estimate: float = 1.0):
         self.root: Node | None = None
-        # reactor.md §2.8: the estimate the root passes down is arbitrary; with nothing known
-        # every key gets it, i.e. uniform sampling.
+        # The estimate the root passes down is arbitrary; with nothing known every key gets it,
+        # i.e. uniform sampling.
         self.root_estimate = root_estimate
 
     @classmethod
     def balanced(cls, priorities, keys=None) -> ContextualPriorityTree:
         """The perfectly balanced tree over `keys` (default 0..n-1) in one pass: the node of the
-        keys [lo, hi] is key (lo + hi + 1) // 2 (reactor.md §9 Test 13's tree)."""
+        keys [lo, hi] is key (lo + hi + 1) // 2 (Test 13's tree in
+        docs/papers/reactor.md#worked-test-numbers)."""
         priorities = np.asarray(priorities, dtype=np.float64)
         if priorities.ndim != 1 or len(priorities) == 0:
             raise ValueError(f"priorities must be a non-empty vector, got {priorities.shape}")
@@ -234,7 +237,7 @@ class ContextualPriorityTree:
         raise KeyError(f"key {key!r} is not in the tree")
 
     def estimate(self, key) -> float:
-        """p_hat: the key's priority if known, else the estimate of Eq. (H) its context gives."""
+        """p_hat: the key's priority if known, else the estimate its context gives (§3.3)."""
         return self._locate(key)[0]
 
     def probability(self, key, uniform_epsilon: float = 0.0) -> float:
@@ -302,7 +305,7 @@ def importance_weights(
     probabilities, table_size, exponent: float = 1.0, normalise: bool = True
 ) -> np.ndarray:
     """w_k = (1 / (N P(k))) ** exponent (Eq. (2), §3.3: exponent 1), divided by the batch
-    maximum when `normalise` (reactor.md §8 #3, PER's convention)."""
+    maximum when `normalise` (our choice, PER's convention)."""
     weights = (1.0 / (np.asarray(table_size, np.float64) * np.asarray(probabilities))) ** exponent
     return weights / weights.max() if normalise else weights
 

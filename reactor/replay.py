@@ -74,7 +74,7 @@ class EstimatedPriorityWriter:
 
 
 def make_pattern(config) -> patterns.Prioritized:
-    """The replay of `config` (reactor.md §2.8, §5.4)."""
+    """The replay of `config` (§3.3, §3.4; reactor/priorities.py maps it onto Reverb)."""
     pattern = EstimatedPrioritized(
         length=config.sequence_length - 1,
         capacity=config.replay_capacity,

@@ -186,7 +186,8 @@ def test_defaults_use_each_paper_s_reward_shaping_and_retrace_form():
         *lbc_config.LbcConfig().reward_shapings,
     }
     assert used <= set(common_config.REWARD_TRANSFORMS)
-    # DESIGN.md §3: Reactor bootstraps on E_pi Q (Eq. (3)); DiCE, GDI, LBC print Q(x', a').
+    # Each paper's own Retrace form: Reactor bootstraps on E_pi Q (its Eq. (3)); DiCE (Eq. (2)),
+    # GDI (Eq. (3)) and LBC (App. B.3) print Q(x', a').
     assert reactor_config.ReactorConfig().retrace_form == "expected"
     assert {CONFIGS[m]().retrace_form for m in (dice_config, gdi_config, lbc_config)} == {"sampled"}
 
@@ -198,7 +199,9 @@ def test_gdi_variant_chooses_one_or_two_networks():
 
 # Where each paper's protocol departs from the shared one in common.envs (all else must agree).
 PROTOCOL_DEPARTURES = {
-    reactor_config: dict(frame_stack=1, full_action_space=False),  # Table 3; reactor.md §8 #17
+    # Reactor: one frame (Table 3); the minimal action set is our choice
+    # (docs/papers/reactor.md#departures-from-the-paper).
+    reactor_config: dict(frame_stack=1, full_action_space=False),
     dice_config: {},
     gdi_config: dict(max_episode_frames=100_000),  # GDI Table 5
     lbc_config: {},
@@ -250,8 +253,9 @@ def test_lbc_ablations_validate_and_build_their_controller(overrides, num_polici
 
 
 def test_reactor_replay_ratio_and_learner_steps():
-    # reactor.md §5.3: 4-6 acting steps per learning step give 128/6-128/4 = 21.3-32 trained
-    # transitions per acted transition and 50M/6-50M/4 = 8.3M-12.5M learner steps in 200M frames.
+    # Reactor §3.4: "typically" 4-6 acting steps per learning step give 128/6-128/4 = 21.3-32
+    # trained transitions per acted transition and 50M/6-50M/4 = 8.3M-12.5M learner steps in 200M
+    # frames.
     fast, slow = (
         dataclasses.replace(reactor_config.ReactorConfig(), acting_steps_per_learner_step=k)
         for k in (4.0, 6.0)
@@ -261,43 +265,48 @@ def test_reactor_replay_ratio_and_learner_steps():
     # Target refreshes over training: 12.5k and 8.3k.
     assert fast.learner_steps // fast.target_update_period == 12_500
     assert slow.learner_steps // slow.target_update_period == 8_333
-    # reactor.md §5.4: 5 acting steps per learning step is samples_per_insert 0.8.
+    # Our 5 acting steps per learning step (docs/papers/reactor.md#departures-from-the-paper) is
+    # samples_per_insert 0.8.
     assert reactor_config.ReactorConfig().samples_per_insert == pytest.approx(0.8)
 
 
 def test_dice_derived_quantities():
     c = dice_config.DiceConfig()
     agent_steps = c.total_frames // dice_config.ACTION_REPEAT
-    assert agent_steps // c.num_envs == 312_500  # dice.md §4.3: 160 envs
-    assert c.gradient_updates == 19_531  # dice.md §4.3: 50M * 2 / 5120
+    assert agent_steps // c.num_envs == 312_500  # DiCE Table 5: 160 envs
+    assert c.gradient_updates == 19_531  # 50M * 2 / 5120 (Table 5: reuse 2, 64 x 80)
     assert c.warmup_steps / c.gradient_updates == pytest.approx(0.20, abs=0.01)  # "about 20%"
-    # Policy lag (dice.md §4.3): 25 updates consume 64,000 new agent steps, 400 per env.
+    # Policy lag (Table 5 pushes every 25 updates): 25 updates consume 64,000 new agent steps,
+    # 400 per env.
     steps_per_publish = c.publish_interval * c.frames_per_learner_step // dice_config.ACTION_REPEAT
     assert steps_per_publish == 64_000 and steps_per_publish // c.num_envs == 400
-    # dice.md §2.6: x = log(1 + 1/tau) on [0, ln 51] in 50 tiles of 0.0786365.
+    # App. A's x = log(1 + 1/tau) on Table 5's [0, 50] is [0, ln 51], in 50 tiles of 0.0786365 (the
+    # tile count is ours: docs/papers/dice.md#departures-from-the-paper).
     (axis,) = bandits.DiceController(**c.bandit_kwargs(), seed=0).axes
     assert (axis.hi, axis.acc, axis.num_blocks) == pytest.approx((3.931826, 0.0786365, 50))
 
 
 def test_gdi_derived_quantities():
     c = gdi_config.GdiConfig()
-    assert c.gradient_updates == 19_531  # gdi.md §4.3
-    assert c.frames_per_learner_step == 10_240  # gdi.md §4.3: fresh frames per step
-    assert c.item_length == 121  # gdi.md §5: 40 + 80 + 1
+    assert c.gradient_updates == 19_531  # GDI Table 6: 50M agent steps * 2 / (64 * 80)
+    assert c.frames_per_learner_step == 10_240  # fresh frames per step
+    assert c.item_length == 121  # Table 6: burn-in 40 + seq-length 80 + 1 bootstrap
     controller = bandits.GdiController(**c.bandit_kwargs(), seed=0)
     assert tuple(axis.num_blocks for axis in controller.axes) == c.axis_blocks == (50, 50, 10)
-    assert math.prod(c.axis_blocks) == 25_000  # gdi.md §8.1 #2: the joint grid
+    # App. G's literal joint grid (docs/papers/gdi.md#departures-from-the-paper).
+    assert math.prod(c.axis_blocks) == 25_000
 
 
 def test_lbc_derived_quantities():
     c = lbc_config.LbcConfig()
     agent_steps = c.total_frames // lbc_config.ACTION_REPEAT
-    assert agent_steps == 250_000_000  # lbc.md §4.1: 2.5e8 agent steps
+    assert agent_steps == 250_000_000  # LBC's 1B frames / 4 action repeats (Table 3)
     assert agent_steps // c.sequence_length == 3_125_000  # items, written every 80 steps
-    assert c.gradient_updates == 97_656  # lbc.md §4.1: per learner
+    assert c.gradient_updates == 97_656  # per learner: 3,125,000 items * 2 / 64
     assert c.item_length == 121
     assert c.max_episode_frames // lbc_config.ACTION_REPEAT == 27_000  # 30 min of agent steps
-    # lbc.md §2.5: 20 tau arms and 10 omega arms (log1p); 273 tau arms read linearly; the joint
+    # LBC Table 3's ranges and accuracies: 20 tau arms and 10 omega arms (log1p, our reading:
+    # docs/papers/lbc.md#departures-from-the-paper); 273 tau arms read linearly; the joint
     # 6-D grid would have 20^3 * 10^3 = 8,000,000 arms.
     for space, arms in (("log1p", (20, 10)), ("linear", (273, 10))):
         config = dataclasses.replace(c, bandit_eta_space=space)

@@ -1,6 +1,8 @@
-"""Tests for common/bandits.py: the specs' §9 cases (dice.md, gdi.md, lbc.md) and learning checks.
+"""Tests for common/bandits.py: the worked bandit cases of DiCE, GDI and LBC, and learning checks.
 
-Hand-worked numbers cite their test id (e.g. "dice.md §9 test 5", "gdi.md T8", "lbc.md T9").
+Hand-worked numbers cite their test number in the paper's notes (e.g. "Test 5" of
+docs/papers/dice.md#worked-test-numbers, likewise docs/papers/gdi.md#worked-test-numbers and
+docs/papers/lbc.md#worked-test-numbers).
 """
 
 import io
@@ -27,7 +29,7 @@ CHI2_999 = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47}
 
 
 def test_dice_tile_index_with_ten_tiles():
-    # dice.md §9 test 4: l = 0, r = ln 51, K = 10 (acc = 0.393183).
+    # docs/papers/dice.md#worked-test-numbers (Test 4): l = 0, r = ln 51, K = 10 (acc = 0.393183).
     axis = bandits.Axis("eta", 0.0, LN51, LN51 / 10, log1p=True)
     assert axis.num_blocks == 10
     np.testing.assert_array_equal(
@@ -36,7 +38,8 @@ def test_dice_tile_index_with_ten_tiles():
 
 
 def test_gdi_block_index_at_upper_bound_and_under_float_error():
-    # gdi.md T7: [0, 50] at acc 1 and eps in [0, 1] at acc 0.1.
+    # docs/papers/gdi.md#worked-test-numbers (Test 7): [0, 50] at acc 1 and eps in [0, 1] at
+    # acc 0.1.
     kappa = bandits.Axis("eta1", 0.0, 50.0, 1.0)
     assert kappa.num_blocks == 50
     np.testing.assert_array_equal(kappa.block_of([37.4, 50.0]), [37, 49])  # naive floor(50) = 50
@@ -46,7 +49,8 @@ def test_gdi_block_index_at_upper_bound_and_under_float_error():
 
 
 def test_lbc_discretisation():
-    # lbc.md T11: eps-style axis of 10 arms, the last bin closed; tau in log1p space (20 arms) or linear.
+    # docs/papers/lbc.md#worked-test-numbers (Test 11): eps-style axis of 10 arms, the last bin
+    # closed (LBC App. E.1, Example 1); tau in log1p space (20 arms) or linear.
     omega = bandits.Axis("omega1", 0.0, 1.0, 0.1)
     np.testing.assert_array_equal(omega.block_of([0.0, 0.05, 0.1, 0.95, 1.0]), [0, 0, 1, 9, 9])
     controller = bandits.LbcController(seed=0)
@@ -68,7 +72,8 @@ def test_lbc_discretisation():
 
 
 def test_eta_spaces():
-    # gdi.md T7 transforms and the three readings of "1/tau in [0, 50]" with tau = 1/(exp(x) - 1).
+    # docs/papers/gdi.md#worked-test-numbers (Test 7): the transforms, and the three readings of
+    # GDI Table 6's "1/tau in [0, 50]" with App. G's tau = 1/(exp(x) - 1).
     log1p = bandits.eta_axis("eta", "log1p", 50.0, 50)
     assert log1p.hi == pytest.approx(3.931826, abs=1e-6)
     assert log1p.to_coordinate(50.0) == pytest.approx(LN51)
@@ -99,8 +104,9 @@ def test_eta_spaces():
     ],
 )
 def test_points_lie_in_their_block_and_round_trip_to_it(axis):
-    # Candidates lie in [l + i acc, l + (i+1) acc) (dice.md §9 test 7), and x -> param -> x, as update()
-    # does it, finds the same block, also for points drawn right at the upper edge of a block.
+    # Candidates lie in [l + i acc, l + (i+1) acc) (Test 7 of
+    # docs/papers/dice.md#worked-test-numbers), and x -> param -> x, as update() does it, finds the same block, also for points drawn
+    # right at the upper edge of a block.
     grid = bandits.Grid([axis])
     blocks = np.repeat(np.arange(axis.num_blocks), 50)
     x = grid.sample_in(blocks, np.random.default_rng(0))[:, 0]
@@ -132,7 +138,8 @@ def dice_bandit(num_blocks=10, width=1, edge="valid", greedy=True, num_candidate
 
 
 def test_dice_update_moves_a_tile_by_lr_times_error():
-    # dice.md §9 test 5: K = 10, width 1, lr 0.1; update (x = 1.0, g = 10) is tile 2.
+    # docs/papers/dice.md#worked-test-numbers (Test 5): K = 10, width 1, lr 0.1; update
+    # (x = 1.0, g = 10) is tile 2.
     axis = bandits.Axis("eta", 0.0, LN51, LN51 / 10, log1p=True)
     bandit = dice_bandit()
     bandit.update(int(axis.block_of(1.0)), 10.0)
@@ -151,7 +158,8 @@ def test_dice_update_moves_a_tile_by_lr_times_error():
 
 
 def test_dice_scores_and_argmax_mode():
-    # dice.md §9 test 6: state after the first update of test 5, c = 1.
+    # docs/papers/dice.md#worked-test-numbers (Test 6): state after the first update of Test 5,
+    # c = 1.
     bandit = dice_bandit()
     bandit.update(2, 10.0)
     np.testing.assert_allclose(
@@ -174,7 +182,9 @@ def test_dice_scores_and_argmax_mode():
 
 
 def test_scores_are_zero_when_all_values_are_equal():
-    # dice.md §9 test 6 / gdi.md T9: the std is 0 at init; scores are finite (z = 0, bonus log(1) = 0).
+    # Test 6 of docs/papers/dice.md#worked-test-numbers and Test 9 of
+    # docs/papers/gdi.md#worked-test-numbers: the std is 0 at init; scores are finite (z = 0,
+    # bonus log(1) = 0).
     np.testing.assert_array_equal(dice_bandit().scores(), np.zeros(10))
     scores = bandits.ucb_scores(np.full(4, 3.0), [1, 1, 1, 1], 1.0)
     np.testing.assert_allclose(scores, np.full(4, math.sqrt(math.log(5) / 2)))
@@ -194,7 +204,8 @@ def test_offset_tiling_follows_the_app_g_formula():
 
 
 def test_gdi_update_is_an_ema_of_the_block_value():
-    # gdi.md T8: lr 0.1, random tilings, three updates with g = 10 on the same x.
+    # docs/papers/gdi.md#worked-test-numbers (Test 8): lr 0.1, random tilings, three updates with
+    # g = 10 on the same x.
     rng = np.random.default_rng(3)
     for shape in [(50,), (10, 10)]:
         spec = bandits.OffsetTiling().draw(rng)
@@ -220,7 +231,7 @@ def test_gdi_update_is_an_ema_of_the_block_value():
 
 
 def test_gdi_scores():
-    # gdi.md T9: V = [0, 1, 2, 3], N = [0, 1, 2, 5], c = 1.
+    # docs/papers/gdi.md#worked-test-numbers (Test 9): V = [0, 1, 2, 3], N = [0, 1, 2, 5], c = 1.
     scores = bandits.ucb_scores([0, 1, 2, 3], [0, 1, 2, 5], 1.0)
     np.testing.assert_allclose(scores, [0.140663, 0.600933, 1.303022, 1.946789], atol=1e-6)
     assert set(bandits.top_k(scores, 2, np.random.default_rng(0))) == {2, 3}
@@ -241,7 +252,8 @@ def test_top_k_breaks_ties_uniformly_at_random():
 
 
 def test_random_mode_draws_distinct_blocks_with_softmax_first_pick():
-    # dice.md §9 test 7 and gdi.md T10: d distinct blocks; first picks follow softmax(score).
+    # Test 7 of docs/papers/dice.md#worked-test-numbers and Test 10 of
+    # docs/papers/gdi.md#worked-test-numbers: d distinct blocks; first picks follow softmax(score).
     rng = np.random.default_rng(1)
     bandit = dice_bandit(num_blocks=50, greedy=False, num_candidates=7)
     assert all(len(set(bandit.candidate_blocks(rng))) == 7 for _ in range(100))
@@ -254,7 +266,8 @@ def test_random_mode_draws_distinct_blocks_with_softmax_first_pick():
 
 
 def test_untrained_dice_ensemble_is_uniform_in_x():
-    # dice.md §9 test 7: 49 candidates, x ~ Uniform[0, ln 51]: KS statistic, median and mean of eta.
+    # docs/papers/dice.md#worked-test-numbers (Test 7): 49 candidates, x ~ Uniform[0, ln 51]:
+    # KS statistic, median and mean of eta.
     axis = bandits.eta_axis("eta", "log1p", 50.0, 50)
     ensemble = bandits.BanditEnsemble(
         [axis],
@@ -296,7 +309,8 @@ def lbc_population(num_arms=5, **overrides):
 
 
 def test_lbc_scores():
-    # lbc.md T9: 5 arms, N = [3, 1, 0, 5, 1], sums S = [30, 20, 0, 25, 15], c = 1.
+    # docs/papers/lbc.md#worked-test-numbers (Test 9): 5 arms, N = [3, 1, 0, 5, 1],
+    # sums S = [30, 20, 0, 25, 15], c = 1.
     population = lbc_population(num_bandits=1, ucb_range=(1.0, 1.0))
     for arm, returns in enumerate([[10, 10, 10], [20], [], [5] * 5, [15]]):
         for episode_return in returns:
@@ -325,14 +339,16 @@ def test_lbc_scores():
 
 
 def test_lbc_vote_ties_are_uniform_at_start():
-    # lbc.md T9: with all N = 0 every score is 0 and each bandit's top-D is a uniformly random set.
+    # docs/papers/lbc.md#worked-test-numbers (Test 9): with all N = 0 every score is 0 and each
+    # bandit's top-D is a uniformly random set.
     population = lbc_population(num_arms=5, num_bandits=1, top_d=2)
     counts = np.bincount(np.concatenate([population.votes() for _ in range(3000)]), minlength=5)
     assert chi_square(counts, np.full(5, 1200.0)) < CHI2_999[4]
 
 
 def test_most_voted_arm():
-    # lbc.md T10: App. E Example 2 gives arm 1 (6 votes); a tie is a fair coin.
+    # docs/papers/lbc.md#worked-test-numbers (Test 10): LBC App. E Example 2 gives arm 1 (6 votes);
+    # a tie is a fair coin.
     rng = np.random.default_rng(0)
     assert bandits.most_voted([1, 2, 1, 3, 2, 4, 5, 1, 1, 2, 2, 1, 1, 4], rng) == 1
     wins = [bandits.most_voted([1, 2, 1, 2], rng) for _ in range(10000)]
@@ -340,8 +356,9 @@ def test_most_voted_arm():
 
 
 def test_population_counts_and_replacement():
-    # lbc.md T12: each episode adds exactly 1 to every bandit's counts; at episodes 50, 100 exactly one
-    # bandit is fresh, with c in [0.5, 1.5]; each top-D holds distinct arms, so an arm gets <= M votes.
+    # docs/papers/lbc.md#worked-test-numbers (Test 12): each episode adds exactly 1 to every
+    # bandit's counts; at episodes 50, 100 exactly one bandit is fresh, with c in [0.5, 1.5]; each
+    # top-D holds distinct arms, so an arm gets <= M votes.
     rng = np.random.default_rng(0)
     population = lbc_population(num_arms=10)
     for episode in range(1, 101):
@@ -361,8 +378,9 @@ def test_population_counts_and_replacement():
 
 
 def test_population_prefers_the_best_arm():
-    # lbc.md T13 (statistical, fixed seed): 10 arms with returns ~ N(k, 2^2); arm 9 in >= 55% of the last
-    # 500 of 2000 episodes and {8, 9} in >= 80% (spec: 0.68-0.76 and 0.85-0.90 after 3000).
+    # docs/papers/lbc.md#worked-test-numbers (Test 13; statistical, fixed seed): 10 arms with
+    # returns ~ N(k, 2^2); arm 9 in >= 55% of the last 500 of 2000 episodes and {8, 9} in >= 80%
+    # (a reference run saw 0.68-0.76 and 0.85-0.90 after 3000).
     rng = np.random.default_rng(1)
     population = lbc_population(num_arms=10)
     arms = []
@@ -422,7 +440,7 @@ def test_lbc_params():
         raw = params["omega_unnormalised"]
         np.testing.assert_allclose(params["omega"], raw / raw.sum())
         controller.update(params, 1.0)
-    # lbc.md T11: an all-zero draw gives uniform weights.
+    # docs/papers/lbc.md#worked-test-numbers (Test 11): an all-zero draw gives uniform weights.
     np.testing.assert_allclose(bandits.normalised_weights([0.0, 0.0, 0.0]), [1 / 3, 1 / 3, 1 / 3])
     np.testing.assert_allclose(bandits.normalised_weights([0.2, 0.6, 0.0]), [0.25, 0.75, 0.0])
     single = bandits.LbcController(seed=0, num_policies=1).propose()
@@ -571,7 +589,8 @@ def test_controller_beats_uniform_selection(case):
 
 
 def test_gdi_joint_grid_reported_beside_factorised():
-    # gdi.md §2.6 / T11: the literal joint grid (25,000 blocks per bandit) locks in after a few updates;
+    # docs/papers/gdi.md#worked-test-numbers (Test 11): the literal joint grid of GDI App. G (25,000
+    # blocks per bandit; docs/papers/gdi.md#departures-from-the-paper) locks in after a few updates;
     # on the 3-D objective it still beats uniform on average here but trails the factorised default.
     objective = LEARNING_CASES["gdi_3d"][2]
     uniform = uniform_mean_return(bandits.GdiController, {}, objective)

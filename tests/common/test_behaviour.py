@@ -95,7 +95,8 @@ def test_evaluation_can_play_the_training_distribution(tmp_path):
 
 
 def test_evaluator_with_own_controllers_learns_from_its_games_and_resumes(tmp_path):
-    """gdi.md §5: evaluation actors run bandit ensembles of their own."""
+    """Evaluation actors run bandit ensembles of their own (GDI §4.1 leaves this open; our reading:
+    docs/papers/gdi.md#departures-from-the-paper)."""
     trained = behaviour_lib.Behaviour(
         SPEC, 2, seed=0, state_path=behaviour_lib.state_path(str(tmp_path), 0)
     )

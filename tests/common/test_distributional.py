@@ -1,10 +1,12 @@
-"""Tests for common/distributional.py against reactor.md §2.3-§2.5 and its §9 worked numbers.
+"""Tests for common/distributional.py against Reactor §3.2 (the projection, the n-step
+distributional backup and Distributional Retrace) and the worked numbers of
+docs/papers/reactor.md#worked-test-numbers.
 
 Ground truths are written in numpy (float64) straight from the paper's sums: the four-case
-kernel h_{z_i}(x) (Eq. G), the literal triple sum of Eq. F over n, a and j, and the explicit
-truncated sum of Eq. (3) for scalar Retrace. Test sequences are dicts of numpy arrays: pi, q over
-frames x_0..x_T and r, gamma, a, mu = mu(a_t|x_t) over transitions; `library_args` maps them to
-the library's arguments.
+kernel h_{z_i}(x) of §3.2, the literal triple sum over n, a and j of §3.2's Distributional
+Retrace target, and the explicit truncated sum of Eq. (3) for scalar Retrace. Test sequences are
+dicts of numpy arrays: pi, q over frames x_0..x_T and r, gamma, a, mu = mu(a_t|x_t) over
+transitions; `library_args` maps them to the library's arguments.
 """
 
 import numpy as np
@@ -23,7 +25,7 @@ from common.distributional import (
 
 
 def np_kernel(i, x, z):
-    """h_{z_i}(x), the four cases of Eq. G as printed (reactor.md §2.3)."""
+    """h_{z_i}(x), the four cases of the projection kernel as printed in Reactor §3.2."""
     last = len(z) - 1
     if (x <= z[0] and i == 0) or (x >= z[last] and i == last):
         return 1.0
@@ -42,7 +44,7 @@ def np_project(values, probs, z):
 
 
 def np_traces(pi, a, mu, lam):
-    """c_s = lam min(1, pi(a_s|x_s) / mu_s) for s = 0..T (Eq. 4); c_0 unused, c_T := 0 (§2.2)."""
+    """c_s = lam min(1, pi(a_s|x_s) / mu_s) for s = 0..T (Eq. (4)); c_0 unused, c_T := 0 (end)."""
     T = len(a)
     return np.array(
         [lam * min(1.0, pi[s, a[s]] / mu[s]) if 1 <= s < T else 0.0 for s in range(T + 1)]
@@ -50,7 +52,9 @@ def np_traces(pi, a, mu, lam):
 
 
 def np_dist_retrace(r, gamma, a, mu, pi, q, z, lam):
-    """Eq. F literally: q*_i(x_t) = sum_n sum_a alpha_{n,a} sum_j q_j(x_{t+n}, a) h_{z_i}(z^n_j).
+    """Reactor §3.2's Distributional Retrace target literally (with the erratum a_{t+n} -> a of
+    docs/papers/reactor.md#errata):
+    q*_i(x_t) = sum_n sum_a alpha_{n,a} sum_j q_j(x_{t+n}, a) h_{z_i}(z^n_j).
 
     One sequence: r, gamma, a, mu [T]; pi [T+1, A]; q [T+1, A, N].
     """
@@ -92,7 +96,8 @@ def np_retrace(Q, r, gamma, a, mu, pi, lam):
 
 
 def np_recursive_dist_retrace(r, gamma, a, mu, pi, q, z, lam):
-    """The "project every step" recursion that reactor.md §2.5 warns is a different algorithm."""
+    """The "project every step" recursion, a different algorithm from §3.2's target (Test 6 of
+    docs/papers/reactor.md#worked-test-numbers)."""
     T = len(r)
     c = np_traces(pi, a, mu, lam)
     out = np.zeros((T, len(z)))
@@ -143,7 +148,8 @@ def ratios(seq):
     return (pi_taken / seq["mu"])[1:]  # rho_s for s = 1..T-1 (rho_0 is never used)
 
 
-# Test-3 / Test-6 data of reactor.md §9: T = 3, |A| = 2, gamma = 0.9, 11 atoms on [-5, 5].
+# Test-3 / Test-6 data of docs/papers/reactor.md#worked-test-numbers: T = 3, |A| = 2, gamma = 0.9,
+# 11 atoms on [-5, 5].
 TEST3_PI = np.array([(0.6, 0.4), (0.5, 0.5), (0.4, 0.6), (0.3, 0.7)])
 TEST3_Q = np.array([(0.7, 0.0), (1.0, 2.0), (0.5, -1.0), (3.0, 1.0)])
 GRID11 = np.arange(-5.0, 6.0)
@@ -169,7 +175,8 @@ def spec_test6_sequence(pi=TEST3_PI):
 
 
 def test_make_support_reactor_defaults():
-    # reactor.md §9 Test 1(a); defaults from reactor.md §4.3 (C51's 51 atoms on [-10, 10]).
+    # docs/papers/reactor.md#worked-test-numbers (Test 1(a)); the defaults are C51's 51 atoms on
+    # [-10, 10], our choice (docs/papers/reactor.md#departures-from-the-paper).
     z = make_support().numpy()
     assert z.shape == (51,) and z.dtype == np.float32
     np.testing.assert_allclose(z[1] - z[0], 0.4, atol=1e-6)
@@ -194,7 +201,7 @@ def test_make_support_rejects_bad_input(kwargs, match):
 
 
 def test_projection_single_diracs_worked_numbers():
-    # reactor.md §9 Test 1(b): N = 5 on [-2, 2].
+    # docs/papers/reactor.md#worked-test-numbers (Test 1(b)): N = 5 on [-2, 2].
     z = make_support(5, -2.0, 2.0)
     xs = np.array([[0.3], [-1.5], [1.0], [3.7], [-5.0]], np.float32)
     out = categorical_projection(xs, np.ones_like(xs), z).numpy()
@@ -272,14 +279,15 @@ def test_projection_rejects_bad_support_and_shapes():
 
 
 def test_n_step_backup_worked_numbers():
-    # reactor.md §9 Test 2: gamma = 0.5, rewards (1, 0.5), n = 2, q(x_{t+2}, a) uniform 0.2.
+    # docs/papers/reactor.md#worked-test-numbers (Test 2): gamma = 0.5, rewards (1, 0.5), n = 2,
+    # q(x_{t+2}, a) uniform 0.2.
     z = make_support(5, -2.0, 2.0)
     backup_atoms = 1.0 + 0.5 * 0.5 + 0.25 * z  # G = 1.25, z^n = [0.75, 1.0, 1.25, 1.5, 1.75]
     out = categorical_projection(backup_atoms, tf.fill([5], 0.2), z).numpy()
     np.testing.assert_allclose(out, [0, 0, 0.05, 0.65, 0.30], atol=1e-6)
     np.testing.assert_allclose(out @ z.numpy(), 1.25 + 0.25 * 0.0, atol=1e-6)
     # The same backup through Distributional Retrace: pi deterministic on a_1 makes c_1 = 1 and
-    # alpha_{1,.} = 0, leaving only the 2-step backup with the expected bootstrap (§2.12).
+    # alpha_{1,.} = 0, leaving only the 2-step backup with the expected bootstrap (as in Test 4(b)).
     rng = np.random.default_rng(3)
     q = np.concatenate([rng.dirichlet(np.ones(5), size=(2, 1, 2)), np.full((1, 1, 2, 5), 0.2)])
     pi = np.array([[[0.5, 0.5]], [[1.0, 0.0]], [[0.3, 0.7]]])
@@ -291,7 +299,8 @@ def test_n_step_backup_worked_numbers():
 
 
 def test_numpy_ground_truths_reproduce_spec_numbers():
-    # Guards the test's own ground truths: reactor.md §9 Test 3, Test 4(a) and Test 6 (t = 0).
+    # Guards the test's own ground truths: Test 3, Test 4(a) and Test 6 (t = 0) of
+    # docs/papers/reactor.md#worked-test-numbers.
     s = unbatched(spec_test6_sequence(), 0)
     args = (s["r"], s["gamma"], s["a"], s["mu"], TEST3_PI)
     np.testing.assert_allclose(
@@ -306,7 +315,7 @@ def test_numpy_ground_truths_reproduce_spec_numbers():
 
 
 def test_retrace_target_worked_numbers():
-    # reactor.md §9 Test 6 (Test-3 data, 11 atoms on [-5, 5]).
+    # docs/papers/reactor.md#worked-test-numbers (Test 6; Test-3 data, 11 atoms on [-5, 5]).
     seq = spec_test6_sequence()
     target = tf_target(seq, GRID11)[:, 0]
     np.testing.assert_allclose(
@@ -362,7 +371,8 @@ def test_retrace_target_matches_numpy_mixture_on_random_inputs():
 
 @pytest.mark.parametrize("seed", [5, 6, 7])
 def test_retrace_target_mean_is_scalar_retrace_when_nothing_clips(seed):
-    # reactor.md §9 Test 6, property test; §2.5: Sigma q* = 1 and mean(q*) = Retrace on the means.
+    # docs/papers/reactor.md#worked-test-numbers (Test 6, property test): Sigma q* = 1 and
+    # mean(q*) = Retrace on the means.
     rng = np.random.default_rng(seed)
     # |r| <= 4.5 and gamma <= 0.9 keep every backup within 0.9 * 60 + 4.5 < 60: nothing clips.
     wide, narrow = np.linspace(-60.0, 60.0, 17), np.linspace(-1.0, 1.0, 5)
@@ -386,7 +396,8 @@ def test_retrace_target_mean_is_scalar_retrace_when_nothing_clips(seed):
 
 
 def test_lambda_zero_is_the_projected_one_step_expected_backup():
-    # reactor.md §2.12: all c = 0 => q*_t = sum_a pi(a|x_{t+1}) Proj(r_t + gamma_t Z(x_{t+1}, a)).
+    # All c = 0 => q*_t = sum_a pi(a|x_{t+1}) Proj(r_t + gamma_t Z(x_{t+1}, a)) (the lambda = 0
+    # case of Test 6, docs/papers/reactor.md#worked-test-numbers).
     rng = np.random.default_rng(8)
     z = np.linspace(-2.0, 2.0, 9)
     seq = random_sequence(rng)
@@ -400,7 +411,8 @@ def test_lambda_zero_is_the_projected_one_step_expected_backup():
 
 
 def test_deterministic_pi_on_taken_actions_gives_pure_n_step_backup():
-    # reactor.md §9 Test 4(b), distributional form: c = 1 and the intermediate distributions cancel.
+    # docs/papers/reactor.md#worked-test-numbers (Test 4(b)), distributional form: c = 1 and the
+    # intermediate distributions cancel.
     pi = TEST3_PI.copy()
     pi[1], pi[2] = (0.0, 1.0), (1.0, 0.0)
     seq = spec_test6_sequence(pi)
@@ -414,9 +426,10 @@ def test_deterministic_pi_on_taken_actions_gives_pure_n_step_backup():
 
 
 def test_alpha_is_non_negative_in_expectation_over_mu():
-    # reactor.md §9 Test 5 through the target: pi(.|x_1) = (0.7, 0.2, 0.1), mu(.|x_1) = (0.2, 0.5, 0.3).
-    # q(x_1, a) is a Dirac on atom a and q(x_2, .) on atom 4, with r = 0, gamma = 1, so atoms 0..2 of
-    # q*_0 are exactly alpha_{1,.} for the sampled a_1. The batch holds a_1 = 0, 1, 2.
+    # docs/papers/reactor.md#worked-test-numbers (Test 5) through the target:
+    # pi(.|x_1) = (0.7, 0.2, 0.1), mu(.|x_1) = (0.2, 0.5, 0.3). q(x_1, a) is a Dirac on atom a and q(x_2, .) on atom 4,
+    # with r = 0, gamma = 1, so atoms 0..2 of q*_0 are exactly alpha_{1,.} for the sampled a_1. The
+    # batch holds a_1 = 0, 1, 2.
     pi_1, mu_1 = np.array([0.7, 0.2, 0.1]), np.array([0.2, 0.5, 0.3])
     q = np.zeros((3, 3, 3, 5))
     q[1, :, :, :3] = np.eye(3)
@@ -443,7 +456,7 @@ def test_alpha_is_non_negative_in_expectation_over_mu():
 
 
 def test_terminal_step_target_is_the_projected_reward():
-    # reactor.md §2.2: gamma_k = 0 cuts everything after step k, so q*_k = Proj(delta_{r_k}).
+    # A terminal step (gamma_k = 0) cuts everything after step k, so q*_k = Proj(delta_{r_k}).
     rng = np.random.default_rng(10)
     z = np.linspace(-2.0, 2.0, 9)
     seq = random_sequence(rng, terminal_prob=0.0)
@@ -488,7 +501,8 @@ def test_retrace_target_rejects_bad_input():
 
 
 def test_cross_entropy_worked_numbers_with_signed_target():
-    # reactor.md §9 Test 7: logits 0 (q uniform 1/11), q* = Test 6 at t = 0.
+    # docs/papers/reactor.md#worked-test-numbers (Test 7): logits 0 (q uniform 1/11),
+    # q* = Test 6 at t = 0.
     q_star = tf.constant(tf_target(spec_test6_sequence(), GRID11)[0, 0])
     logits = tf.Variable(tf.zeros(11))
     with tf.GradientTape() as tape:

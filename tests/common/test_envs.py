@@ -69,8 +69,9 @@ def _noop_counts(backend: str, resets: int) -> np.ndarray:
 
 
 def test_noop_start_ranges_of_the_two_backends():
-    # The papers' convention (impala.md §4.3 "[1, 30]") is what the gym backend draws, and so
-    # what the evaluator uses; ale-py's C++ batch draws 0..29 (documented in common.envs).
+    # The papers' convention (IMPALA §5.3.2: "uniformly chosen from [1, 30]") is what the gym
+    # backend draws, and so what the evaluator uses; ale-py's C++ batch draws 0..29 (documented in
+    # common.envs).
     gym, vector = _noop_counts("gym", 300), _noop_counts("vector", 300)
     assert gym.min() == 1 and gym.max() == 30 and len(np.unique(gym)) == 30
     assert vector.min() == 0 and vector.max() == 29 and len(np.unique(vector)) == 30
@@ -88,7 +89,7 @@ def test_same_seed_and_actions_give_the_same_run(backend):
 @pytest.mark.parametrize("backend", ["vector", "gym"])
 @pytest.mark.parametrize("protocol, num_actions", [("impala", 6), ("dice_gdi_lbc", 18)])
 def test_protocol_observations_and_action_sets(backend, protocol, num_actions):
-    # impala: Pong's minimal action set (6) [impala.md §3.5]; DiCE/GDI/LBC: full set (18).
+    # impala: Pong's minimal action set (6) [IMPALA App. G]; DiCE/GDI/LBC: full set (18).
     env = make_env("ALE/Pong-v5", 3, 0, protocol, backend)
     assert env.num_envs == 3 and env.num_actions == num_actions
     assert env.observation_shape == (84, 84, 4) and env.observation_dtype == np.uint8
@@ -113,11 +114,11 @@ def test_frame_stack_is_channels_last_oldest_to_newest(backend):
 
 def test_protocol_settings_cite_the_papers():
     impala, dice = PROTOCOLS["impala"], PROTOCOLS["dice_gdi_lbc"]
-    # Table G.1 / A18
+    # IMPALA Table G.1; no sticky actions (docs/papers/impala.md#departures-from-the-paper)
     assert (impala.frame_skip, impala.screen_size, impala.frame_stack) == (4, 84, 4)
     assert impala.reward_clip == 1.0 and impala.terminal_on_life_loss
     assert impala.repeat_action_probability == 0.0 and not impala.full_action_space
-    # dice.md Table 5, gdi.md Table 5, lbc.md Table 3
+    # DiCE Table 5, GDI Table 5, LBC Table 3
     assert (dice.frame_skip, dice.screen_size, dice.frame_stack, dice.noop_max) == (4, 84, 4, 30)
     assert dice.reward_clip is None and not dice.terminal_on_life_loss
     assert dice.repeat_action_probability == 0.0 and dice.full_action_space

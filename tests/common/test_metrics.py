@@ -1,9 +1,10 @@
 """common.metrics against the papers: every published aggregate that the per-game tables can reproduce.
 
-The per-game raw scores are test data in tests/common/data/ (transcribed from the specs' tables). Each
+The per-game raw scores are test data in tests/common/data/, transcribed from the papers' tables. Each
 aggregate is recomputed with the named normaliser and compared with the printed number to the printed
 precision: |recomputed - printed| <= half a unit of the last printed digit. Where a printed aggregate
-cannot be reproduced, the test says why and pins the recomputed value the spec derived instead.
+cannot be reproduced, the test says why and pins the recomputed value instead (the discrepancies are
+listed under #errata in docs/papers/<paper>.md).
 """
 
 import csv
@@ -44,11 +45,12 @@ def _assert_printed(value: float, printed: str, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Hand-worked per-game numbers from the specs' test sections.
+# Hand-worked per-game numbers (#worked-test-numbers in docs/papers/<paper>.md).
 
 
 def test_dice_jamesbond_and_pong_examples():
-    # dice.md §9 test 14: Jamesbond DiCE G = 567020, random 29, human 302.8, record 45550.
+    # docs/papers/dice.md#worked-test-numbers (Test 14): Jamesbond DiCE G = 567020, random 29,
+    # human 302.8, record 45550.
     assert metrics.human_normalized_score("jamesbond", 567020) == pytest.approx(
         207082.18, abs=0.005
     )
@@ -62,7 +64,8 @@ def test_dice_jamesbond_and_pong_examples():
 
 
 def test_lbc_alien_example_and_record_ties():
-    # lbc.md §9 T14: HNS(Alien, 279703.5) = 4050.37 %; a tie with the record counts (Breakout 864).
+    # docs/papers/lbc.md#worked-test-numbers (Test 14): HNS(Alien, 279703.5) = 4050.37 %; a tie
+    # with the record counts (Breakout 864).
     assert metrics.human_normalized_score("Alien", 279703.5, "agent57_lbc") == pytest.approx(
         4050.37, abs=0.005
     )
@@ -86,7 +89,7 @@ def test_formulas_on_limits():
 
 
 def test_capped_hns_caps_above_only():
-    # impala.md §2.13: min(1, normalised), no floor at 0.
+    # IMPALA Table G.1's fitness (the capped HNS of Table 3): min(1, normalised), no floor at 0.
     assert metrics.capped_human_normalized_score("pong", 21) == 100.0
     assert metrics.capped_human_normalized_score("pong", -3.05) == pytest.approx(50.0)
     assert metrics.capped_human_normalized_score("pong", -21) == pytest.approx(100 * (-0.3) / 35.3)
@@ -128,8 +131,9 @@ def test_per_game_printed_percentages(raw, printed, metric, normaliser):
 
 
 def test_dice_and_lbc_need_different_human_tables():
-    # DiCE's printed Crazy Climber / Time Pilot HNS need human 35829.4 / 5229.1 (dice.md §7), while LBC's
-    # need the printed 36829.4 / 5229.2 (lbc.md §7.1). The two tables differ in those games only.
+    # DiCE's printed Crazy Climber / Time Pilot HNS need human 35829.4 / 5229.1
+    # (docs/papers/dice.md#errata), while LBC's need the printed 36829.4 / 5229.2 (LBC Tables 4-7).
+    # The two tables differ in those games only.
     dice, lbc = metrics.get_normaliser("agent57"), metrics.get_normaliser("agent57_lbc")
     assert {g for g in dice.games if dice.human[g] != lbc.human[g]} == {
         "crazy_climber",
@@ -150,7 +154,7 @@ def test_dice_and_lbc_need_different_human_tables():
 # in the order mean HNS, median HNS, mean HWRNS, median HWRNS, mean SABER, median SABER, HWRB.
 
 AGGREGATES = {
-    # DiCE Table 3 (dice.md §6.2): DiCE and its tau = 1 baseline. HWRNS is not printed by DiCE.
+    # DiCE Table 3: DiCE and its tau = 1 baseline. HWRNS is not printed by DiCE.
     "DiCE": (
         "dice_appd_dice",
         "agent57",
@@ -161,7 +165,7 @@ AGGREGATES = {
         "agent57",
         ("1929.95", "195.54", None, None, "35.91", "8.73", None),
     ),
-    # GDI Table 1 / Table 7 (gdi.md §6.1-6.2). GDI-I3's mean HWRNS is checked separately below.
+    # GDI Table 1 / Table 7. GDI-I3's mean HWRNS is checked separately below.
     "GDI-I3": (
         "gdi_t8_gdi_i3",
         "agent57",
@@ -172,8 +176,9 @@ AGGREGATES = {
         "agent57",
         ("9620.98", "1146.39", "154.27", "50.63", "71.26", "50.63", "22"),
     ),
-    # Rows GDI Table 7 / DiCE Table 2 recompute for other agents, from per-game raw scores in the specs:
-    # IMPALA from IMPALA Table C.1, Rainbow from Reactor Table 5, Agent57 / MuZero / Go-Explore from LBC.
+    # Rows GDI Table 7 / DiCE Table 2 recompute for other agents, from the papers' per-game raw
+    # scores: IMPALA from IMPALA Table C.1, Rainbow from Reactor Table 5, Agent57 / MuZero /
+    # Go-Explore from LBC.
     "IMPALA deep (GDI T7)": (
         "impala_c1_deep",
         "agent57",
@@ -200,7 +205,7 @@ AGGREGATES = {
         "agent57",
         ("4989.94", "1451.55", "116.89", "50.50", "71.80", "50.50", "15"),
     ),
-    # LBC Tables 4-6 and 8-10 (lbc.md §7.1): LBC computes with the table as printed.
+    # LBC Tables 4-6 and 8-10: LBC computes with the table as printed.
     "LBC": ("lbc_t4_lbc", "agent57_lbc", ("10077.52", "1665.60", None, None, None, None, "24")),
     "Agent57 (LBC T4)": (
         "lbc_t4_agent57",
@@ -239,7 +244,7 @@ AGGREGATES = {
         "agent57",
         (None, "477.17", None, None, None, None, None),
     ),
-    # IMPALA Table 4 (impala.md §6.4): medians of the Table C.1 experts and multi-task agent.
+    # IMPALA Table 4: medians of the Table C.1 experts and multi-task agent.
     "IMPALA deep experts (T4)": (
         "impala_c1_deep",
         "agent57",
@@ -279,16 +284,17 @@ def test_published_aggregates(agent):
 
 
 def test_gdi_i3_mean_hwrns():
-    # GDI Table 1 prints 117.99; Table 8's raw scores give 117.985 (gdi.md §6.4 recomputes 117.98). GDI's
-    # HWRNS tables use slightly different raw scores for a few games (ice hockey, venture, wizard of wor;
-    # gdi.md §6.4), so the last digit is not reproducible: checked to 0.01 instead of 0.005.
+    # GDI Table 1 prints 117.99; Table 8's raw scores give 117.985. GDI's HWRNS tables use slightly
+    # different raw scores for a few games (ice hockey, venture, wizard of wor;
+    # docs/papers/gdi.md#errata), so the last digit is not reproducible: checked to 0.01 instead of
+    # 0.005.
     summary = metrics.summarize(ATARI["gdi_t8_gdi_i3"])
     assert summary.hwrns_mean == pytest.approx(117.99, abs=0.01)
 
 
 def test_reactor_table2_medians():
-    # Reactor Table 2 (30 random no-op starts) prints median human-normalised scores as fractions; the
-    # per-game Table 5 reproduces all of them with Reactor's own random/human columns (reactor.md §6.5).
+    # Reactor Table 2 (30 random no-op starts) prints median human-normalised scores as fractions;
+    # the per-game Table 5 reproduces all of them with Reactor's own random/human columns.
     printed = {
         "dqn": "0.79",
         "ddqn": "1.18",
@@ -307,7 +313,7 @@ def test_reactor_table2_medians():
 
 
 def test_reactor_table5_means_derived_in_spec():
-    # [derived] reactor.md §6.5: means the paper does not print, recomputed by the spec from Table 5. They
+    # Means the paper does not print, recomputed by us from Reactor Table 5. They
     # check every random/human entry of reactor_noop, which the medians above alone would not.
     derived = {
         "rainbow": "1464.7",
@@ -323,9 +329,10 @@ def test_reactor_table5_means_derived_in_spec():
 
 
 def test_impala_dmlab30_mean_capped_hns():
-    # IMPALA Table B.1 prints 49.4 % (IMPALA) and 44.5 % (Experts). The printed per-level scores give
-    # 49.3448 % and 44.4416 % (impala.md §9 T15): the 0.06 pp gap comes from the paper rounding the per-level
-    # scores to 0.1 before printing, so the printed means are only reproducible to 0.1 pp.
+    # IMPALA Table B.1 prints 49.4 % (IMPALA) and 44.5 % (Experts). The printed per-level scores
+    # give 49.3448 % and 44.4416 % (docs/papers/impala.md#worked-test-numbers, Test 15): the 0.06 pp
+    # gap comes from the paper rounding the per-level scores to 0.1 before printing, so the printed
+    # means are only reproducible to 0.1 pp.
     for column, spec_value, printed in (("impala", 49.3448, 49.4), ("experts", 44.4416, 44.5)):
         summary = metrics.summarize(DMLAB[column], "dmlab30")
         assert summary.num_games == 30
@@ -337,15 +344,17 @@ def test_unreproducible_aggregates():
     """Printed aggregates that their own per-game tables do not reproduce; the recomputed values are pinned.
 
     * GDI Table 21 prints mean HNS 1783.24 (Fix Selection) and 6712.31 (Boltzmann Selection). Its per-game
-      column gives 1697.00 and 6712.69 (gdi.md §6.5). 6712.31 is near the value with the uncorrected human
-      table (6712.29), and 1783.24 near the value with DiCE's baseline Krull score (1782.85): the printed
-      means were computed from other numbers than the printed per-game ones.
+      column gives 1697.00 and 6712.69 (docs/papers/gdi.md#errata). 6712.31 is near the value with
+      the uncorrected human table (6712.29), and 1783.24 near the value with DiCE's baseline Krull
+      score (1782.85): the printed means were computed from other numbers than the printed
+      per-game ones.
     * IMPALA Table 4 prints mean HNS 957.6 / 466.4 / 176.9 (deep experts / shallow experts / multi-task).
-      No table in the specs gives these: agent57 gives 957.34 / 466.13 / 176.70 (GDI and DiCE print
-      957.34), agent57_lbc 956.99 / 465.80 / 176.42, reactor_noop 1592.50 / 707.43 / 179.42. IMPALA does
-      not print its reference table (impala.md §8 A18); its medians do reproduce (test above).
+      None of our reference tables gives these: agent57 gives 957.34 / 466.13 / 176.70 (GDI and
+      DiCE print 957.34), agent57_lbc 956.99 / 465.80 / 176.42, reactor_noop 1592.50 / 707.43 /
+      179.42. IMPALA does not print its reference table; its medians do reproduce (test above).
     * EfficientZero (LBC Table 5) prints 194.3 / 109 over its 26 games; its per-game column gives 193.48 /
-      111.53 (lbc.md §7.1). LBC quotes the numbers from EfficientZero's paper, which used its own table.
+      111.53 (docs/papers/lbc.md#errata). LBC quotes the numbers from EfficientZero's paper, which
+      used its own table.
     """
     fix = metrics.summarize(ATARI["gdi_t21_fix_selection"])
     boltzmann = metrics.summarize(ATARI["gdi_t21_boltzmann_selection"])
@@ -372,7 +381,8 @@ def test_unreproducible_aggregates():
 
 
 def test_dice_derived_counts():
-    # [derived] dice.md §7: games at or above the world record and at or above human.
+    # Counted by us from DiCE App. D (not printed): games at or above the world record and at or
+    # above human.
     for column, records, above_human in (("dice_appd_dice", 12, 44), ("dice_appd_baseline", 6, 40)):
         assert metrics.summarize(ATARI[column]).hwrb == records
         assert (

@@ -1,5 +1,6 @@
-"""Tests for common/networks.py: impala.md §3.4 / §9 T14 parameter counts, shapes, unroll == step,
-LSTM reset semantics, compiled == eager, gradient flow."""
+"""Tests for common/networks.py: parameter counts (IMPALA Fig. 3 and Test 14 of
+docs/papers/impala.md#worked-test-numbers), shapes, unroll == step, LSTM reset semantics,
+compiled == eager, gradient flow."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from common.networks import (
 )
 
 ATARI = (84, 84, 4)
-DMLAB = (72, 96, 3)  # A19: RGB 72x96
+DMLAB = (72, 96, 3)  # IMPALA Table D.3: RGB 72x96
 
 
 def _count(variables):
@@ -31,18 +32,21 @@ def _built(observation_shape, dtype=tf.uint8, **kwargs):
 @pytest.mark.parametrize(
     "kwargs, observation_shape, expected",
     [
-        # impala.md §3.4 / T14: DMLab nets with the language channel, 9 actions.
+        # docs/papers/impala.md#worked-test-numbers (Test 14): DMLab nets with the language channel
+        # (1,000 hash buckets), 9 actions; Fig. 3's "1.2 million" and "1.6 million".
         (dict(num_actions=9, torso="shallow", instruction_vocab=1000), DMLAB, 1_230_426),
         (dict(num_actions=9, torso="deep", instruction_vocab=1000), DMLAB, 1_628_010),
-        # T14: Atari deep feed-forward net (§3.5, A17), 18 actions.
+        # Test 14: Atari deep feed-forward net (IMPALA §5.3.2: no LSTM), 18 actions.
         (dict(num_actions=18, torso="deep", use_lstm=False), ATARI, 1_094_115),
-        # dice.md §3 / §9: IMPALA-deep + LSTM-256 with previous action and reward inputs.
+        # docs/papers/dice.md#worked-test-numbers (Test 15): IMPALA-deep + LSTM-256 with previous
+        # action and reward inputs.
         (dict(num_actions=18, torso="deep"), ATARI, 1_638_883),
-        # ... with lbc.md §3's Dense 512-ReLU heads: linear heads (4,883) replaced by
+        # ... with LBC's Dense 512-ReLU heads (R2D2/Agent57 style, our reading of LBC App. L;
+        # docs/papers/lbc.md#departures-from-the-paper): linear heads (4,883) replaced by
         # policy 256*512+512 + 512*18+18 and value 256*512+512 + 512+1 (272,915).
         (dict(num_actions=18, torso="deep", head_hidden=512), ATARI, 1_906_915),
-        # §3.5 "about 1.69M": Nature torso 8,224 + 32,832 + 36,928 conv, 3136*512+512 FC,
-        # heads 512*18+18 + 512+1.
+        # IMPALA §5.3.2's "three convolutional layers" read as DQN's Nature net, about 1.69M: Nature
+        # torso 8,224 + 32,832 + 36,928 conv, 3136*512+512 FC, heads 512*18+18 + 512+1.
         (dict(num_actions=18, torso="nature", use_lstm=False), ATARI, 1_693_875),
     ],
 )
@@ -51,7 +55,7 @@ def test_parameter_counts_match_the_specs(kwargs, observation_shape, expected):
 
 
 def test_torso_layouts():
-    # §3.4 table: shallow convs 11,312 params, flatten 2,240 (7x10x32); deep convs 97,600,
+    # Shallow convs 11,312 params, flatten 2,240 (7x10x32); deep convs 97,600,
     # flatten 3,456 (9x12x32) from 72x96 -> 36x48 -> 18x24 -> 9x12; Atari 84 -> 11: 3,872.
     shallow, deep, atari = ShallowTorso(), DeepTorso(), DeepTorso()
     shallow(tf.zeros([1, *DMLAB], tf.uint8))
@@ -114,7 +118,7 @@ def test_step_and_unroll_shapes():
 
 
 def test_feed_forward_net_has_no_state_and_ignores_previous_action_and_reward():
-    net = _built(ATARI, num_actions=6, torso="deep", use_lstm=False)  # A17
+    net = _built(ATARI, num_actions=6, torso="deep", use_lstm=False)  # IMPALA §5.3.2
     assert net.initial_state(2) == ()
     obs, a, r, reset = _inputs(np.random.default_rng(1), 4, 2, 6)
     (logits, values), final = net.unroll(obs, a, r, reset, ())
@@ -129,8 +133,8 @@ def test_feed_forward_net_has_no_state_and_ignores_previous_action_and_reward():
     [("deep", ATARI, np.uint8), ("minatar", (10, 10, 4), np.uint8), ("mlp", (4,), np.float32)],
 )
 def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
-    # §3.3 time folding: the torso on [T*B, ...] and the scanned core equal T separate steps,
-    # including resets in the middle of the unroll and a non-zero initial state.
+    # Time folding (IMPALA §3.1): the torso on [T*B, ...] and the scanned core equal T separate
+    # steps, including resets in the middle of the unroll and a non-zero initial state.
     rng = np.random.default_rng(2)
     net = _built(observation_shape, tf.as_dtype(dtype), num_actions=5, torso=torso)
     obs, a, r, reset = _inputs(rng, 6, 3, 5, observation_shape)
@@ -149,7 +153,7 @@ def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
 
 
 def test_reset_zeroes_the_state_and_the_previous_action_and_reward():
-    # §3.3 / A21: at an episode start the output equals that of a fresh zero state with no
+    # At an episode start the output equals that of a fresh zero state with no
     # previous action or reward, whatever stale values are passed in.
     rng = np.random.default_rng(3)
     net = _built(ATARI, num_actions=4, torso="deep")
@@ -176,7 +180,7 @@ def test_previous_reward_is_clipped_inside_the_net():
     obs, a, _, _ = _inputs(rng, 1, 1, 3)
     no_reset = np.zeros(1, bool)
     outputs = {}
-    for clip in (1.0, None):  # A21: [-1, 1]; None for DiCE/GDI/LBC's shaped rewards
+    for clip in (1.0, None):  # IMPALA: [-1, 1]; None for DiCE/GDI/LBC's shaped rewards
         net = _built(ATARI, num_actions=3, torso="shallow", prev_reward_clip=clip)
         state = _random_state(rng, 1)
         outputs[clip] = [
@@ -220,7 +224,7 @@ def test_gradients_reach_every_variable():
 
 
 def test_instruction_channel():
-    # A22: words hash into buckets 1..999, 0 pads; padding does not change the encoding and an
+    # Words hash into buckets 1..999, 0 pads; padding does not change the encoding and an
     # empty instruction encodes to zeros.
     tokens = instruction_tokens(["Go to the red hat", ""], max_length=6)
     assert tokens.shape == (2, 6) and tokens.dtype == np.int32
@@ -295,7 +299,8 @@ def test_torso_names_are_the_light_list_configs_validate_against():
 
 
 def test_a_shared_torso_runs_once_and_its_variables_count_once():
-    """GDI-H3's shared-torso option (gdi.md §3): network b built on a's torso layer gets a's
+    """GDI-H3's shared-torso option (not the paper's default:
+    docs/papers/gdi.md#departures-from-the-paper): network b built on a's torso layer gets a's
     torso output itself from `torso_outputs` (one pass), its own LSTM and heads, and the torso's
     variables appear once in `unique_variables`; a separate net's torso runs on its own."""
     a = _built(ATARI, num_actions=18, torso="deep")
@@ -307,7 +312,7 @@ def test_a_shared_torso_runs_once_and_its_variables_count_once():
     assert out_a is out_b and out_c is not out_a
     assert out_a.shape == (2, 3, 256)
     np.testing.assert_allclose(out_a[1, 2], a.torso(obs[1])[2], rtol=1e-5, atol=1e-6)
-    # 1,638,883 per net (dice.md §3), of which the IMPALA-deep torso is 1,089,232.
+    # 1,638,883 per net (DiCE's network), of which the IMPALA-deep torso is 1,089,232.
     assert _count(a.torso.trainable_variables) == 1_089_232
     assert _count(networks.unique_variables([*a.variables, *b.variables])) == (
         1_089_232 + 2 * (1_638_883 - 1_089_232)

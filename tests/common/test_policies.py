@@ -1,5 +1,6 @@
-"""Tests for common/policies.py: numpy ground truths from the equations, the specs' §9 numbers,
-limiting cases, exact enumeration for the Reactor estimators, gradient flow and XLA equality."""
+"""Tests for common/policies.py: numpy ground truths from the equations, the worked numbers of
+docs/papers/<paper>.md#worked-test-numbers, limiting cases, exact enumeration for the Reactor
+estimators, gradient flow and XLA equality."""
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ DICE_A = np.array([1.0, 2.0, 0.5, -1.0])
 @pytest.mark.parametrize(
     "eta, probs, ent",
     [
-        # dice.md §9 test 2.
+        # docs/papers/dice.md#worked-test-numbers (Test 2).
         (0.0, [0.25, 0.25, 0.25, 0.25], 1.386294),
         (0.5, [0.263477, 0.434400, 0.205196, 0.096928], 1.264817),
         (1.0, [0.224208, 0.609460, 0.135989, 0.030343], 1.014403),
@@ -69,7 +70,8 @@ def test_dice_test2_entropy_decreasing_and_order_preserved():
 
 
 def test_dice_test3_entropy_inversion():
-    # dice.md §9 test 3: H(softmax(eta_0 A)) = 1 nat at eta_0 = 1.026989 (tau_0 = 0.973720).
+    # docs/papers/dice.md#worked-test-numbers (Test 3): H(softmax(eta_0 A)) = 1 nat at
+    # eta_0 = 1.026989 (tau_0 = 0.973720).
     pi = policies.inverse_temperature_softmax(DICE_A, 1.026989)
     assert _np(policies.entropy(probs=pi)) == pytest.approx(1.0, abs=2e-6)
 
@@ -93,14 +95,14 @@ def test_eta_zero_is_uniform_even_for_huge_logits_and_per_step_eta():
 
 
 def test_impala_t11_policy_and_entropy():
-    # impala.md §9 T11: logits z = [1, 0, -1].
+    # docs/papers/impala.md#worked-test-numbers (Test 11): logits z = [1, 0, -1].
     pi = policies.inverse_temperature_softmax([1.0, 0.0, -1.0], 1.0)
     np.testing.assert_allclose(_np(pi), [0.665241, 0.244728, 0.090031], atol=1e-6)
     assert _np(policies.entropy(logits=[1.0, 0.0, -1.0])) == pytest.approx(0.832396, abs=1e-6)
 
 
 def test_lbc_t3_entropy_control():
-    # lbc.md §9 T3: LBC's tau is an inverse temperature.
+    # docs/papers/lbc.md#worked-test-numbers (Test 3): LBC's tau is an inverse temperature.
     a = np.array([1.0, 0.0, -1.0, 0.5])
     taus = np.array([0.0, 0.5, 1.0, 2.0, 5.0, 20.0])
     entropies = _np(
@@ -121,7 +123,8 @@ def _np_mixture(component_logits, etas, weights):
 
 
 def test_gdi_t1_behaviour_mixture():
-    # gdi.md §9 T1. GDI-I3: one head A at two inverse temperatures, weights (eps, 1 - eps).
+    # docs/papers/gdi.md#worked-test-numbers (Test 1). GDI-I3 (GDI Eq. (2)): one head A at two
+    # inverse temperatures, weights (eps, 1 - eps).
     a = np.array([1.0, 2.0, 3.0])
     pi = _np(policies.mixture_policy(a[None, :], [0.5, 2.0], [0.3, 0.7]))
     np.testing.assert_allclose(pi, [0.067010, 0.174276, 0.758713], atol=1e-6)
@@ -165,7 +168,7 @@ LBC_OMEGA = np.array([0.5, 0.3, 0.2])
 
 
 def test_lbc_t1_boltzmann_mixture():
-    # lbc.md §9 T1.
+    # docs/papers/lbc.md#worked-test-numbers (Test 1).
     components = _np(policies.inverse_temperature_softmax(LBC_A, LBC_TAU))
     np.testing.assert_allclose(
         components,
@@ -180,14 +183,14 @@ def test_lbc_t1_boltzmann_mixture():
     np.testing.assert_allclose(
         _np(policies.mixture_policy(shifted, LBC_TAU, LBC_OMEGA)), mu, rtol=1e-12
     )
-    # T3 concavity: H(mu) >= sum_i omega_i H(pi_i).
+    # LBC's Test 3, concavity: H(mu) >= sum_i omega_i H(pi_i).
     component_entropies = _np(policies.entropy(probs=components))
     np.testing.assert_allclose(component_entropies, [0.832396, 0.975328, 1.098612], atol=1e-6)
     assert LBC_OMEGA @ component_entropies == pytest.approx(0.928519, abs=1e-6)
 
 
 def test_lbc_t2_reductions():
-    # lbc.md §9 T2: Prop. 1 and Corollaries 1-3.
+    # docs/papers/lbc.md#worked-test-numbers (Test 2): LBC Prop. 1 and Corollaries 1-3.
     np.testing.assert_allclose(
         _np(policies.mixture_policy(LBC_A, LBC_TAU, [0.0, 1.0, 0.0])),
         [0.211942, 0.576117, 0.211942],
@@ -220,7 +223,8 @@ def test_lbc_t2_reductions():
 
 
 def test_lbc_t8_ratios_against_the_mixture():
-    # lbc.md §9 T8: clipped ratios min(1.05, pi_i(a) / mu(a)) with pi_i = softmax(A_i).
+    # docs/papers/lbc.md#worked-test-numbers (Test 8): clipped ratios min(1.05, pi_i(a) / mu(a))
+    # with pi_i = softmax(A_i).
     mu = _np(policies.mixture_policy(LBC_A, LBC_TAU, LBC_OMEGA))
     targets = _np(policies.inverse_temperature_softmax(LBC_A, 1.0))
     np.testing.assert_allclose(
@@ -269,7 +273,8 @@ def test_responsibilities_follow_bayes_rule():
 
 
 def test_dice_test13_epsilon_greedy_is_a_temperature_mixture():
-    # dice.md §9 test 13 (C6): eps softmax(0 A) + (1 - eps) softmax(1e4 A) is eps-greedy.
+    # docs/papers/dice.md#worked-test-numbers (Test 13), DiCE §4.2: eps softmax(0 A)
+    # + (1 - eps) softmax(1e4 A) is eps-greedy.
     expected = [0.075, 0.775, 0.075, 0.075]
     mixture = policies.mixture_policy(DICE_A[None, :], [0.0, 1e4], [0.3, 0.7])
     np.testing.assert_allclose(_np(mixture), expected, atol=1e-9)
@@ -280,7 +285,7 @@ def test_dice_test13_epsilon_greedy_is_a_temperature_mixture():
 
 
 def test_reactor_t10_uniform_mixing_and_per_row_epsilon():
-    # reactor.md §9 T10: eps = 0.01, |A| = 18, one-hot softmax.
+    # docs/papers/reactor.md#worked-test-numbers (Test 10): eps = 0.01, |A| = 18, one-hot softmax.
     pi = _np(policies.mix_with_uniform(np.eye(18)[0], 0.01))
     np.testing.assert_allclose(pi, [0.990556] + [0.000556] * 17, atol=1e-6)
     assert pi.sum() == pytest.approx(1.0, abs=1e-12) and pi.min() >= 0.01 / 18 - 1e-15
@@ -293,13 +298,14 @@ def test_reactor_t10_uniform_mixing_and_per_row_epsilon():
 
 
 def test_dice_test3_gradient_identity_and_tau_free_surrogate():
-    # dice.md §9 test 3: A as in test 2, tau = 0.5 (eta = 2), a = 2.
+    # docs/papers/dice.md#worked-test-numbers (Test 3): A as in Test 2, tau = 0.5 (eta = 2), a = 2.
     action = 2
     grad_log_pi = _grad(lambda a: policies.inverse_temperature_log_softmax(a, 2.0)[action], DICE_A)
     np.testing.assert_allclose(grad_log_pi, [-0.227914, -1.684067, 1.916155, -0.004174], atol=1e-6)
     e_minus_pi = [-0.113957, -0.842034, 0.958078, -0.002087]
     np.testing.assert_allclose(0.5 * grad_log_pi, e_minus_pi, atol=1e-6)
-    # The surrogate with advantage 1 has tape gradient -(e_a - pi) (Eq. (U11) with a minus sign).
+    # The surrogate with advantage 1 has tape gradient -(e_a - pi) (DiCE §3.2's tau-scaled
+    # gradient with a minus sign).
     grad = _grad(lambda a: policies.tau_free_policy_gradient_loss(a, 2.0, action, 1.0), DICE_A)
     np.testing.assert_allclose(grad, -np.asarray(e_minus_pi), atol=1e-6)
     np.testing.assert_allclose(grad, -(np.eye(4)[action] - _softmax(2.0 * DICE_A)), rtol=1e-12)
@@ -309,7 +315,8 @@ def test_dice_test3_gradient_identity_and_tau_free_surrogate():
 
 
 def test_tau_free_gradient_equals_tau_times_log_policy_gradient_on_a_batch():
-    # gdi.md §9 T6 (eps in {0, 1}): d loss/dA = -Adv * tau * d log softmax(A / tau)[a], per step.
+    # docs/papers/gdi.md#worked-test-numbers (Test 6, eps in {0, 1}):
+    # d loss/dA = -Adv * tau * d log softmax(A / tau)[a], per step.
     rng = np.random.default_rng(4)
     logits = rng.normal(size=(3, 2, 5))
     eta = np.array([[0.02, 0.5], [1.0, 3.0], [10.0, 50.0]])
@@ -347,8 +354,8 @@ def _mixture_inputs():
 
 
 def test_gdi_t6_mixture_tau_free_gradient_per_component():
-    # gdi.md §2.5 / §9 T6: d loss / d A_i = -Adv_i * w_i(a) * (e_a - pi_i), and the GDI-H3 form
-    # (per-component advantages) reaches A_i only with its own advantage.
+    # docs/papers/gdi.md#worked-test-numbers (Test 6):
+    # d loss / d A_i = -Adv_i * w_i(a) * (e_a - pi_i), and the GDI-H3 form (per-component advantages) reaches A_i only with its own advantage.
     logits, etas, weights, actions, advantages = _mixture_inputs()
     grad = _grad(
         lambda a: policies.mixture_tau_free_policy_gradient_loss(
@@ -365,7 +372,8 @@ def test_gdi_t6_mixture_tau_free_gradient_per_component():
 
 
 def test_mixture_tau_free_equals_sum_of_responsibility_weighted_tau_log_gradients():
-    # gdi.md §2.5: the gradient is sum_i w_i tau_i d log pi_i for positive temperatures.
+    # docs/papers/gdi.md#worked-test-numbers (Test 6): the gradient is sum_i w_i tau_i d log pi_i
+    # for positive temperatures.
     logits, _, weights, actions, advantages = _mixture_inputs()
     etas = np.array([[0.5, 2.0], [0.2, 1.0], [3.0, 0.7], [1.5, 50.0]])
     shared_adv = advantages[:, 0]
@@ -428,7 +436,8 @@ def test_mixture_tau_free_reduces_to_dice_for_eps_in_0_1_and_shared_head_broadca
 
 
 def test_gdi_t6_log_mixture_gradient():
-    # gdi.md §9 T6 `log_mixture`: autodiff of log mu(a) gives sum_i w_i(a) d log pi_i(a).
+    # docs/papers/gdi.md#worked-test-numbers (Test 6) `log_mixture`: autodiff of log mu(a) gives
+    # sum_i w_i(a) d log pi_i(a).
     logits, etas, weights, actions, advantages = _mixture_inputs()
     grad = _grad(
         lambda a: policies.policy_gradient_loss(
@@ -446,7 +455,8 @@ def test_gdi_t6_log_mixture_gradient():
 
 
 def test_lbc_t15_policy_gradient_term():
-    # lbc.md §9 T15: d(beta L_pi)/dA = -5 Adv (e_a - pi), Adv = 2, A = [1, 2, 0], a = 0.
+    # docs/papers/lbc.md#worked-test-numbers (Test 15): d(beta L_pi)/dA = -5 Adv (e_a - pi),
+    # Adv = 2, A = [1, 2, 0], a = 0.
     grad = _grad(
         lambda a: 5.0 * policies.policy_gradient_loss(tf.nn.log_softmax(a), 0, 2.0), [1.0, 2.0, 0.0]
     )
@@ -498,7 +508,8 @@ def test_reactor_t8_true_gradient_and_policy():
 
 
 def test_reactor_t8_beta_one_over_mu_is_unbiased_by_exact_enumeration():
-    # reactor.md §9 T8: beta = 1/mu (c = inf) makes E_mu[G_hat] = G for any critic (Eq. (11)).
+    # docs/papers/reactor.md#worked-test-numbers (Test 8): beta = 1/mu (c = inf) makes
+    # E_mu[G_hat] = G for any critic (Reactor Eq. (11)).
     true_g = _jacobian_pi(THETA).T @ Q_TRUE
     est = _estimates(
         lambda p, a, r, q: policies.beta_loo_policy_gradient_loss(p, a, r, q, MU[a], np.inf),
@@ -558,7 +569,7 @@ def test_reactor_t9_tislr_is_unbiased_with_an_exact_critic(c):
         lambda p, a, r, q: policies.tislr_policy_gradient_loss(p, a, r, q, mu, c), Q_TRUE
     )
     np.testing.assert_allclose(MU @ est, true_g, rtol=1e-10, atol=1e-14)
-    # Each estimate follows the printed Eq. B with V = sum_b pi(b) Q(b).
+    # Each estimate follows Reactor §3.1's printed TISLR estimator with V = sum_b pi(b) Q(b).
     pi = _softmax(THETA)
     grad_log = np.eye(3) - pi
     value = pi @ Q_TRUE

@@ -184,7 +184,8 @@ P = None  # a padding step in the expected layouts below
 
 
 def expected_items(episode_length, env=0):
-    """Hand-derived layouts (dice.md A15): 2 padding steps, the episode, padding at the end."""
+    """Hand-derived layouts (the sequence layout of docs/papers/dice.md#departures-from-the-paper):
+    2 padding steps, the episode, padding at the end."""
     layouts = {
         # stream: P P 0 1 2 3 4 5 6 -> items at stream steps 0, 3, 6 (trained 2-4, 5-7, 8-10)
         7: [[P, P, 0, 1, 2, 3], [1, 2, 3, 4, 5, 6], [4, 5, 6, P, P, P]],

@@ -2,8 +2,9 @@
 
 Ground truths are slow numpy loops written from the papers' sums (IMPALA Eq. (1) and (2), Reactor
 Eq. (3) and its n-step mixture, DiCE Eq. (2), the n-step and lambda-return sums), never from the
-backward recursions the library uses. Hand-worked numbers come from the specs' §9 and name their
-test id. TF runs in float32, so comparisons use atol = rtol = 1e-5 (impala.md §9).
+backward recursions the library uses. Hand-worked numbers name their test number in
+docs/papers/<paper>.md#worked-test-numbers. TF runs in float32, so comparisons use
+atol = rtol = 1e-5.
 """
 
 import zlib
@@ -158,11 +159,11 @@ def _assert_ratios_cross(log_rhos, *thresholds):
 # V-trace
 # --------------------------------------------------------------------------------------------
 
-# IMPALA spec §9 common fixture: T = 3, gamma = 0.9.
+# The common fixture of docs/papers/impala.md#worked-test-numbers: T = 3, gamma = 0.9.
 IMPALA_FIXTURE = dict(
     discounts=[0.9, 0.9, 0.9], rewards=[1.0, 2.0, 3.0], values=[0.5, 1.0, 1.5], bootstrap_value=2.0
 )
-IMPALA_OFF_POLICY = np.log([2.0, 0.5, 1.5])  # impala.md §9 T2
+IMPALA_OFF_POLICY = np.log([2.0, 0.5, 1.5])  # docs/papers/impala.md#worked-test-numbers (Test 2)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -172,7 +173,8 @@ IMPALA_OFF_POLICY = np.log([2.0, 0.5, 1.5])  # impala.md §9 T2
 )
 @pytest.mark.parametrize("lam", [1.0, 0.7])
 def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
-    # impala.md §9 T4 (and the (inf, inf) "no truncation" case of T6).
+    # docs/papers/impala.md#worked-test-numbers (Test 4, and the (inf, inf) "no truncation" case
+    # of Test 6).
     d = random_unroll(_seed(shape, rho_bar, pg_rho_bar, c_bar, lam), shape)
     _assert_ratios_cross(d["log_rhos"], rho_bar, pg_rho_bar, c_bar)
     expected_vs, expected_adv = vtrace_sum(
@@ -204,16 +206,16 @@ def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
 
 @pytest.mark.parametrize("rho_bar, c_bar", [(1.05, 1.05), (1.0, 0.5), (1e9, 1e9)])
 def test_vtrace_fixed_point_is_the_value_of_pi_tilde(rho_bar, c_bar):
-    """dice.md §9 test 11 / (U2), IMPALA Theorem 1, through `returns.vtrace`: on a random
-    3-state, 2-action MDP, the expected 3-step V-trace operator (our targets averaged over every
-    action and state path under mu) iterated from 0 converges to V of
+    """docs/papers/dice.md#worked-test-numbers (Test 11), IMPALA Theorem 1, through
+    `returns.vtrace`: on a random 3-state, 2-action MDP, the expected 3-step V-trace operator (our
+    targets averaged over every action and state path under mu) iterated from 0 converges to V of
     pi~ = min(rho_bar mu, pi) / sum(...) (for huge clips, V of pi)."""
     rng = np.random.default_rng(0)
     S, A, T, gamma = 3, 2, 3, 0.9
     P = rng.dirichlet(np.ones(S), size=(S, A))  # P[s, a, s']
     R = rng.normal(size=(S, A))
     pi, mu = rng.dirichlet(np.ones(A), size=S), rng.dirichlet(np.ones(A), size=S)
-    # Closed form of dice.md §9 test 11 first: pi = (0.9, 0.1), mu = (0.5, 0.5), rho_bar 1.05.
+    # Closed form of DiCE's Test 11 first: pi = (0.9, 0.1), mu = (0.5, 0.5), rho_bar 1.05.
     clipped = np.minimum(1.05 * np.array([0.5, 0.5]), [0.9, 0.1])
     np.testing.assert_allclose(clipped / clipped.sum(), [0.84, 0.16])
     tilde = np.minimum(rho_bar * mu, pi)
@@ -258,7 +260,7 @@ def test_vtrace_fixed_point_is_the_value_of_pi_tilde(rho_bar, c_bar):
 
 @pytest.mark.parametrize("rho_bar, c_bar", [(1.0, 1.0), (5.0, 2.0)])
 def test_vtrace_impala_t1_on_policy(rho_bar, c_bar):
-    # impala.md §9 T1: Eq. (2), also with clip levels above 1.
+    # docs/papers/impala.md#worked-test-numbers (Test 1): Eq. (2), also with clip levels above 1.
     vs, adv = returns.vtrace(
         [0.0, 0.0, 0.0],
         **IMPALA_FIXTURE,
@@ -271,14 +273,15 @@ def test_vtrace_impala_t1_on_policy(rho_bar, c_bar):
 
 
 def test_vtrace_impala_t2_off_policy():
-    # impala.md §9 T2: rho = c = [1, 0.5, 1].
+    # docs/papers/impala.md#worked-test-numbers (Test 2): rho = c = [1, 0.5, 1].
     vs, adv = returns.vtrace(IMPALA_OFF_POLICY, **IMPALA_FIXTURE)
     np.testing.assert_allclose(vs, [4.294, 3.66, 4.8], **TOL)
     np.testing.assert_allclose(adv, [3.794, 2.66, 3.3], **TOL)
 
 
 def test_vtrace_impala_t3_rho_bar_differs_from_c_bar():
-    # impala.md §9 T3: rho_bar = 2, c_bar = 1; swapping the roles changes these numbers.
+    # docs/papers/impala.md#worked-test-numbers (Test 3): rho_bar = 2, c_bar = 1; swapping the roles
+    # changes these numbers.
     vs, adv = returns.vtrace(
         IMPALA_OFF_POLICY,
         **IMPALA_FIXTURE,
@@ -291,7 +294,7 @@ def test_vtrace_impala_t3_rho_bar_differs_from_c_bar():
 
 
 def test_vtrace_impala_t5_episode_end_cuts_the_trace():
-    # impala.md §9 T5: discounts [0.9, 0, 0.9].
+    # docs/papers/impala.md#worked-test-numbers (Test 5): discounts [0.9, 0, 0.9].
     inputs = dict(IMPALA_FIXTURE, discounts=[0.9, 0.0, 0.9])
     vs, adv = returns.vtrace(IMPALA_OFF_POLICY, **inputs)
     np.testing.assert_allclose(vs, [2.35, 1.5, 4.8], **TOL)
@@ -305,17 +308,19 @@ def test_vtrace_impala_t5_episode_end_cuts_the_trace():
 
 
 def test_vtrace_impala_t6_limits():
-    # impala.md §9 T6: c_bar = 0 is one-step V-trace, vs = V + delta.
+    # docs/papers/impala.md#worked-test-numbers (Test 6): c_bar = 0 is one-step V-trace,
+    # vs = V + delta.
     vs, adv = returns.vtrace(IMPALA_OFF_POLICY, **IMPALA_FIXTURE, clip_c_threshold=0.0)
     np.testing.assert_allclose(vs, [1.9, 2.175, 4.8], **TOL)
     np.testing.assert_allclose(adv, [2.4575, 2.66, 3.3], **TOL)
-    # impala.md §9 T6: lambda = 0.5 on-policy is the bootstrapped lambda-return (Remark 2).
+    # Test 6: lambda = 0.5 on-policy is the bootstrapped lambda-return (Remark 2).
     vs, _ = returns.vtrace([0.0, 0.0, 0.0], **IMPALA_FIXTURE, lambda_=0.5)
     np.testing.assert_allclose(vs, [3.62575, 4.835, 4.8], **TOL)
 
 
 VTRACE_SPEC_CASES = {
-    # dice.md §9 test 9: gamma = 0.997, ratios [0.8, 1.2, 1.0], rho_bar = c_bar = 1.05.
+    # docs/papers/dice.md#worked-test-numbers (Test 9): gamma = 0.997, ratios [0.8, 1.2, 1.0],
+    # rho_bar = c_bar = 1.05.
     "dice_9": dict(
         ratios=[0.8, 1.2, 1.0],
         discount=0.997,
@@ -325,7 +330,7 @@ VTRACE_SPEC_CASES = {
         vs=[2.720476, 2.282442, 2.199400],
         adv=[2.220476, 1.882442, 1.899400],
     ),
-    # gdi.md §9 T4.
+    # docs/papers/gdi.md#worked-test-numbers (Test 4).
     "gdi_T4": dict(
         ratios=[1.2, 0.5, 1.0],
         discount=0.9,
@@ -335,7 +340,8 @@ VTRACE_SPEC_CASES = {
         vs=[2.141045, 1.181, 2.18],
         adv=[1.641045, 0.781, 1.88],
     ),
-    # lbc.md §9 T5: ratios pi/mu = [0.5/0.4, 0.9/0.3, 0.2/0.5, 0.6/0.6].
+    # docs/papers/lbc.md#worked-test-numbers (Test 5): ratios pi/mu = [0.5/0.4, 0.9/0.3, 0.2/0.5,
+    # 0.6/0.6].
     "lbc_T5": dict(
         ratios=[0.5 / 0.4, 0.9 / 0.3, 0.2 / 0.5, 0.6 / 0.6],
         discount=0.99,
@@ -366,13 +372,13 @@ def test_vtrace_spec_numbers_with_clip_1_05(case):
 
 
 def test_vtrace_spec_on_policy_and_terminal_numbers():
-    # dice.md §9 test 9: on-policy v_0 is the 3-step return 3.186223.
+    # docs/papers/dice.md#worked-test-numbers (Test 9): on-policy v_0 is the 3-step return 3.186223.
     vs, _ = returns.vtrace([0.0] * 3, [0.997] * 3, [1, 0, 2], [0.5, 0.4, 0.3], 0.2)
     np.testing.assert_allclose(vs[0], 3.186223, **TOL)
-    # gdi.md §9 T4: with all ratios 1, vs is the n-step return.
+    # docs/papers/gdi.md#worked-test-numbers (Test 4): with all ratios 1, vs is the n-step return.
     vs, _ = returns.vtrace([0.0] * 3, [0.9] * 3, [1, 0, 2], [0.5, 0.4, 0.3], 0.2)
     np.testing.assert_allclose(vs, [2.7658, 1.962, 2.18], **TOL)
-    # lbc.md §9 T5: on-policy, and a terminal after t = 1.
+    # docs/papers/lbc.md#worked-test-numbers (Test 5): on-policy, and a terminal after t = 1.
     lbc = dict(rewards=[1, 0, -1, 2], values=[0.5, 0.4, 0.3, 0.2], bootstrap_value=0.1)
     vs, _ = returns.vtrace([0.0] * 4, [0.99] * 4, **lbc)
     np.testing.assert_allclose(vs, [2.056558, 1.067230, 1.078010, 2.099000], **TOL)
@@ -442,7 +448,7 @@ def test_retrace_equals_eq3_sum(shape, form, c_bar, lam):
         np.testing.assert_allclose(targets, retrace_mixture(*args, lam, c_bar), **TOL)
 
 
-# reactor.md §9 Test 3 data: T = 3, |A| = 2, gamma = 0.9.
+# Test 3 data of docs/papers/reactor.md#worked-test-numbers: T = 3, |A| = 2, gamma = 0.9.
 REACTOR_TEST3 = dict(
     q_values=np.array([[0.7, 0.0], [1.0, 2.0], [0.5, -1.0], [3.0, 1.0]])[:, None],
     target_probs=np.array([[0.6, 0.4], [0.5, 0.5], [0.4, 0.6], [0.3, 0.7]])[:, None],
@@ -461,12 +467,14 @@ def _reactor_retrace(data, **kwargs):
 
 
 def test_retrace_reactor_test3():
-    # reactor.md §9 Test 3: rho_1 = 2 -> c_1 = 1, rho_2 = 0.5 -> c_2 = 0.5.
+    # docs/papers/reactor.md#worked-test-numbers (Test 3): rho_1 = 2 -> c_1 = 1,
+    # rho_2 = 0.5 -> c_2 = 0.5.
     np.testing.assert_allclose(_reactor_retrace(REACTOR_TEST3), [1.4167, 0.963, 3.44], **TOL)
 
 
 def test_retrace_reactor_test4_limits():
-    # reactor.md §9 Test 4 (a): lambda = 0 is one-step expected SARSA.
+    # docs/papers/reactor.md#worked-test-numbers (Test 4(a)): lambda = 0 is one-step
+    # expected SARSA.
     targets = _reactor_retrace(REACTOR_TEST3, lambda_=0.0)
     np.testing.assert_allclose(targets, [2.35, -0.36, 3.44], **TOL)
     # (b) pi deterministic on the taken actions: c = 1 and the intermediate Q values cancel.
@@ -479,7 +487,7 @@ def test_retrace_reactor_test4_limits():
     np.testing.assert_allclose(_reactor_retrace(dict(data, q_values=q))[0], 3.7864, **TOL)
 
 
-# dice.md §9 test 10 data: gamma = 0.997, c_bar = 1.05.
+# Test 10 data of docs/papers/dice.md#worked-test-numbers: gamma = 0.997, c_bar = 1.05.
 DICE_TEST10 = dict(
     q_values=np.array([[0.6, 0.1], [0.3, 0.5], [0.2, 0.4], [0.1, 0.3]])[:, None],
     target_probs=np.array([[0.7, 0.3], [0.4, 0.6], [0.5, 0.5], [0.2, 0.8]])[:, None],
@@ -495,14 +503,16 @@ DICE_TEST10 = dict(
     [("sampled", [3.166552, 2.093401, 2.099700]), ("expected", [3.148913, 2.152742, 2.259220])],
 )
 def test_retrace_dice_test10(form, expected):
-    # dice.md §9 test 10: the paper's (sampled) form and the Munos (expected) form.
+    # docs/papers/dice.md#worked-test-numbers (Test 10): the paper's (sampled) form of DiCE Eq. (2)
+    # and the Munos (expected) form.
     targets = _retrace(DICE_TEST10, form=form, clip_c_threshold=1.05)[:, 0]
     np.testing.assert_allclose(targets, expected, **TOL)
 
 
 def _tables(q_taken, next_expected):
     """Two-action tables with a_t = 0 and pi uniform, so that Q(x_t, a_t) = q_taken[t] and
-    E_pi Q(x_{t+1}, .) = next_expected[t]: the form in which gdi.md and lbc.md give their data."""
+    E_pi Q(x_{t+1}, .) = next_expected[t]: the form in which GDI's Test 5 and LBC's Test 7
+    (docs/papers/<paper>.md#worked-test-numbers) give their data."""
     expected = np.concatenate([[0.0], next_expected])
     q_values = np.stack([q_taken, 2.0 * expected - np.asarray(q_taken)], axis=-1)[:, None]
     return dict(
@@ -513,8 +523,9 @@ def _tables(q_taken, next_expected):
 
 
 RETRACE_SPEC_CASES = {
-    # gdi.md §9 T5: Q(s_t, a_t) = [0.6, 0.3, 0.5], Q(s_3, a_3) = 0.4,
-    # E_pi Q(s_{t+1}, .) = [0.4, 0.3, 0.2]; the on-policy line is the 3-step SARSA return by hand.
+    # docs/papers/gdi.md#worked-test-numbers (Test 5): Q(s_t, a_t) = [0.6, 0.3, 0.5],
+    # Q(s_3, a_3) = 0.4, E_pi Q(s_{t+1}, .) = [0.4, 0.3, 0.2]; the on-policy line is the 3-step
+    # SARSA return by hand.
     "gdi_T5": dict(
         ratios=[1.2, 0.5, 1.0],
         discount=0.9,
@@ -525,7 +536,7 @@ RETRACE_SPEC_CASES = {
         expected=[2.0269, 1.782, 2.18],
         on_policy_sampled=[1 + 0.9 * 0 + 0.81 * 2 + 0.729 * 0.4, 0 + 0.9 * 2 + 0.81 * 0.4, 2.36],
     ),
-    # lbc.md §9 T7.
+    # docs/papers/lbc.md#worked-test-numbers (Test 7).
     "lbc_T7": dict(
         ratios=[0.5 / 0.4, 0.9 / 0.3, 0.2 / 0.5, 0.6 / 0.6],
         discount=0.99,
@@ -556,7 +567,7 @@ def test_retrace_gdi_lbc_numbers(case):
     on_policy = dict(d, log_rhos=np.zeros((T, 1)))
     targets = _retrace(on_policy, form="sampled", clip_c_threshold=1.05)[:, 0]
     np.testing.assert_allclose(targets, c["on_policy_sampled"], **TOL)
-    # gdi.md §9 T5: c = 0 gives the SARSA target r_t + gamma Q(x_{t+1}, a_{t+1}).
+    # GDI's Test 5: c = 0 gives the SARSA target r_t + gamma Q(x_{t+1}, a_{t+1}).
     targets = _retrace(d, form="sampled", clip_c_threshold=0.0)[:, 0]
     sarsa = np.array(c["rewards"]) + c["discount"] * np.array(c["q_taken"][1:])
     np.testing.assert_allclose(targets, sarsa, **TOL)
@@ -626,9 +637,10 @@ def test_n_step_returns_equal_the_sum(shape, n):
 
 
 def test_n_step_returns_hand_numbers():
-    # impala.md §9 T1 fixture, bootstrap values V(x_{t+1}) = [1.0, 1.5, 2.0].
+    # The Test 1 fixture of docs/papers/impala.md#worked-test-numbers, bootstrap values
+    # V(x_{t+1}) = [1.0, 1.5, 2.0].
     args = ([1.0, 2.0, 3.0], [0.9, 0.9, 0.9], [1.0, 1.5, 2.0])
-    # n >= T: impala.md §9 T1's sum_{t>=s} gamma^(t-s) r_t + gamma^(3-s) 2.0.
+    # n >= T: Test 1's sum_{t>=s} gamma^(t-s) r_t + gamma^(3-s) 2.0.
     np.testing.assert_allclose(returns.n_step_returns(*args, n=3), [6.688, 6.32, 4.8], **TOL)
     np.testing.assert_allclose(returns.n_step_returns(*args, n=9), [6.688, 6.32, 4.8], **TOL)
     # n = 2 by hand: 1 + 0.9*2 + 0.81*1.5, 2 + 0.9*3 + 0.81*2.0, 3 + 0.9*2.0.
@@ -660,7 +672,8 @@ def test_lambda_returns_limits_and_hand_numbers():
         returns.n_step_returns(d["rewards"], d["discounts"], values_tp1, 8),
         **TOL,
     )
-    # impala.md §9 T6: lambda = 0.5 on the T1 fixture gives [3.62575, 4.835, 4.8].
+    # docs/papers/impala.md#worked-test-numbers (Test 6): lambda = 0.5 on the Test 1 fixture gives
+    # [3.62575, 4.835, 4.8].
     result = returns.lambda_returns([1.0, 2.0, 3.0], [0.9] * 3, [0.5, 1.0, 1.5], 2.0, 0.5)
     np.testing.assert_allclose(result, [3.62575, 4.835, 4.8], **TOL)
 
@@ -684,7 +697,8 @@ def test_log_rhos_from_logits():
     expected = np.take_along_axis(log_ratios, actions[..., None], -1)[..., 0]
     result = returns.log_rhos_from_logits(target, behaviour, actions)
     np.testing.assert_allclose(result, expected, **TOL)
-    # impala.md §9 T2: pi/mu = 2 from probabilities (0.5, 0.5) vs (0.25, 0.75).
+    # docs/papers/impala.md#worked-test-numbers (Test 2): pi/mu = 2 from probabilities (0.5, 0.5)
+    # vs (0.25, 0.75).
     ratio = returns.log_rhos_from_logits([[0.0, 0.0]], np.log([[0.25, 0.75]]), [0])
     np.testing.assert_allclose(ratio, np.log([2.0]), **TOL)
 
@@ -769,7 +783,7 @@ def test_outputs_carry_no_gradient(name):
 
 
 def test_value_and_q_losses_differentiate_only_the_online_estimates():
-    # impala.md §2.9 (AC-V): d/dV of 1/2 (v_s - V)^2 with v_s held constant is V - v_s.
+    # IMPALA §4.2's value update: d/dV of 1/2 (v_s - V)^2 with v_s held constant is V - v_s.
     d = random_unroll(13, (5, 2), num_actions=3)
     values = tf.constant(d["values"], tf.float32)
     with tf.GradientTape() as tape:

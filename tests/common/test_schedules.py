@@ -1,5 +1,6 @@
-"""Tests for common/schedules.py: schedule values from the specs, numpy ground truths, the AdamW
-update against its equations over several steps (and against Keras), clipping and XLA equality."""
+"""Tests for common/schedules.py: the papers' schedule values (worked numbers in
+docs/papers/<paper>.md#worked-test-numbers), numpy ground truths, the AdamW update against its
+equations over several steps (and against Keras), clipping and XLA equality."""
 
 import functools
 
@@ -19,7 +20,8 @@ def _np(x):
 
 
 def test_linear_anneal_spec_T15():
-    # Moved from tests/impala/test_learning.py. impala.md §9 T15: lr0 = 6e-4 over 200M frames.
+    # Moved from tests/impala/test_learning.py. docs/papers/impala.md#worked-test-numbers
+    # (Test 15): lr0 = 6e-4 over 200M frames.
     lr = lambda f: float(schedules.linear_anneal(f, 6e-4, 200_000_000))
     np.testing.assert_allclose(
         [lr(0), lr(50e6), lr(100e6), lr(200e6), lr(300e6)],
@@ -28,17 +30,19 @@ def test_linear_anneal_spec_T15():
     )
 
 
-DICE_TOTAL = 19_531  # dice.md A18: the last learner update of 200M frames
+# DiCE's last learner update at 200M frames, the horizon of Table 5's "anneal linearly to 0"
+# (the horizon is our choice: docs/papers/dice.md#departures-from-the-paper).
+DICE_TOTAL = 19_531
 
 
 @pytest.mark.parametrize(
     "step, want",
     [
-        (0, 0.0),  # dice.md §9 test 15
+        (0, 0.0),  # docs/papers/dice.md#worked-test-numbers (Test 15)
         (2000, 2.5e-4),  # mid warm-up
         (4000, 5e-4),  # end of warm-up
         (11_765.5, 2.5e-4),  # mid decay
-        (10_000, 3.0684e-4),  # gdi.md §4.3 (printed rounded: 3.068e-4)
+        (10_000, 3.0684e-4),  # docs/papers/gdi.md#worked-test-numbers (Test 15)
         (DICE_TOTAL, 0.0),  # end
         (30_000, 0.0),  # past the end
     ],
@@ -50,7 +54,7 @@ def test_warmup_linear_decay_spec_values(step, want):
 
 def test_warmup_linear_decay_matches_numpy_interpolation():
     steps = np.concatenate([np.linspace(0, 25_000, 501), [3999, 4001, DICE_TOTAL - 1]])
-    want = np.interp(steps, [0, 4000, DICE_TOTAL], [0.0, 5.3e-4, 0.0])  # lbc.md §4.1 peak
+    want = np.interp(steps, [0, 4000, DICE_TOTAL], [0.0, 5.3e-4, 0.0])  # LBC Table 3 peak
     got = _np(
         schedules.warmup_linear_decay(
             tf.constant(steps), 5.3e-4, 4000, DICE_TOTAL, dtype=tf.float64
@@ -71,7 +75,8 @@ def test_no_warmup_is_the_linear_anneal_and_the_weight_decay_schedule():
     steps = np.array([0, 1, 5000, 9765.5, DICE_TOTAL, 40_000])
     wd = _np(schedules.warmup_linear_decay(steps, 0.01, 0, DICE_TOTAL, dtype=tf.float64))
     np.testing.assert_allclose(wd, 0.01 * np.maximum(0.0, 1 - steps / DICE_TOTAL), rtol=1e-12)
-    assert wd[0] == 0.01 and wd[3] == pytest.approx(0.005)  # dice.md §9 test 15: wd(t)
+    # docs/papers/dice.md#worked-test-numbers (Test 15): wd(t).
+    assert wd[0] == 0.01 and wd[3] == pytest.approx(0.005)
     np.testing.assert_array_equal(
         _np(schedules.linear_anneal(steps, 0.01, DICE_TOTAL)),
         _np(schedules.warmup_linear_decay(steps, 0.01, 0, DICE_TOTAL)),
@@ -79,7 +84,7 @@ def test_no_warmup_is_the_linear_anneal_and_the_weight_decay_schedule():
 
 
 def test_large_frame_counts_keep_their_precision():
-    # LBC: 1e9 frames (lbc.md §4.1); one frame before the end is 6e-4 / 1e9 in float64.
+    # LBC: 1e9 frames (LBC §5.2); one frame before the end is 6e-4 / 1e9 in float64.
     got = schedules.linear_anneal(tf.constant(10**9 - 1, tf.int64), 6e-4, 10**9, tf.float64)
     assert float(got) == pytest.approx(6e-13, rel=1e-6)
 
@@ -111,7 +116,8 @@ def test_bad_schedule_arguments(warmup, total):
 
 
 def np_adamw(weights, grads, decays, lr_fn, wd_fn, beta_1, beta_2, eps, clip_norm=None):
-    """dice.md A17, step by step: clip all gradients by their global norm, then for each weight
+    """DiCE Table 5's AdamW as we read it (docs/papers/dice.md#departures-from-the-paper), step by
+    step: clip all gradients by their global norm, then for each weight
     m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2, m^ = m/(1-b1^t), v^ = v/(1-b2^t),
     w = w - lr_k (m^/(sqrt(v^)+eps) + wd_k w [decayed weights only]), t = k + 1."""
     weights = [np.array(w, np.float64) for w in weights]
@@ -255,8 +261,8 @@ def test_adamw_equals_keras_adamw_as_epsilon_vanishes():
 
 
 def test_adamw_clipping_bounds_the_applied_gradient():
-    # dice.md §9 test 15: after clipping the global norm is <= 50. The first moment after one step
-    # is (1 - beta_1) times the clipped gradient.
+    # docs/papers/dice.md#worked-test-numbers (Test 15): after clipping the global norm is <= 50.
+    # The first moment after one step is (1 - beta_1) times the clipped gradient.
     weights, grads = random_problem(3, steps=1)
     grads = [[g * 1000.0 for g in grads[0]]]
     optimizer = schedules.AdamW(1e-3, 0.0)
@@ -303,7 +309,8 @@ def test_adamw_skips_variables_without_gradient():
 
 
 def test_adamw_decays_kernels_not_biases_of_the_lstm_network():
-    # dice.md A17: all kernels decay, biases (LSTM biases included) do not.
+    # All kernels decay, biases (LSTM biases included) do not: our reading of DiCE Table 5's AdamW
+    # (docs/papers/dice.md#departures-from-the-paper).
     net = networks.ActorCriticNet(4, torso="mlp", lstm_units=8)
     net.create_variables((3,), tf.float32)
     optimizer = schedules.AdamW(1e-3, 0.01)
@@ -318,7 +325,8 @@ def test_adamw_decays_kernels_not_biases_of_the_lstm_network():
 
 
 def test_adamw_state_round_trips_through_a_checkpoint(tmp_path):
-    # DESIGN.md §6: the optimiser is checkpointed; resuming continues the schedules and moments.
+    # The optimiser is checkpointed; resuming continues the schedules and moments
+    # (docs/architecture.md#the-learner-learner-side).
     weights, grads = random_problem(6, steps=4)
     lr_fn = functools.partial(
         schedules.warmup_linear_decay,

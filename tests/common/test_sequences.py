@@ -63,7 +63,7 @@ def test_discounts_match_numpy(gamma, with_mask):
 
 
 def test_discounts_per_value_head():
-    # LBC: gamma_1..3 = 0.997, 0.999, 0.99 (lbc.md Table 3), as trailing axes or as a structure.
+    # LBC: gamma_1..3 = 0.997, 0.999, 0.99 (LBC Table 3), as trailing axes or as a structure.
     gammas = np.array([0.997, 0.999, 0.99])
     stacked = sequences.discounts_from_resets(RESETS, tf.constant(gammas)[None, None, :], MASK)
     assert stacked.shape == (6, 4, 3) and stacked.dtype == tf.float64
@@ -433,7 +433,8 @@ def test_padding_holds_the_stored_state(padding):
 
 
 def test_first_item_of_an_episode_enters_with_the_zero_stored_state():
-    # dice.md A15: all-padding burn-in and a zero stored state; the first real step is the
+    # A game's first item: all-padding burn-in and a zero stored state (our sequence layout,
+    # docs/papers/dice.md#departures-from-the-paper); the first real step is the
     # episode's first step (reset True).
     net = make_net()
     burn_in = 3

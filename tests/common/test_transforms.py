@@ -1,4 +1,5 @@
-"""Tests for common/transforms.py against the papers' printed formulas and the specs' §9 numbers."""
+"""Tests for common/transforms.py against the papers' printed formulas and the worked numbers of
+docs/papers/<paper>.md#worked-test-numbers."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ def _np(x):
 
 
 def test_impala_t13_reward_transforms():
-    # impala.md §9 T13.
+    # docs/papers/impala.md#worked-test-numbers (Test 13); IMPALA Fig. D.1.
     r = np.array([-10, -1, -0.5, 0, 0.5, 1, 2, 10], np.float64)
     np.testing.assert_allclose(
         _np(transforms.optimistic_asymmetric_clipping(r)),
@@ -49,7 +50,7 @@ def test_clip_rewards_custom_range_and_bad_range():
 
 
 def test_dice_test1_asymmetric_log_shaping():
-    # dice.md §9 test 1.
+    # docs/papers/dice.md#worked-test-numbers (Test 1); DiCE Table 5.
     r = np.array([-10, -1, -0.5, 0, 0.5, 1, 10, 100], np.float64)
     f = _np(transforms.asymmetric_log_shaping(r))
     np.testing.assert_allclose(
@@ -60,7 +61,7 @@ def test_dice_test1_asymmetric_log_shaping():
 
 
 def test_gdi_t3_both_shapings():
-    # gdi.md §9 T3.
+    # docs/papers/gdi.md#worked-test-numbers (Test 3); GDI Table 6.
     r = np.array([-10, -1, 0, 1, 10, 100], np.float64)
     rs1 = _np(transforms.asymmetric_log_shaping(r))
     rs2 = _np(transforms.fourth_root_shaping(r))
@@ -85,7 +86,8 @@ def test_gdi_t3_both_shapings():
 
 
 def test_lbc_t4_three_shapings_and_gdi_fourth_root():
-    # lbc.md §9 T4. RS1 is h with eps = 0.001 (Table 3), RS2 the log scaling, RS3 IMPALA's clipping.
+    # docs/papers/lbc.md#worked-test-numbers (Test 4). RS1 is h with eps = 0.001 (Table 3), RS2 the
+    # log scaling, RS3 IMPALA's clipping.
     x = np.array([-100, -10, -1, 0, 0.5, 1, 10, 100, 1000], np.float64)
     rs1 = _np(transforms.value_rescaling(x, epsilon=0.001))
     rs2 = _np(transforms.asymmetric_log_shaping(x))

@@ -1,6 +1,6 @@
 """DiCE's train step (dice/learning.py): burn-in equals an unbroken unroll, compiled equals
-eager, the AdamW schedule of Table 5 / A18, both readings of "sample reuse 2" (A11), and the
-network of dice.md §3."""
+eager, the AdamW schedule of Table 5 (its horizon is ours), both readings of Table 5's "Sample
+Reuse 2", and the network's size (docs/papers/dice.md#worked-test-numbers, Test 15)."""
 
 import dataclasses
 import subprocess
@@ -115,7 +115,8 @@ def test_compiled_step_equals_eager_and_follows_the_schedule():
         frames = [tf.constant(k * CONFIG.frames_per_learner_step, tf.int64) for k in range(3)]
         stats = [run(make_batch(k), frames[k]) for k in range(3)]
         weights[compiled] = [v.numpy() for v in net.trainable_variables]
-        # Table 5 / A18: linear warm-up over 2 updates, then linear decay to 0 at the last one.
+        # Table 5: linear warm-up over 2 updates, then linear decay to 0 at the last one (the
+        # horizon: docs/papers/dice.md#departures-from-the-paper).
         total = CONFIG.gradient_updates
         for k, s in enumerate(stats):
             lr = float(schedules.warmup_linear_decay(k, 1e-3, 2, total))
@@ -168,9 +169,10 @@ def test_network_is_dices():
     config = config_lib.DiceConfig()
     net = networks.make_network(config, 18)
     net.create_variables((84, 84, 4), np.uint8)
-    # dice.md §3: 1,638,883 with the previous action and reward as LSTM inputs.
+    # 1,638,883 with the previous action and reward as LSTM inputs
+    # (docs/papers/dice.md#worked-test-numbers, Test 15).
     assert sum(int(np.prod(v.shape)) for v in net.trainable_variables) == 1_638_883
-    # A13: the previous reward enters shaped, f(1) = 2 log 2, and unclipped.
+    # Our choice: the previous reward enters shaped, f(1) = 2 log 2 (Test 1), and unclipped.
     plain = common_networks.ActorCriticNet(
         18, torso="deep", prev_reward_clip=None, prev_reward_transform="none"
     )

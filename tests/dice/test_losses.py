@@ -1,6 +1,7 @@
 """DiCE's loss (dice/losses.py, common/critics.py) against numpy sums written from the paper:
 V-trace Eq. (4), Retrace Eq. (2) in both forms, the tau-free policy gradient Eq. (8), the
-xi/alpha/beta assembly of Table 5 with masks (dice.md §9 tests 3, 9, 10), and the limits."""
+xi/alpha/beta assembly of Table 5 with masks (docs/papers/dice.md#worked-test-numbers, Tests 3,
+9 and 10), and the limits."""
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def softmax(x):
 
 
 def numpy_dice(hp, adv, v, eta, a, log_mu, r, d, mask):
-    """dice.md §2.5 from the sums (4) and (2), one sequence at a time. Shapes [T+1, B, ...]."""
+    """Algorithm 3's loss from the sums (4) and (2), a sequence at a time. Shapes [T+1, B, ...]."""
     T1, B, _ = adv.shape
     T = T1 - 1
     pi = softmax(eta[..., None] * adv)
@@ -148,7 +149,8 @@ def test_masked_steps_change_nothing_and_get_no_gradient():
 
 
 def test_policy_gradient_is_the_tau_free_one():
-    # dice.md §9 test 3: d L_pi / d A = -Â (e_a - pi); finite at eta = 0.
+    # docs/papers/dice.md#worked-test-numbers (Test 3): d L_pi / d A = -Â (e_a - pi); finite at
+    # eta = 0.
     adv, v, eta, a, log_mu, r, d, mask = random_inputs(5, T=1, B=2)
     eta[0] = [0.0, 2.0]
     mask = np.ones_like(mask)
@@ -193,7 +195,7 @@ def test_dueling_q_centerings():
     adv = tf.constant([[1.0, 2.0, 0.5, -1.0]])
     pi = tf.nn.softmax(adv)
     q = critics.dueling_q(v, adv, pi, "policy_mean")
-    assert float(tf.reduce_sum(pi * q)) == pytest.approx(1.0)  # E_pi Q = V (A4)
+    assert float(tf.reduce_sum(pi * q)) == pytest.approx(1.0)  # E_pi Q = V (GDI Eq. (9))
     np.testing.assert_allclose(critics.dueling_q(v, adv, None, "none"), [[2.0, 3.0, 1.5, 0.0]])
     np.testing.assert_allclose(
         critics.dueling_q(v, adv, None, "uniform_mean"), [[1.375, 2.375, 0.875, -0.625]]
@@ -222,7 +224,8 @@ def test_policy_mean_centrings_differ_only_in_the_gradient_through_pi(centering)
 
 
 def test_spec_worked_vtrace_and_retrace_numbers():
-    # dice.md §9 tests 9 and 10 through common.critics: r = [1, 0, 2], gamma 0.997, c-bar 1.05.
+    # docs/papers/dice.md#worked-test-numbers (Tests 9 and 10) through common.critics:
+    # r = [1, 0, 2], gamma 0.997, c-bar 1.05.
     q = np.array([[0.6, 0.1], [0.3, 0.5], [0.2, 0.4], [0.1, 0.3]])[:, None]
     pi = np.array([[0.7, 0.3], [0.4, 0.6], [0.5, 0.5], [0.2, 0.8]])[:, None]
     a = np.array([0, 1, 1, 0])[:, None]

@@ -39,7 +39,7 @@ CONFIG = config_lib.GdiConfig(
     discount=0.99,
 ).validate()
 H3_CONFIG = dataclasses.replace(CONFIG, variant="h3")
-SHARED_CONFIG = dataclasses.replace(H3_CONFIG, shared_torso=True)  # gdi.md §3's option
+SHARED_CONFIG = dataclasses.replace(H3_CONFIG, shared_torso=True)  # our option, not the paper's
 VARIANTS = dict(argvalues=[CONFIG, H3_CONFIG, SHARED_CONFIG], ids=["i3", "h3", "h3_shared_torso"])
 
 
@@ -205,7 +205,7 @@ def test_micro_batches_give_the_whole_batch_s_update():
 
 def test_h3_networks_see_their_own_reward_shaping():
     """Table 6: network 1 learns from RS1 (and reads it as its previous reward), network 2 from
-    RS2; gdi.md §9 T3's values."""
+    RS2; the values of docs/papers/gdi.md#worked-test-numbers (Test 3)."""
     nets, _ = make_models(H3_CONFIG)
     r = tf.constant([-10.0, -1.0, 0.0, 1.0, 10.0, 100.0])
     np.testing.assert_allclose(
@@ -253,7 +253,8 @@ def test_dynamics_losses_against_numpy():
     sq = 0.5 * ((predicted - features[1:]) ** 2).sum(-1)
     assert float(inverse) == pytest.approx((ce * pairs).sum() / steps.sum(), rel=1e-5)
     assert float(forward) == pytest.approx((sq * pairs).sum() / steps.sum(), rel=1e-5)
-    # LBC's reading (lbc.md §3): the mean squared error over the D features, D/2 times smaller.
+    # LBC's reading (docs/papers/lbc.md#departures-from-the-paper): the mean squared error over
+    # the D features, D/2 times smaller.
     mse_head = dynamics.DynamicsHeads(NUM_ACTIONS, D, hidden=6, forward_loss="mse")
     mse_head.set_weights(head.get_weights())
     mse, _ = mse_head.losses(tf.constant(features), tf.constant(actions), pairs, steps)
@@ -337,7 +338,8 @@ def test_h3_learner_checkpoint_restores_both_networks_their_heads_and_adamw(conf
 
 @pytest.mark.parametrize("epsilon", [1.0, 0.0])
 def test_shared_torso_policy_loss_of_set_i_reaches_theta_i_and_the_torso(epsilon):
-    """gdi.md §3's shared-torso option: with the critics and auxiliary tasks off, eps = 1 (only
+    """Our shared-torso option (docs/papers/gdi.md#options-and-readings-that-are-not-departures):
+    with the critics and auxiliary tasks off, eps = 1 (only
     component 1 of Eq. (2), on network 1) trains network 1's LSTM and heads and the shared
     torso, not network 2's; eps = 0 the other way round."""
     config = dataclasses.replace(

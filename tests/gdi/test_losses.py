@@ -1,8 +1,9 @@
 """GDI's behaviour family and loss (gdi/losses.py on common.policies / common.critics) against
-gdi.md §9's worked numbers (T1, T2, T4, T5, T6) and numpy sums written from the paper: Eq. (2),
-Eqs. (3)-(4), the tau-free and log-mixture policy gradients, the xi/alpha/beta assembly of Table 6
-for GDI-I3 and GDI-H3, and the limits (eps in {0, 1} is Boltzmann, 1/tau_1 = 0 with a large
-1/tau_2 is eps-greedy, H3's policy loss of set i reaches theta_i only)."""
+the worked numbers of docs/papers/gdi.md#worked-test-numbers (Tests 1, 2, 4, 5 and 6) and numpy
+sums written from the paper: Eq. (2), Eqs. (3)-(4), the tau-free and log-mixture policy
+gradients, the xi/alpha/beta assembly of Table 6 for GDI-I3 and GDI-H3, and the limits (eps in
+{0, 1} is Boltzmann, 1/tau_1 = 0 with a large 1/tau_2 is eps-greedy, H3's policy loss of set i
+reaches theta_i only)."""
 
 import dataclasses
 
@@ -48,7 +49,7 @@ def tf_policy(a1, a2, eta1, eta2, eps):
     return policies.mixture_policy(logits, etas, weights).numpy()[0]
 
 
-# ----------------------------------------------------------------------------- T1, T2
+# ----------------------------------------------------------------------------- Tests 1, 2
 
 
 def test_t1_behaviour_mixture_numbers():
@@ -94,11 +95,12 @@ def test_t2_dueling_centring_under_the_mixture():
     assert float(np.sum(pi * q.numpy()[0])) == pytest.approx(0.7, abs=1e-6)  # E_pi Q = V
 
 
-# ----------------------------------------------------------------------------- T4, T5
+# ----------------------------------------------------------------------------- Tests 4, 5
 
 
 def test_t4_t5_vtrace_retrace_numbers():
-    """gdi.md §9 T4/T5: gamma 0.9, r = [1, 0, 2], pi/mu = [1.2, 0.5, 1.0]."""
+    """docs/papers/gdi.md#worked-test-numbers (Tests 4 and 5): gamma 0.9, r = [1, 0, 2],
+    pi/mu = [1.2, 0.5, 1.0]."""
     v = tf.constant([[0.5], [0.4], [0.3], [0.2]])
     q_taken = np.array([0.6, 0.3, 0.5, 0.4])
     # Q(x_t, .) with Q(x_t, a_t) as given and E_pi Q = V (the munos numbers): two actions.
@@ -119,7 +121,7 @@ def test_t4_t5_vtrace_retrace_numbers():
     np.testing.assert_allclose(munos.q_targets.numpy()[:, 0], [2.0269, 1.782, 2.18], atol=1e-5)
 
 
-# ----------------------------------------------------------------------------- T6
+# ----------------------------------------------------------------------------- Test 6
 
 
 def surrogate_gradient(pg_mode, a1, a2, etas, eps, action, advantages=(1.0, 1.0)):
@@ -212,7 +214,9 @@ def vtrace_retrace_numpy(q_a, q_all, pi, v, rho, c, r, d, form):
 
 
 def numpy_gdi(hp, advs, values, components, eta, eps, a, log_mu, rewards, d, mask):
-    """gdi.md §2.5 from the sums, one sequence at a time. advs/values/rewards: per network."""
+    """The loss from the sums (Eqs. (3)-(4), App. B's policy gradient, Table 6's weights; the
+    reduction of docs/papers/gdi.md#departures-from-the-paper), one sequence at a time.
+    advs/values/rewards: per network."""
     T1, B, A = advs[0].shape
     T = T1 - 1
     comps = [softmax(eta[..., n, None] * advs[components[n]]) for n in range(2)]
@@ -335,7 +339,8 @@ def test_total_loss_equals_the_papers_sums(components, retrace_form, pg_mode):
 
 
 def test_i3_with_eps_one_is_dices_loss():
-    """GDI's Boltzmann Selection is DiCE (gdi.md §8.2): with eps = 1 the I3 loss is DiCE's."""
+    """GDI's Boltzmann Selection (§4.3, Table 20) is DiCE's behaviour family: with eps = 1 the
+    I3 loss is DiCE's."""
     x = random_inputs(11, networks=1)
     x["eps"][:] = 1.0
     total, _ = tf_loss(HP, I3, x)

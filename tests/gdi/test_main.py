@@ -79,19 +79,22 @@ def test_table_20_variants():
 
 
 def test_evaluator_runs_its_own_ensembles_or_the_best_blocks():
-    """gdi.md §5: the evaluator's own bandit ensembles by default; DiCE's best region as the
-    option (tests/common/test_behaviour.py tests both modes)."""
+    """The evaluator's own bandit ensembles by default (our choice,
+    docs/papers/gdi.md#departures-from-the-paper); DiCE's best region as the option
+    (tests/common/test_behaviour.py tests both modes)."""
     assert acting.behaviour_spec(config_lib.GdiConfig()).evaluation == "own"
     best_region = config_lib.GdiConfig(eval_policy="best_region")
     assert acting.behaviour_spec(best_region).evaluation == "best"
 
 
 def test_best_region_evaluation_plays_the_best_blocks():
-    """gdi.md §5 option: each coordinate inside the block its ensemble values most."""
+    """--eval_policy=best_region (docs/papers/gdi.md#options-and-readings-that-are-not-departures):
+    each coordinate inside the block its ensemble values most."""
     controller = bandits.GdiController(**config_lib.GdiConfig().bandit_kwargs(), seed=0)
     for _ in range(300):
         params = controller.propose()
-        # A return that peaks at eps ~ 0.75 and 1/tau_1 ~ 20 (gdi.md §9 T11's objective).
+        # A return that peaks at eps ~ 0.75 and 1/tau_1 ~ 20: the objective of
+        # docs/papers/gdi.md#worked-test-numbers (Test 11).
         g = 100 - (params["eta1"] - 20) ** 2 / 10 - 50 * (params["epsilon"] - 0.7) ** 2
         controller.update(params, g)
     best = [controller.propose_best() for _ in range(20)]

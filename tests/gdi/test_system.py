@@ -80,8 +80,9 @@ def test_gdi_h3_trains_two_networks(tmp_path):
     check_games_fed_the_bandits(bandit_counts(logdir), logdir)
     with open(f"{logdir}/eval.csv") as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation
-    # gdi.md §5: the evaluator's environments ran bandit ensembles of their own, which learned
-    # from its games (each game updates the ensemble of the env that played it).
+    # Our evaluation (docs/papers/gdi.md#departures-from-the-paper): the evaluator's environments
+    # ran bandit ensembles of their own, which learned from its games (each game updates the
+    # ensemble of the env that played it).
     games = evaluator_games(logdir)
     assert games >= 4
 

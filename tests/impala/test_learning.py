@@ -110,7 +110,7 @@ def test_train_step_is_one_clipped_rmsprop_step_on_the_loss():
     net, _, step, config = make_step(jit_compile=False)
     batch = synthetic_batch()
     before = [v.numpy() for v in net.trainable_variables]
-    # The expected update, computed by hand: gradient of the §2.9 loss, clipped to norm 0.5, one
+    # The expected update, computed by hand: gradient of the §4.2 loss, clipped to norm 0.5, one
     # TF1 RMSProp step (ms0 = 1) with lr annealed at 250 of 1000 frames.
     with tf.GradientTape() as tape:
         (logits, values), _ = net.unroll(
@@ -123,7 +123,8 @@ def test_train_step_is_one_clipped_rmsprop_step_on_the_loss():
             values[-1],
             batch["behaviour_logits"][:-1],
             batch["action"][:-1],
-            batch["reward"][:-1] + 0.99 * batch["truncation_value"][:-1],  # DESIGN §3
+            # The truncation bootstrap: docs/architecture.md#the-per-step-record.
+            batch["reward"][:-1] + 0.99 * batch["truncation_value"][:-1],
             sequences.discounts_from_resets(batch["reset"], 0.99),
         )
     grads = tape.gradient(loss, net.trainable_variables)

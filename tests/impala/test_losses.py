@@ -1,4 +1,5 @@
-"""IMPALA loss and the §5.2.2 corrections, with impala.md §9 numbers (T1, T2, T11, T12)."""
+"""IMPALA loss and the §5.2.2 corrections, with the hand-worked numbers of Tests 1, 2, 11 and 12
+in docs/papers/impala.md#worked-test-numbers."""
 
 import numpy as np
 import pytest
@@ -8,12 +9,13 @@ from impala import ablations
 from impala import losses
 
 GAMMA = 0.9
-# impala.md §9 common fixture: T = 3, r = [1, 2, 3], V = [0.5, 1, 1.5], bootstrap 2, gamma 0.9.
+# The common fixture of docs/papers/impala.md#worked-test-numbers:
+# T = 3, r = [1, 2, 3], V = [0.5, 1, 1.5], bootstrap 2, gamma 0.9.
 REWARDS = np.array([[1.0], [2.0], [3.0]])
 VALUES = np.array([[0.5], [1.0], [1.5]])
 BOOTSTRAP = np.array([2.0])
 DISCOUNTS = np.full((3, 1), GAMMA)
-T2_LOG_RHOS = np.log(np.array([[2.0], [0.5], [1.5]]))  # §9 T2: pi/mu = [2, 0.5, 1.5]
+T2_LOG_RHOS = np.log(np.array([[2.0], [0.5], [1.5]]))  # Test 2: pi/mu = [2, 0.5, 1.5]
 
 
 def hparams(**overrides) -> losses.LossHyperparameters:
@@ -32,25 +34,27 @@ def targets(correction: str, **overrides):
     return vs.numpy()[:, 0], adv.numpy()[:, 0]
 
 
-# --- §5.2.2 corrections on the §9 fixture (hand-worked numbers) -------------------------------
+# --- §5.2.2 corrections on the common fixture (hand-worked numbers) ---------------------------
 
 
 def test_vtrace_matches_spec_T2():
-    vs, adv = targets("vtrace")  # impala.md §9 T2
+    vs, adv = targets("vtrace")  # docs/papers/impala.md#worked-test-numbers (Test 2)
     np.testing.assert_allclose(vs, [4.294, 3.66, 4.8], atol=1e-5)
     np.testing.assert_allclose(adv, [3.794, 2.66, 3.3], atol=1e-5)
 
 
 @pytest.mark.parametrize("correction", ["no_correction", "eps_correction"])
 def test_no_correction_ignores_ratios_spec_T1(correction):
-    # Off-policy data, but the targets are the on-policy ones of impala.md §9 T1 (Eq. (2)).
+    # Off-policy data, but the targets are the on-policy ones of Eq. (2):
+    # docs/papers/impala.md#worked-test-numbers (Test 1).
     vs, adv = targets(correction)
     np.testing.assert_allclose(vs, [6.688, 6.32, 4.8], atol=1e-5)
     np.testing.assert_allclose(adv, [6.188, 5.32, 3.3], atol=1e-5)
 
 
 def test_one_step_is_weights_uncorrected_advantage():
-    # §5.2.2 item 3: T1 value targets; T1 advantages times min(1, [2, 0.5, 1.5]) = [1, 0.5, 1].
+    # §5.2.2 item 3: Test 1's value targets; its advantages times min(1, [2, 0.5, 1.5]) =
+    # [1, 0.5, 1].
     vs, adv = targets("one_step_is")
     np.testing.assert_allclose(vs, [6.688, 6.32, 4.8], atol=1e-5)
     np.testing.assert_allclose(adv, [6.188, 2.66, 3.3], atol=1e-5)
@@ -58,7 +62,8 @@ def test_one_step_is_weights_uncorrected_advantage():
 
 def test_baseline_q_estimate_app_e3():
     # q_s = r_s + gamma V(x_{s+1}): advantages are rho_s * (r + gamma V' - V) = rho * [1.4, 2.35,
-    # 3.3] with rho = [1, 0.5, 1], i.e. the hand deltas of impala.md §9 T2.
+    # 3.3] with rho = [1, 0.5, 1], i.e. the hand deltas of Test 2 in
+    # docs/papers/impala.md#worked-test-numbers.
     vs, adv = targets("vtrace", pg_q_estimate="baseline")
     np.testing.assert_allclose(vs, [4.294, 3.66, 4.8], atol=1e-5)
     np.testing.assert_allclose(adv, [1.4, 1.175, 3.3], atol=1e-5)
@@ -76,7 +81,7 @@ def test_ablations_name_the_four_corrections():
         ablations.overrides_for("nope")
 
 
-# --- Loss terms: impala.md §9 T11 ------------------------------------------------------------
+# --- Loss terms: docs/papers/impala.md#worked-test-numbers (Test 11) ------------------------
 
 
 def t11_loss(logits, value):
@@ -151,7 +156,8 @@ def np_impala_loss(
     entropy_cost,
     eps=1e-6,
 ):
-    """impala.md §2.9 and §2.11, summed over batch and time, with the gradients of the loss."""
+    """The §4.2 loss with the §5.2.2 corrections (docs/papers/impala.md#equations-in-code), summed
+    over batch and time, with the gradients of the loss."""
     log_pi = np_log_softmax(logits)
     log_mu = np_log_softmax(behaviour_logits)
     take = lambda x: np.take_along_axis(x, actions[..., None], -1)[..., 0]
@@ -233,7 +239,8 @@ def test_loss_and_gradients_match_numpy(correction):
 
 
 def test_loss_is_summed_spec_T12():
-    # impala.md §9 T12: duplicating the batch doubles the loss and its gradients (no means).
+    # docs/papers/impala.md#worked-test-numbers (Test 12): duplicating the batch doubles the loss
+    # and its gradients (no means).
     rng = np.random.default_rng(3)
     T, B, A = 4, 3, 4
     inputs = dict(

@@ -1,7 +1,8 @@
-"""LBC's hybrid behaviour mapping on the actor (lbc/acting.py, lbc.md §2.4, §9 T1-T2): the stored
-log mu(a_t|x_t) is that of mu_psi = sum_i omega_i softmax(tau_i A_i) and actions follow it; mu is
-invariant to a per-state shift of each A_i, tau = 0 gives uniform, a one-hot omega recovers one
-policy, and the Table 12 variants wire the components to the right networks."""
+"""LBC's hybrid behaviour mapping on the actor (lbc/acting.py, Eq. (10); Tests 1-2 of
+docs/papers/lbc.md#worked-test-numbers): the stored log mu(a_t|x_t) is that of
+mu_psi = sum_i omega_i softmax(tau_i A_i) and actions follow it; mu is invariant to a per-state
+shift of each A_i, tau = 0 gives uniform, a one-hot omega recovers one policy, and the Table 12
+variants wire the components to the right networks."""
 
 import dataclasses
 

@@ -1,7 +1,8 @@
 """LBC's train step (lbc/learning.py): each network's losses reach only its own network, each
 network is updated by its own AdamW (own clip, checkpointed), compiled equals eager, per-network
 rewards and discounts (RS_i, gamma_i, truncation bootstraps with V_i), the auxiliary tasks train
-the torso, and the networks of lbc.md §3. (Burn-in and the dynamics losses are tested in common.)"""
+the torso, and the networks as we read App. L (docs/papers/lbc.md#departures-from-the-paper).
+(Burn-in and the dynamics losses are tested in common.)"""
 
 import dataclasses
 
@@ -81,7 +82,8 @@ def make_batch(seed=0, heads=3):
 
 def test_each_network_s_losses_reach_only_its_own_network():
     population, dynamics = make_learner_parts()
-    assert [d.forward_loss for d in dynamics] == ["mse"] * 3  # lbc.md §3 (GDI: 1/2 sum)
+    # aux_forward_loss, our choice (docs/papers/lbc.md#departures-from-the-paper; GDI: 1/2 sum).
+    assert [d.forward_loss for d in dynamics] == ["mse"] * 3
     loss_fn = learning.make_loss_fn(population, dynamics, CONFIG)
     groups = learning.trained_variables(population, dynamics, CONFIG)
     with tf.GradientTape(persistent=True) as tape:
@@ -172,7 +174,8 @@ def test_population_is_three_separate_networks_of_lbc_md_3():
         network.create_variables((84, 84, 4), np.uint8)
     counts = [sum(int(np.prod(v.shape)) for v in n.trainable_variables) for n in population]
     # Nature torso (conv 32/64/64 + FC 512), LSTM 256 on 512 + 1 + 18 inputs, dueling streams
-    # Dense 512 - ReLU - Dense (lbc.md §3).
+    # Dense 512 - ReLU - Dense (App. L; the sizes are our choice, see
+    # docs/papers/lbc.md#departures-from-the-paper).
     torso = (8 * 8 * 4 * 32 + 32) + (4 * 4 * 32 * 64 + 64) + (3 * 3 * 64 * 64 + 64)
     torso += 3136 * 512 + 512
     lstm = 4 * 256 * (512 + 1 + 18 + 256) + 4 * 256
@@ -180,7 +183,8 @@ def test_population_is_three_separate_networks_of_lbc_md_3():
     assert counts == [torso + lstm + heads] * 3
     ids = [{id(v) for v in n.variables} for n in population]
     assert not (ids[0] & ids[1] or ids[1] & ids[2] or ids[0] & ids[2])
-    # lbc.md §8 #17: each LSTM reads its own RS_i of the previous reward.
+    # Each LSTM reads its own RS_i of the previous reward (the LSTM-inputs row of
+    # docs/papers/lbc.md#departures-from-the-paper).
     assert [n.prev_reward_transform for n in population] == [
         transforms.reward_transform(name) for name in config.reward_shapings
     ]

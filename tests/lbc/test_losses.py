@@ -1,7 +1,8 @@
-"""LBC's per-policy loss (lbc/losses.py) against the paper's sums and lbc.md §9's worked numbers:
-V-trace targets and advantages (T5), Retrace (T7, the printed sampled form), the ratios of each
-pi_i = softmax(A_i) against the mixture mu (T8), the loss terms' gradients (T15), and a numpy
-ground truth of xi L_V + alpha L_Q + beta L_pi with masks."""
+"""LBC's per-policy loss (lbc/losses.py) against the paper's sums and the worked numbers of
+docs/papers/lbc.md#worked-test-numbers: V-trace targets and advantages (Test 5), Retrace
+(Test 7, the printed sampled form), the ratios of each pi_i = softmax(A_i) against the mixture mu
+(Test 8), the loss terms' gradients (Test 15), and a numpy ground truth of
+xi L_V + alpha L_Q + beta L_pi with masks."""
 
 import numpy as np
 import pytest
@@ -46,7 +47,8 @@ def gradients(hp, advantages, values, actions, log_mu, rewards, discounts, mask=
     return loss, stats, zero(grad_a, advantages), zero(grad_v, values)
 
 
-# lbc.md §9 T5 / T7: one sequence, T = 4, gamma = 0.99, action 0 with pi(a_t) as given.
+# docs/papers/lbc.md#worked-test-numbers, Tests 5 and 7: one sequence, T = 4, gamma = 0.99,
+# action 0 with pi(a_t) as given.
 R = [1.0, 0.0, -1.0, 2.0]
 PI = [0.5, 0.9, 0.2, 0.6, 0.5]  # row 4 is the bootstrap state's
 MU = [0.4, 0.3, 0.5, 0.6, 0.5]
@@ -100,7 +102,7 @@ def test_t7_retrace_targets_sampled_form():
     np.testing.assert_allclose(targets(PI, MU), [1.576291, 0.563916, 1.274030, 2.297000], atol=1e-5)
     # On-policy (mu = pi, c = 1) the printed form is the n-step return bootstrapped on Q(x_4, a_4).
     np.testing.assert_allclose(targets(PI, PI), [2.248677, 1.261290, 1.274030, 2.297000], atol=1e-5)
-    # --pg_advantage=retrace (lbc.md §2.6): Â_t = rho_t (Q̂_t − V(x_t)); on-policy rho = 1.
+    # --pg_advantage=retrace: Â_t = rho_t (Q̂_t − V(x_t)); on-policy rho = 1.
     hp = losses.LossHyperparameters(**{**vars(ONLY["pi"]), "pg_advantage": "retrace"})
     args = (two_action_logits(PI), values, actions, column(np.log(PI)), column(R))
     _, _, grad_a, _ = gradients(hp, *args, column([0.99] * 4))
@@ -129,7 +131,7 @@ def clipped_ratios(policy_logits, psi):
         np.ones((1, 3)),
         np.zeros((1, 3)),
     )
-    assert not grad_v.any()  # T15: the policy term has no gradient into V
+    assert not grad_v.any()  # Test 15: the policy term has no gradient into V
     pi = softmax(policy_logits)
     taken = grad_a[0, [0, 1, 2], [0, 1, 2]]
     return -3 * taken / (5 * (1 - pi))
@@ -176,8 +178,9 @@ def test_t15_policy_gradient_and_t8_dueling_head():
 
 
 def numpy_policy_loss(hp, adv, v, a, log_mu, r, d, mask):
-    """lbc.md §2.6 from the sums (App. B.2 V-trace, B.3 Retrace as printed), one sequence at a
-    time. Shapes [T+1, B, ...]."""
+    """The loss from the sums (App. B.2 V-trace, B.3 Retrace as printed; the loss forms of
+    docs/papers/lbc.md#departures-from-the-paper), one sequence at a time.
+    Shapes [T+1, B, ...]."""
     T, B = r.shape
     pi = softmax(adv)
     q = v[..., None] + adv - (pi * adv).sum(-1, keepdims=True)

@@ -1,4 +1,5 @@
-"""Reactor's critic and actor losses against reactor.md §9 Tests 3, 6, 8 and 9."""
+"""Reactor's critic and actor losses against Tests 3, 6, 7, 8 and 9 of
+docs/papers/reactor.md#worked-test-numbers."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
-"""Table 3's network against reactor.md §9 Tests 10-12: shapes, 908,235 parameters, the policy's
-uniform mixing, the dueling head's invariances and §3.4's gradient blocking."""
+"""Table 3's network against Tests 10-12 of docs/papers/reactor.md#worked-test-numbers: shapes,
+908,235 parameters, the policy's uniform mixing, the dueling head's invariances and §3.4.1's
+gradient blocking."""
 
 import numpy as np
 import pytest

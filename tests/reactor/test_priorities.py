@@ -1,6 +1,6 @@
-"""Lazy prioritisation against reactor.md §9 Tests 13-14 (the CPT worked example, its AVL
-insert / delete / set, the replay mixture and its importance weights) and the Reverb mapping's
-estimator."""
+"""Lazy prioritisation against Tests 13-14 of docs/papers/reactor.md#worked-test-numbers (the CPT
+worked example, its AVL insert / delete / set, the replay mixture and its importance weights)
+and the Reverb mapping's estimator."""
 
 import numpy as np
 import pytest
@@ -89,7 +89,7 @@ def test_a_new_key_takes_the_estimate_of_its_time_neighbours():
 
 
 def brute_summary(node):
-    """(count, mean) of a subtree from reactor.md §2.8's rule, written out independently."""
+    """(count, mean) of a subtree by our reading of Fig. 5's rules, written out independently."""
     if node is None:
         return 0, np.nan
     parts = [brute_summary(node.left), (1, node.priority), brute_summary(node.right)]
