@@ -18,12 +18,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SKIPPED_DIRS = {".git", ".venv", "runs", "__pycache__", ".pytest_cache", ".ruff_cache"}
 SUFFIXES = {".py", ".md", ".sh", ".toml", ".txt", ".cfg"}
 
-OUTSIDE = re.compile(r"\.\./shared|/work/shared|\bDESIGN\.md\b")
-# A paper note named without its folder: allowed only in a markdown link (`[dice.md](..)`),
-# whose target is relative to the linking file, or after `papers/`.
-BARE_NOTE = re.compile(
-    r"(?<!papers/)(?<!\]\()(?<!\[`)(?<!\[)\b(?:impala|reactor|dice|gdi|lbc)\.md\b"
-)
+OUTSIDE = re.compile(r"\.\./shared|/work/shared|\bDESIGN(?:\.md\b| §)")
+# A paper's note or guide named without its folder (`dice.md §4.3`): allowed only inside a path
+# (`docs/dice.md`, `papers/dice.md`) or a markdown link (`[dice.md](..)`, relative to its file).
+BARE_NOTE = re.compile(r"(?<!/)(?<!\]\()(?<!\[`)(?<!\[)\b(?:impala|reactor|dice|gdi|lbc)\.md\b")
 # A link into a markdown file: `docs/papers/dice.md#errata`, `](papers/dice.md#errata)`,
 # `](../architecture.md)`.
 LINK = re.compile(r"((?:\.\./|[\w.-]+/)*[\w.-]+\.md)(?:#([\w-]+))?")
@@ -110,6 +108,7 @@ PROBE = ROOT / "tests" / "probe.py"  # where the lines below pretend to be writt
         ("# dice.md §4.3: 160 envs", "without its folder"),
         ("# see ../shared/papers/gdi.md", "outside the repository"),
         ("# DESIGN.md §4", "outside the repository"),
+        ("# as DESIGN §3 says", "outside the repository"),
         ("# docs/papers/lbc.md#no-such-heading", "no heading with anchor"),
         ("# docs/papers/nowhere.md", "does not hold"),
         ("see [the notes](papers/dice.md#errata)", "does not hold"),
