@@ -62,6 +62,9 @@ from ale_py.vector_env import AtariVectorEnv
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 gymnasium.register_envs(ale_py)
+# The emulator's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]") on every
+# game the evaluator opens is not the project's; ALE's warnings are dropped with it, its errors kept.
+ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
 
 @dataclasses.dataclass(frozen=True)

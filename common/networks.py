@@ -121,6 +121,22 @@ class ResidualBlock(tf.keras.layers.Layer):
         return x + self._conv_b(tf.nn.relu(self._conv_a(tf.nn.relu(x))))
 
 
+def _turn_off_the_remapper_for_residual_sums() -> None:
+    """Turn off Grappler's remapper (op fusion) in this process, for graphs with residual sums.
+
+    With TensorFlow's oneDNN kernels on (common/__init__.py turns them on), the remapper fuses
+    Conv2D + BiasAdd + Add + Relu into one op even when the Add (a residual block's output) also
+    feeds the next block's skip connection. The rewrite then deletes a node that is still used,
+    Grappler logs "remapper failed: INVALID_ARGUMENT ... Mutation::Apply error" at error level,
+    and throws the whole remapping of that graph away. The deep torso's graphs were therefore never
+    remapped; turning the pass off skips the failing attempt and changes nothing that runs
+    (measured: a training step of the deep torso takes the same time either way). The other
+    torsos have no residual sums, fuse without error, and keep the remapper unless a deep torso
+    is built in the same process.
+    """
+    tf.config.optimizer.set_experimental_options({"remapping": False})
+
+
 class DeepTorso(tf.keras.layers.Layer):
     """IMPALA's deep residual torso (Fig. 3 right): 3 sections (conv 3x3, max-pool 3x3/2 SAME, 2
     residual blocks), then ReLU, flatten, FC 256 ReLU. 15 conv layers; SAME pooling gives the
@@ -135,6 +151,7 @@ class DeepTorso(tf.keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        _turn_off_the_remapper_for_residual_sums()
         self.output_units = output_units
         self._sections = [
             (
