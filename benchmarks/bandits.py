@@ -1,4 +1,5 @@
-"""How the behaviour meta-controllers of common/bandits.py explore and settle on synthetic objectives.
+"""How the behaviour meta-controllers of DiCE, GDI and LBC (`<paper>/controller.py`) explore and
+settle on synthetic objectives.
 
 Every episode a controller proposes behaviour parameters, the "episode return" is a noisy function of
 them with a narrow optimum, and the controller learns from it. The objectives are means of Gaussian bumps
@@ -30,7 +31,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
-from common import bandits  # noqa: E402
+from dice import controller as dice_controller  # noqa: E402
+from gdi import controller as gdi_controller  # noqa: E402
+from lbc import controller as lbc_controller  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("out", "/tmp/bandits.png", "Where to write the PNG.")
@@ -103,20 +106,20 @@ class Case:
 
 def cases(with_joint: bool) -> list[Case]:
     listed = [
-        Case("DiCE", bandits.DiceController, one_d(lambda p: p["eta"], LN51)),
-        Case("GDI", bandits.GdiController, one_d(lambda p: p["eta1"], LN51)),
-        Case("GDI", bandits.GdiController, GDI_3D),
+        Case("DiCE", dice_controller.DiceController, one_d(lambda p: p["eta"], LN51)),
+        Case("GDI", gdi_controller.GdiController, one_d(lambda p: p["eta1"], LN51)),
+        Case("GDI", gdi_controller.GdiController, GDI_3D),
         Case(
             "GDI joint (literal)",
-            lambda **kw: bandits.GdiController(factorized=False, **kw),
+            lambda **kw: gdi_controller.GdiController(factorized=False, **kw),
             GDI_3D,
         ),
         Case(
             "LBC N=1",
-            lambda **kw: bandits.LbcController(num_policies=1, **kw),
+            lambda **kw: lbc_controller.LbcController(num_policies=1, **kw),
             one_d(lambda p: p["eta"][0], LBC_SPAN),
         ),
-        Case("LBC N=3", bandits.LbcController, LBC_3D),
+        Case("LBC N=3", lbc_controller.LbcController, LBC_3D),
     ]
     return [case for case in listed if with_joint or "joint" not in case.name]
 

@@ -1,21 +1,20 @@
-"""Behaviour meta-controllers of DiCE, GDI and LBC (numpy only, no TensorFlow).
+"""Behaviour meta-controllers: the bandit parts DiCE, GDI and LBC share (numpy, no TensorFlow).
 
 Each actor owns one controller (DiCE Algorithm 1 and GDI Algorithms 2-3 build the bandits inside
-the actor; LBC's Algorithm 1 is "Actor-Wise"). One interface:
+the actor; LBC's Algorithm 1 is "Actor-Wise"). One interface, `Controller`:
 
     params = controller.propose()              # at episode start: the paper's own variables
     ...run one episode with these params...
     controller.update(params, episode_return)  # at episode end: the raw undiscounted return G = sum r
 
-- `DiceController`: DiCE's Bandits Vote Algorithm (DiCE App. A, Algorithm 2, Eqs. (9)-(11)) over the
-  inverse temperature; `params = {"eta": float}`.
-- `GdiController`: GDI's Bandits Controller (GDI App. G, Algorithm 4, Eqs. (13)-(15)) over
-  lambda = (1/tau_1, 1/tau_2, eps) of Eq. (2); the same for GDI-I3 and GDI-H3;
-  `params = {"eta1": float, "eta2": float, "epsilon": float}`.
-- `LbcController`: LBC's population-based MAB (LBC Sec. 4.2, App. E, Algorithm 1, Eqs. (22)-(25)) over
-  psi = (tau_1..tau_N, omega_1..omega_N) of Eq. (10); `params = {"eta": [N], "omega": [N],
-  "omega_unnormalised": [N]}` (LBC's tau_i multiplies the logits, so it is an inverse temperature and is
-  returned as `eta`; LBC §4.1).
+This module holds the parts: coordinates (`Axis`, `eta_axis`, `Grid`), scores and selection
+(`ucb_scores`, `top_k`, `gumbel_top_k`, `most_voted`), tile codings (`NeighbourTiling` of DiCE
+Eq. (9), `OffsetTiling` of GDI Eq. (13)), the tile-coded bandit ensembles of DiCE Algorithm 2 /
+GDI Algorithm 4 (`TileCodedBandit`, `BanditEnsemble`), the bandit populations of LBC Algorithm 1
+(`BanditPopulation`), `UniformSelector`, `FixedController` (parameters that never change), and
+`AxisController`, the base of the learning controllers. Each paper's controller lives in its own
+package (`<paper>/controller.py`): a subclass of `AxisController` that names the paper's
+parameters, builds its selectors from these parts and maps params <-> coordinates.
 
 Conventions:
 - Inverse temperatures `eta = 1/tau` (docs/architecture.md#conventions); `eta = 0` is the uniform
@@ -27,8 +26,9 @@ Conventions:
 - `update()` recomputes x from `params` (the papers' "receive (tau, g), transform tau to x"), so a
   controller needs no memory of what it proposed. Points are drawn at least 1e-8 of a block width below
   a block's upper edge so that the eta = expm1(x) -> log1p(eta) round trip credits the proposed block.
-- Factorised (one bandit set per coordinate) vs joint (one bandit set on the product grid): see each
-  controller; `factorized=False` is the papers' literal reading.
+- Factorised (one bandit set per coordinate) vs joint (one bandit set on the product grid):
+  `AxisController`'s `factorized`; each paper's controller says which is its default, and
+  `factorized=False` is the papers' literal reading.
 - `selection="uniform"` bypasses learning: each behaviour parameter is uniform over its own range
   (eta = 1/tau on [0, eta_max], eps and omega on [0, 1]: GDI's Table 20 "Uniform" over Table 6's
   search ranges, LBC's Random Selection over the main algorithm's behaviour space), and `update()`
@@ -68,12 +68,14 @@ SPACES = ("log1p", "inv_tau", "exp_literal")
 SELECTIONS = ("bandits", "uniform", "uniform_coordinate")
 
 
-def _check_choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
+def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
+    """Raises a one-line ValueError unless `value` is one of `allowed` (argument checks)."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {tuple(allowed)}, got {name}={value!r}")
 
 
-def _check_positive_int(name: str, value: Any) -> None:
+def check_positive_int(name: str, value: Any) -> None:
+    """Raises a one-line ValueError unless `value` is an integer >= 1 (argument checks)."""
     if not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
 
@@ -153,8 +155,8 @@ def eta_axis(name: str, space: str, eta_max: float, num_blocks: int) -> Axis:
       eta then reaches e^50 and most blocks are effectively greedy; GDI Test 7 in
       docs/papers/gdi.md#worked-test-numbers lists the block edges).
     """
-    _check_choice("space", space, SPACES)
-    _check_positive_int("num_blocks", num_blocks)
+    check_choice("space", space, SPACES)
+    check_positive_int("num_blocks", num_blocks)
     hi = math.log1p(eta_max) if space == "log1p" else float(eta_max)
     return Axis(name, 0.0, hi, hi / num_blocks, log1p=(space != "inv_tau"))
 
@@ -206,7 +208,7 @@ def ucb_scores(
     docs/papers/lbc.md#departures-from-the-paper. `ucb_sum="others"` sums N_j over j != i as LBC
     Sec. 4.2 prints it.
     """
-    _check_choice("ucb_sum", ucb_sum, ("all", "others"))
+    check_choice("ucb_sum", ucb_sum, ("all", "others"))
     values = np.asarray(values, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
     exploit = _zscores(values, over) if standardise else values
@@ -275,7 +277,7 @@ class NeighbourTiling:
     edge: str = "valid"  # choice: docs/papers/dice.md#departures-from-the-paper
 
     def __post_init__(self):
-        _check_choice("edge", self.edge, ("valid", "zero_pad"))
+        check_choice("edge", self.edge, ("valid", "zero_pad"))
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([rng.choice(self.widths)], dtype=np.float64)
@@ -417,8 +419,8 @@ class BanditEnsemble:
         ucb_scale: float,
         learning_rates: Sequence[float],
     ):
-        _check_positive_int("num_bandits", num_bandits)
-        _check_positive_int("num_candidates", num_candidates)
+        check_positive_int("num_bandits", num_bandits)
+        check_positive_int("num_candidates", num_candidates)
         self.grid, self.tiling, self._rng = Grid(axes), tiling, rng
         self._num_candidates, self._ucb_scale = num_candidates, ucb_scale
         self._specs = [
@@ -548,12 +550,12 @@ class BanditPopulation:
         standardise: bool,
         ucb_sum: str,
     ):
-        _check_positive_int("num_bandits", num_bandits)
-        _check_positive_int("top_d", top_d)
-        _check_choice("pick", pick, ("top", "softmax"))
-        _check_choice("ucb_sum", ucb_sum, ("all", "others"))
+        check_positive_int("num_bandits", num_bandits)
+        check_positive_int("top_d", top_d)
+        check_choice("pick", pick, ("top", "softmax"))
+        check_choice("ucb_sum", ucb_sum, ("all", "others"))
         if replace_every is not None:
-            _check_positive_int("replace_every", replace_every)
+            check_positive_int("replace_every", replace_every)
         if not 0.0 <= ucb_range[0] <= ucb_range[1]:
             raise ValueError(
                 f"ucb_range must satisfy 0 <= low <= high, got ucb_range={ucb_range!r}"
@@ -752,13 +754,24 @@ def _set_rng_words(rng: np.random.Generator, words) -> None:
     }
 
 
-class _AxisController:
-    """Shared machinery: a tuple of axes, selectors over groups of them, params <-> coordinates."""
+class AxisController:
+    """The base of the learning controllers: a tuple of axes, selectors over groups of them,
+    params <-> coordinates.
+
+    A subclass passes its axes and `make_selector(axes, rng)` (e.g. a `BanditEnsemble` or a
+    `BanditPopulation` on those axes) and implements `_params(x)` (one coordinate per axis -> the
+    paper's params) and `coordinates(params)` (the inverse). `factorized=True` builds one selector
+    per axis, False one on the joint grid; `selection` other than "bandits" replaces the selectors
+    by `UniformSelector`s (module docstring). One PCG64 generator, seeded by `seed`, feeds every
+    selector. `state_dict()` holds "rng" (`_rng_words`) and each selector's entries under
+    "selector<k>/"; the keys name no class, so a saved file restores into any controller built
+    with the same arguments.
+    """
 
     def __init__(
         self, axes: Sequence[Axis], make_selector, *, factorized: bool, selection: str, seed
     ):
-        _check_choice("selection", selection, SELECTIONS)
+        check_choice("selection", selection, SELECTIONS)
         self.axes = tuple(axes)
         self._rng = np.random.Generator(np.random.PCG64(seed))
         groups = [[axis] for axis in self.axes] if factorized else [list(self.axes)]
@@ -814,365 +827,3 @@ class _AxisController:
                 }
             )
         _set_rng_words(self._rng, state["rng"])
-
-
-class DiceController(_AxisController):
-    """DiCE's Bandits Vote Algorithm (DiCE §3.3, App. A, Algorithm 2) over eta = 1/tau.
-
-    `propose()` returns {"eta": float}; the actor plays softmax(eta * A) for the whole episode.
-
-    Defaults (DiCE Table 5): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, width ~ U{1, 2, 3}, d = 7 candidates,
-    UCB scaling c = 1.0, value normalisation (z-score) on, search range 1/tau in [0, 50].
-
-    Readings (docs/papers/dice.md#departures-from-the-paper):
-    - `space="log1p"` (default): the bandit works on x = log(1 + eta) over [0, ln 51] (Table 5's range
-      through App. A's transform). `"inv_tau"`: x = eta on [0, 50]. `"exp_literal"`: x on [0, 50] with
-      eta = e^x - 1. See `eta_axis`.
-    - `num_blocks=50` (choice: acc is not printed; 50 blocks as GDI's acc 1.0 on [0, 50]).
-    - `edge="valid"` (default) averages the existing neighbours at the borders of Eq. (9);
-      `edge="zero_pad"` keeps the printed 1/(2 width + 1).
-    - z-score 0 when all values are equal; ties broken at random; x = r is the last tile.
-    - `selection="uniform_coordinate"`: the `random` ablation (Table 4, §4.3: the initial, never-updated BVA, which draws
-      x uniformly on the box).
-    """
-
-    def __init__(
-        self,
-        *,
-        seed=None,
-        space: str = "log1p",
-        eta_max: float = 50.0,
-        num_blocks: int = 50,
-        num_bandits: int = 7,
-        num_candidates: int = 7,
-        ucb_scale: float = 1.0,
-        learning_rates: Sequence[float] = (0.05, 0.1, 0.2),
-        widths: Sequence[int] = (1, 2, 3),
-        edge: str = "valid",
-        selection: str = "bandits",
-    ):
-        # eta_max: Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]"; num_bandits: "Num. Bandits 7";
-        # num_candidates: "Num. Bandit Candidates 7"; ucb_scale: "Bandit UCB Scaling 1.0";
-        # learning_rates: "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])";
-        # widths: "Bandit Tiling Width Uniform([1, 2, 3])"; num_blocks: choice,
-        # docs/papers/dice.md#departures-from-the-paper.
-        tiling = NeighbourTiling(tuple(widths), edge)
-
-        def make(axes, rng):
-            return BanditEnsemble(
-                axes,
-                rng,
-                tiling=tiling,
-                num_bandits=num_bandits,
-                num_candidates=num_candidates,
-                ucb_scale=ucb_scale,
-                learning_rates=learning_rates,
-            )
-
-        super().__init__(
-            [eta_axis("eta", space, eta_max, num_blocks)],
-            make,
-            factorized=True,
-            selection=selection,
-            seed=seed,
-        )
-
-    def _params(self, x: np.ndarray) -> Params:
-        return {"eta": float(self.axes[0].to_param(x[0]))}
-
-    def coordinates(self, params: Mapping[str, Any]) -> np.ndarray:
-        return np.array([self.axes[0].to_coordinate(float(params["eta"]))])
-
-    def propose_best(self) -> Params:
-        """Evaluation: eta uniform inside the played tile with the best ensemble-mean value V (no
-        UCB term; `BanditEnsemble.propose_best`).
-
-        DiCE §3.3/§4.1: "each bandit provides one evaluation for each tau and the final evaluation is the
-        average of all bandits ... We use tau sampled from the best region"; best = argmax (our
-        reading, docs/papers/dice.md#departures-from-the-paper).
-        """
-        (ensemble,) = self._selectors
-        if not isinstance(ensemble, BanditEnsemble):
-            raise ValueError("propose_best needs selection='bandits'")
-        return self._params(ensemble.propose_best())
-
-    def summary(self) -> dict[str, float]:
-        """What the bandits have learned, for TensorBoard: the best played tile's centre eta and
-        ensemble-mean value, the mean value over tiles and the games learned from."""
-        (selector,) = self._selectors
-        if not isinstance(selector, BanditEnsemble):
-            return {}
-        values = selector.mean_values()
-        best = selector.best_block()
-        (axis,) = self.axes
-        low, high = axis.block_bounds(best)
-        return {
-            "best_eta": float(axis.to_param((low + high) / 2)),
-            "best_value": float(values[best]),
-            "mean_value": float(np.mean(values)),
-            "games": float(selector.bandits[0].counts.sum()),
-        }
-
-
-class GdiController(_AxisController):
-    """GDI's Bandits Controller (GDI §4.1, App. G, Algorithm 4) over lambda = (1/tau_1, 1/tau_2, eps).
-
-    `propose()` returns {"eta1": float, "eta2": float, "epsilon": float}; the actor plays
-    eps * softmax(eta1 * A_1) + (1 - eps) * softmax(eta2 * A_2) (Eq. (2)); GDI-I3 uses A_1 = A_2 = A,
-    GDI-H3 two advantage heads; the controller is the same.
-
-    Defaults (GDI Table 6): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, d = 3 candidates, c = 1.0, 1/tau_1 and
-    1/tau_2 in [0, 50] at accuracy 1.0 (50 blocks), eps in [0, 1] at accuracy 0.1 (10 blocks); tile
-    codings per `OffsetTiling` (K ~ U{2,3,4} tilings of U{2,3,4} blocks, offsets U[0, 60] %).
-
-    Readings (docs/papers/gdi.md#departures-from-the-paper):
-    - `space="log1p"` (default): x = log(1 + eta) over [0, ln 51] in 50 equal blocks; `"inv_tau"` and
-      `"exp_literal"` as in `eta_axis`. eps is its own coordinate (App. G: x_3 = eps).
-    - `factorized=True` (default): three independent 1-D ensembles (Algorithm 4 run per
-      coordinate), each updated with (x_d, G). `factorized=False` is App. G literally: every bandit works
-      on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all blocks.
-    - UCB counts per block; z-score 0 when all values are equal; ties at random; x = r is the last block.
-    - `selection="uniform"`: "Random Selection", Table 20's uniform P over Lambda: 1/tau_1,
-      1/tau_2 uniform on [0, eta_max] and eps on [0, 1] (Table 6's search ranges);
-      `"uniform_coordinate"` draws x uniformly over the box of the chosen space instead.
-    - `held`: parameters the bandits do not choose, {name: value}; App. K.1's one-parameter
-      ablations: "Boltzmann Selection" learns eta1 only (held eps = 1), "eps-greedy Selection" eps
-      only (held eta1 = 0 and a large eta2). Their axes are left out of every bandit.
-    """
-
-    def __init__(
-        self,
-        *,
-        seed=None,
-        held: Mapping[str, float] | None = None,
-        space: str = "log1p",
-        factorized: bool = True,
-        eta_max: float = 50.0,
-        eta_acc: float = 1.0,
-        epsilon_acc: float = 0.1,
-        num_bandits: int = 7,
-        num_candidates: int = 3,
-        ucb_scale: float = 1.0,
-        learning_rates: Sequence[float] = (0.05, 0.1, 0.2),
-        num_tilings: Sequence[int] = (2, 3, 4),
-        tile_sizes: Sequence[int] = (2, 3, 4),
-        tile_offset_percent: tuple[float, float] = (0.0, 60.0),
-        selection: str = "bandits",
-    ):
-        # Table 6: "Bandit Search Range for 1/tau_1, 1/tau_2 [0.0, 50.0]", "for eps [0.0, 1.0]";
-        # "Accuracy of Search Range for [1/tau_1, 1/tau_2, eps] [1.0, 1.0, 0.1]"; "Num. Bandits 7";
-        # "Num. Bandit Candidates 3"; "Bandit UCB Scaling 1.0"; "Bandit Learning Rate Uniform([0.05,
-        # 0.1, 0.2])"; "Bandit Tiling Width Uniform([2, 3, 4])"; "Accuracy of Tile coding Uniform([2, 3,
-        # 4])"; "Offset of Tile coding Uniform([0, 60])".
-        eta_blocks = max(1, math.ceil(eta_max / eta_acc - INDEX_TOLERANCE))
-        axes = [
-            eta_axis("eta1", space, eta_max, eta_blocks),
-            eta_axis("eta2", space, eta_max, eta_blocks),
-            Axis("epsilon", 0.0, 1.0, epsilon_acc),
-        ]
-        self.held = {name: float(value) for name, value in (held or {}).items()}
-        unknown = set(self.held) - {axis.name for axis in axes}
-        if unknown or len(self.held) == len(axes):
-            raise ValueError(
-                f"held must name some of eta1, eta2, epsilon and leave one to learn, got "
-                f"{sorted(self.held)}"
-            )
-        axes = [axis for axis in axes if axis.name not in self.held]
-        tiling = OffsetTiling(tuple(num_tilings), tuple(tile_sizes), tuple(tile_offset_percent))
-
-        def make(group, rng):
-            return BanditEnsemble(
-                group,
-                rng,
-                tiling=tiling,
-                num_bandits=num_bandits,
-                num_candidates=num_candidates,
-                ucb_scale=ucb_scale,
-                learning_rates=learning_rates,
-            )
-
-        super().__init__(axes, make, factorized=factorized, selection=selection, seed=seed)
-
-    def _params(self, x: np.ndarray) -> Params:
-        learned = {axis.name: float(axis.to_param(xi)) for axis, xi in zip(self.axes, x)}
-        return {**learned, **self.held}
-
-    def coordinates(self, params: Mapping[str, Any]) -> np.ndarray:
-        return np.array([axis.to_coordinate(float(params[axis.name])) for axis in self.axes])
-
-    def propose_best(self) -> Params:
-        """Evaluation option (DiCE's rule; GDI prints none): each coordinate uniform inside its
-        ensemble's played block of best mean value (factorised: each coordinate's block has
-        been played, by the games that ensemble learned from), or the best played 3-D block
-        (joint); `BanditEnsemble.propose_best`."""
-        if not all(isinstance(selector, BanditEnsemble) for selector in self._selectors):
-            raise ValueError("propose_best needs selection='bandits'")
-        return self._params(
-            np.concatenate([selector.propose_best() for selector in self._selectors])
-        )
-
-    def summary(self) -> dict[str, float]:
-        """What the bandits have learned, for TensorBoard: per ensemble (one per learned
-        parameter when factorised, one for all when joint), the centre of its best played block in each
-        parameter, that block's ensemble-mean value and the mean value over blocks; the games
-        learned from."""
-        report = {}
-        for selector in self._selectors:
-            if not isinstance(selector, BanditEnsemble):
-                return {}
-            values = selector.mean_values()
-            best = selector.best_block()
-            names = "_".join(axis.name for axis in selector.grid.axes)
-            multi = np.unravel_index(best, selector.grid.shape)
-            for axis, index in zip(selector.grid.axes, multi):
-                low, high = axis.block_bounds(index)
-                report[f"best_{axis.name}"] = float(axis.to_param((low + high) / 2))
-            report[f"best_value_{names}"] = float(values[best])
-            report[f"mean_value_{names}"] = float(np.mean(values))
-            report["games"] = float(selector.bandits[0].counts.sum())
-        return report
-
-
-def normalised_weights(raw) -> np.ndarray:
-    """omega / sum(omega), and uniform weights when the draws sum to less than 1e-8 (our reading
-    of LBC Table 3's omega_i in [0, 1], docs/papers/lbc.md#departures-from-the-paper)."""
-    raw = np.asarray(raw, dtype=np.float64)
-    total = raw.sum()
-    return raw / total if total >= 1e-8 else np.full(raw.shape, 1.0 / raw.size)
-
-
-class LbcController(_AxisController):
-    """LBC's meta-controller (LBC §4.2, App. E, Algorithm 1) over psi = (tau_1..tau_N, omega_1..omega_N).
-
-    `propose()` returns {"eta": [N], "omega": [N], "omega_unnormalised": [N]}: the actor plays
-    sum_i omega_i softmax(eta_i * A_i) (Eq. (10); LBC's tau_i multiplies the logits, so it is `eta`).
-    `omega` sums to 1; `omega_unnormalised` is the draw the bandits credit and must be passed back to
-    `update()` with the rest of `params`. With `num_policies=1` there is no omega bandit and omega = [1].
-
-    Defaults (LBC Table 3): N = 3 policies, population of 7 bandits, c ~ U[0.5, 1.5], top-D with D = 4,
-    replacement interval 50, range of tau_i [0, exp 4] at accuracy 0.2, omega_i in [0, 1] at accuracy 0.1.
-
-    Readings (docs/papers/lbc.md#departures-from-the-paper):
-    - `eta_space="log1p"` (default): the bandit works on x = log(1 + tau_i) over [0, 4] in
-      20 blocks of 0.2 (tau_i up to e^4 - 1 = 53.6, the GDI/DiCE coordinate). `"linear"` is the literal
-      reading: tau_i on [0, e^4] at accuracy 0.2 (273 arms).
-    - `factorized=True` (default): one population per coordinate (N eta populations and N
-      omega populations, each M = 7, D = 4, replacement 50), all updated with the same G.
-      `factorized=False`: one population on the joint grid of all 2N coordinates (8,000,000 arms for the
-      defaults; only practical for small grids).
-    - omega: each omega_i is drawn by its own bandits, then normalised; all-zero draws
-      give uniform omega. The bandits are credited with the unnormalised draws.
-    - Scores: `standardise=True` is Eq. (25) (z-score over visited arms, unvisited z = 0); False is Eq.
-      (24). `ucb_sum="all"` is Eqs. (24)-(25); `"others"` is Sec. 4.2's sum over j != k.
-    - `pick="top"` is Algorithm 1's top-D vote; `"softmax"` draws each bandit's D arms from
-      softmax(score) as Sec. 4.2 samples arms (see `BanditPopulation`).
-    - `ucb_range=(0, 0)` is App. K.3's "w/o UCB item" ablation; `selection="uniform"` is "Random
-      Selection" (psi uniform over Psi: each tau_i uniform on [0, e^4 - 1], the range the log1p
-      bandits cover, or [0, e^4] on the linear axis, each omega_i on [0, 1], then normalised);
-      `"uniform_coordinate"` draws x = log(1 + tau_i) uniformly instead.
-    """
-
-    def __init__(
-        self,
-        *,
-        seed=None,
-        num_policies: int = 3,
-        eta_space: str = "log1p",
-        eta_max: float = math.exp(4.0),
-        eta_acc: float = 0.2,
-        omega_acc: float = 0.1,
-        factorized: bool = True,
-        num_bandits: int = 7,
-        top_d: int = 4,
-        ucb_range: tuple[float, float] = (0.5, 1.5),
-        replace_every: int | None = 50,
-        pick: str = "top",
-        standardise: bool = True,
-        ucb_sum: str = "all",
-        selection: str = "bandits",
-    ):
-        # Table 3: "Range of tau_i [0, exp 4]", "Discrete Accuracy of tau_i 0.2", "Range of omega_i
-        # [0, 1]", "Discrete Accuracy of omega_i 0.1", "Population Num. 7", "UCB c Uniformly sampled from
-        # [0.5, 1.5]", "D of Top-D 4", "Replacement Interval T_replace 50"; N = 3 policies (Sec. 5.1.2).
-        _check_positive_int("num_policies", num_policies)
-        _check_choice("eta_space", eta_space, ("log1p", "linear"))
-        self.num_policies = num_policies
-        hi = math.log(eta_max) if eta_space == "log1p" else eta_max
-        axes = [
-            Axis(f"eta{i + 1}", 0.0, hi, eta_acc, log1p=(eta_space == "log1p"))
-            for i in range(num_policies)
-        ]
-        if num_policies > 1:
-            axes += [Axis(f"omega{i + 1}", 0.0, 1.0, omega_acc) for i in range(num_policies)]
-
-        def make(group, rng):
-            return BanditPopulation(
-                group,
-                rng,
-                num_bandits=num_bandits,
-                top_d=top_d,
-                ucb_range=ucb_range,
-                replace_every=replace_every,
-                pick=pick,
-                standardise=standardise,
-                ucb_sum=ucb_sum,
-            )
-
-        super().__init__(axes, make, factorized=factorized, selection=selection, seed=seed)
-
-    def _params(self, x: np.ndarray) -> Params:
-        n = self.num_policies
-        eta = np.array([axis.to_param(xi) for axis, xi in zip(self.axes[:n], x[:n])])
-        raw = x[n:] if n > 1 else np.ones(1)
-        return {"eta": eta, "omega": normalised_weights(raw), "omega_unnormalised": raw.copy()}
-
-    def propose_best(self) -> Params:
-        """Evaluation option (`--eval_policy=best_arm`): each population's greedy arm
-        (`BanditPopulation.propose_best`)."""
-        if not all(isinstance(selector, BanditPopulation) for selector in self._selectors):
-            raise ValueError("propose_best needs selection='bandits'")
-        return self._params(
-            np.concatenate([selector.propose_best() for selector in self._selectors])
-        )
-
-    def summary(self) -> dict[str, float]:
-        """What the factorised populations have learned, for TensorBoard: per coordinate
-        (`eta<i>`, `omega<i>`), the centre of the arm the population has pulled most, that arm's
-        mean return and the mean return over visited arms (counts and returns pooled over the
-        population's bandits), and the games learned from. Empty for a joint grid or Random
-        Selection."""
-        if len(self._selectors) != len(self.axes) or not all(
-            isinstance(selector, BanditPopulation) for selector in self._selectors
-        ):
-            return {}
-        summary = {"games": float(self._selectors[0].episodes)}
-        for axis, population in zip(self.axes, self._selectors):
-            counts, sums = population.counts.sum(0), population.return_sums.sum(0)
-            arm = int(np.argmax(counts))
-            low, high = axis.block_bounds(arm)
-            visited = counts > 0
-            means = sums[visited] / counts[visited]
-            summary[f"{axis.name}/most_pulled"] = float(axis.to_param((low + high) / 2))
-            summary[f"{axis.name}/most_pulled_value"] = float(sums[arm] / max(counts[arm], 1.0))
-            summary[f"{axis.name}/mean_value"] = float(means.mean()) if visited.any() else 0.0
-        return summary
-
-    def coordinates(self, params: Mapping[str, Any]) -> np.ndarray:
-        n = self.num_policies
-        eta = np.asarray(params["eta"], dtype=np.float64)
-        if eta.shape != (n,):
-            raise ValueError(f"params['eta'] must have shape ({n},), got {eta.shape}")
-        x = [axis.to_coordinate(value) for axis, value in zip(self.axes[:n], eta)]
-        if n > 1:
-            if "omega_unnormalised" not in params:
-                raise ValueError(
-                    "LbcController.update needs params['omega_unnormalised'] as returned by "
-                    "propose(): the bandits are credited with the unnormalised omega draws"
-                )
-            raw = np.asarray(params["omega_unnormalised"], dtype=np.float64)
-            if raw.shape != (n,):
-                raise ValueError(
-                    f"params['omega_unnormalised'] must have shape ({n},), got {raw.shape}"
-                )
-            x += [axis.to_coordinate(value) for axis, value in zip(self.axes[n:], raw)]
-        return np.array(x, dtype=np.float64)

@@ -1,10 +1,10 @@
 """Per-episode behaviour selection on the actor (DiCE's eta, GDI's (eta1, eta2, eps), LBC's psi).
 
-At the start of each game, a meta-controller (`common.bandits`) picks the game's behaviour
-parameters for that environment (DiCE Algorithm 1, GDI Algorithms 2-3, LBC Algorithm 1); the
-actor acts with them for the whole game, stores them with every step (a sequence can cross a game
-boundary) and, when the game ends, feeds the raw game return back to the controller that chose
-them.
+At the start of each game, a meta-controller (a paper's `controller.py`, built from
+`common.bandits`) picks the game's behaviour parameters for that environment (DiCE Algorithm 1, GDI
+Algorithms 2-3, LBC Algorithm 1); the actor acts with them for the whole game, stores them with
+every step (a sequence can cross a game boundary) and, when the game ends, feeds the raw game
+return back to the controller that chose them.
 
 A game, not a training episode: where a life loss ends training episodes (IMPALA's protocol),
 the parameters still last the whole game, because the return the controller learns from is the
@@ -40,7 +40,8 @@ EVALUATIONS = ("best", "training", "own")
 class BehaviourSpec:
     """A paper's behaviour selection (picklable: it travels to spawned actor processes).
 
-    `make_controller(seed=...)` builds one controller (the `common.bandits` controllers); `param_shapes` names the parameters that are
+    `make_controller(seed=...)` builds one controller (a paper's, e.g. `dice.controller`);
+    `param_shapes` names the parameters that are
     stored with every step and their per-env shapes (float32), e.g. `{"eta": ()}` for DiCE.
     `scope`: one controller per environment (DiCE's Algorithm 1 builds the bandits inside each
     actor) or one shared by all environments of an actor process.

@@ -13,6 +13,7 @@ from common import bandits
 from common import behaviour
 from common import envs
 from dice import config as config_lib
+from dice import controller
 from dice import networks
 
 
@@ -37,7 +38,7 @@ def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
     if config.fixed_behaviour:
         make = functools.partial(bandits.FixedController, {"eta": config.fixed_eta})
     else:
-        make = functools.partial(bandits.DiceController, **config.bandit_kwargs())
+        make = functools.partial(controller.DiceController, **config.bandit_kwargs())
     return behaviour.BehaviourSpec(
         make_controller=make,
         param_shapes={"eta": ()},

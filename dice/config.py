@@ -7,7 +7,7 @@ silent (comments say "choice"); every default that is not the paper's is listed 
 in docs/papers/dice.md#departures-from-the-paper, and Table 5 with each field in
 docs/papers/dice.md#hyperparameters. Field names are also the flag names.
 
-Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.DiceController`;
+Every `bandit_<arg>` field is the argument `<arg>` of `dice.controller.DiceController`;
 `bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
 gymnasium), so flags are validated in milliseconds.
 """
@@ -206,7 +206,7 @@ class DiceConfig(ProcessSettings, BurnInLearnerSettings):
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `common.bandits.DiceController` (add `seed` per actor)."""
+        """Keyword arguments of `dice.controller.DiceController` (add `seed` per actor)."""
         return prefixed_kwargs(self, "bandit_")
 
 

@@ -1,5 +1,5 @@
 """GDI's behaviour policy (Algorithms 2-3): each environment's game draws lambda = (1/tau_1,
-1/tau_2, eps) from its bandits (`common.bandits.GdiController`, App. G) at its start and plays
+1/tau_2, eps) from its bandits (`gdi.controller.GdiController`, App. G) at its start and plays
 
     pi_lambda = eps * Softmax(A_1 / tau_1) + (1 - eps) * Softmax(A_2 / tau_2)      (Eq. (2))
 
@@ -17,6 +17,7 @@ from common import bandits
 from common import behaviour
 from common import envs
 from gdi import config as config_lib
+from gdi import controller
 from gdi import losses
 from gdi import networks
 
@@ -42,7 +43,7 @@ def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
     if config.fixed_behaviour:
         make = functools.partial(bandits.FixedController, config.fixed_params)
     else:
-        make = functools.partial(bandits.GdiController, **config.bandit_kwargs())
+        make = functools.partial(controller.GdiController, **config.bandit_kwargs())
     return behaviour.BehaviourSpec(
         make_controller=make,
         param_shapes={name: () for name in config_lib.BEHAVIOUR_PARAMS},

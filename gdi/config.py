@@ -11,7 +11,7 @@ shape 1; H3 trains two networks (Eqs. (11)-(12)), the second on shape 2. So one 
 both, and `variant` chooses: `reward_shapings` is (shape 1,) for "i3" and (shape 1, shape 2) for
 "h3", one entry per network.
 
-Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.GdiController`;
+Every `bandit_<arg>` field is the argument `<arg>` of `gdi.controller.GdiController`;
 `bandit_kwargs()` passes them through, with `held`: the parameters outside `selected_params` at
 their `fixed_*` values (Table 20's one-parameter ablations). This module imports nothing heavy (no TensorFlow, no
 gymnasium), so flags are validated in milliseconds.
@@ -43,7 +43,7 @@ ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 VARIANTS = ("i3", "h3")
 PG_MODES = ("log_mixture", "tau_free")
 EVAL_POLICIES = ("bandits", "best_region")
-# Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names common.bandits.GdiController gives them.
+# Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names gdi.controller.GdiController gives them.
 BEHAVIOUR_PARAMS = ("eta1", "eta2", "epsilon")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_SELECTIONS = ("bandits", "uniform", "uniform_coordinate")  # common.bandits.SELECTIONS
@@ -295,7 +295,7 @@ class GdiConfig(ProcessSettings, BurnInLearnerSettings):
         return {name: getattr(self, f"fixed_{name}") for name in BEHAVIOUR_PARAMS}
 
     def bandit_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `common.bandits.GdiController` (add `seed` per actor): the
+        """Keyword arguments of `gdi.controller.GdiController` (add `seed` per actor): the
         `bandit_*` fields, and the parameters not in --selected_params held at --fixed_*."""
         held = {k: v for k, v in self.fixed_params.items() if k not in self.selected_params}
         return dict(prefixed_kwargs(self, "bandit_"), held=held)

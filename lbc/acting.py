@@ -2,7 +2,7 @@
 
 Each environment's game plays mu_psi = sum_n omega_n softmax(tau_n · A_{i(n)}) with the psi =
 (tau_1..N, omega_1..N) its actor's bandit population drew at the game's start (§4.2, App. E,
-`common.bandits.LbcController` through `common.behaviour`); psi is stored with every step and
+`lbc.controller.LbcController` through `common.behaviour`); psi is stored with every step and
 log mu(a_t|x_t) with the action (our choice: the behaviour-probability row of
 docs/papers/lbc.md#departures-from-the-paper), and the raw game return feeds the bandits.
 
@@ -16,10 +16,10 @@ import functools
 import numpy as np
 
 from common import advantage_policy
-from common import bandits
 from common import behaviour
 from common import envs
 from lbc import config as config_lib
+from lbc import controller
 from lbc import networks
 
 
@@ -53,7 +53,7 @@ def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:
     `LbcController.propose_best`)."""
     shape = (config.bandit_num_policies,)
     return behaviour.BehaviourSpec(
-        make_controller=functools.partial(bandits.LbcController, **config.bandit_kwargs()),
+        make_controller=functools.partial(controller.LbcController, **config.bandit_kwargs()),
         param_shapes={"eta": shape, "omega": shape},
         scope=config.controller_scope,
         evaluation="best" if config.eval_policy == "best_arm" else "training",

@@ -17,7 +17,7 @@ its own GPU, App. H.3): on this 2-core machine one compiled step computes each n
 the same batch and updates each network with its own AdamW (its own clip norm and moments), which
 is what three learners sampling one replay would do, minus the sampling noise between them.
 
-Every `bandit_<arg>` field is the argument `<arg>` of `common.bandits.LbcController`;
+Every `bandit_<arg>` field is the argument `<arg>` of `lbc.controller.LbcController`;
 `bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
 gymnasium), so flags are validated in milliseconds.
 """
@@ -284,7 +284,7 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
         return self
 
     def bandit_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `common.bandits.LbcController` (add `seed` per actor)."""
+        """Keyword arguments of `lbc.controller.LbcController` (add `seed` per actor)."""
         return prefixed_kwargs(self, "bandit_")
 
     @property

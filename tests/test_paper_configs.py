@@ -16,8 +16,11 @@ import pytest
 from common import bandits, envs
 from common import config as common_config
 from dice import config as dice_config
+from dice import controller as dice_controller
 from gdi import config as gdi_config
+from gdi import controller as gdi_controller
 from lbc import config as lbc_config
+from lbc import controller as lbc_controller
 from reactor import config as reactor_config
 
 MODULES = (reactor_config, dice_config, gdi_config, lbc_config)
@@ -28,9 +31,9 @@ CONFIGS = {
     lbc_config: lbc_config.LbcConfig,
 }
 CONTROLLERS = {
-    dice_config.DiceConfig: bandits.DiceController,
-    gdi_config.GdiConfig: bandits.GdiController,
-    lbc_config.LbcConfig: bandits.LbcController,
+    dice_config.DiceConfig: dice_controller.DiceController,
+    gdi_config.GdiConfig: gdi_controller.GdiController,
+    lbc_config.LbcConfig: lbc_controller.LbcController,
 }
 
 
@@ -229,7 +232,7 @@ def test_bandit_fields_pass_through_to_the_controller(config_class):
 
 
 def test_dice_best_region_evaluation_runs_on_the_config_s_controller():
-    controller = bandits.DiceController(**dice_config.DiceConfig().bandit_kwargs(), seed=0)
+    controller = dice_controller.DiceController(**dice_config.DiceConfig().bandit_kwargs(), seed=0)
     for episode_return in (3.0, 1.0):
         controller.update(controller.propose(), episode_return)
     assert 0.0 <= controller.propose_best()["eta"] <= 50.0  # Table 5: 1/tau in [0, 50]
@@ -244,7 +247,7 @@ def test_dice_best_region_evaluation_runs_on_the_config_s_controller():
 )
 def test_lbc_ablations_validate_and_build_their_controller(overrides, num_policies):
     config = lbc_config.LbcConfig(**overrides).validate()
-    params = bandits.LbcController(**config.bandit_kwargs(), seed=0).propose()
+    params = lbc_controller.LbcController(**config.bandit_kwargs(), seed=0).propose()
     assert len(params["eta"]) == len(params["omega"]) == num_policies
     assert math.isclose(sum(params["omega"]), 1.0)
 
@@ -282,7 +285,7 @@ def test_dice_derived_quantities():
     assert steps_per_publish == 64_000 and steps_per_publish // c.num_envs == 400
     # App. A's x = log(1 + 1/tau) on Table 5's [0, 50] is [0, ln 51], in 50 tiles of 0.0786365 (the
     # tile count is ours: docs/papers/dice.md#departures-from-the-paper).
-    (axis,) = bandits.DiceController(**c.bandit_kwargs(), seed=0).axes
+    (axis,) = dice_controller.DiceController(**c.bandit_kwargs(), seed=0).axes
     assert (axis.hi, axis.acc, axis.num_blocks) == pytest.approx((3.931826, 0.0786365, 50))
 
 
@@ -291,7 +294,7 @@ def test_gdi_derived_quantities():
     assert c.gradient_updates == 19_531  # GDI Table 6: 50M agent steps * 2 / (64 * 80)
     assert c.frames_per_learner_step == 10_240  # fresh frames per step
     assert c.item_length == 121  # Table 6: burn-in 40 + seq-length 80 + 1 bootstrap
-    controller = bandits.GdiController(**c.bandit_kwargs(), seed=0)
+    controller = gdi_controller.GdiController(**c.bandit_kwargs(), seed=0)
     assert tuple(axis.num_blocks for axis in controller.axes) == c.axis_blocks == (50, 50, 10)
     # App. G's literal joint grid (docs/papers/gdi.md#departures-from-the-paper).
     assert math.prod(c.axis_blocks) == 25_000
@@ -310,7 +313,7 @@ def test_lbc_derived_quantities():
     # 6-D grid would have 20^3 * 10^3 = 8,000,000 arms.
     for space, arms in (("log1p", (20, 10)), ("linear", (273, 10))):
         config = dataclasses.replace(c, bandit_eta_space=space)
-        controller = bandits.LbcController(**config.bandit_kwargs(), seed=0)
+        controller = lbc_controller.LbcController(**config.bandit_kwargs(), seed=0)
         blocks = tuple(axis.num_blocks for axis in controller.axes)
         assert config.axis_arms == arms and blocks == (arms[0],) * 3 + (arms[1],) * 3
     assert c.axis_arms[0] ** 3 * c.axis_arms[1] ** 3 == 8_000_000

@@ -1,5 +1,8 @@
 """common/behaviour.py: per-game parameters from real bandit controllers, updated once per game,
-saved and restored across processes, and an evaluation mode that plays the best choice."""
+saved and restored across processes, and an evaluation mode that plays the best choice.
+
+The controller, `tests.controller_helpers.EtaController`, is built from common.bandits' parts
+alone, so these tests need no paper package."""
 
 import functools
 import os
@@ -9,11 +12,9 @@ import pytest
 
 from common import bandits
 from common import behaviour as behaviour_lib
+from tests.controller_helpers import EtaController
 
-SPEC = behaviour_lib.BehaviourSpec(
-    make_controller=functools.partial(bandits.DiceController, num_blocks=10, num_candidates=3),
-    param_shapes={"eta": ()},
-)
+SPEC = behaviour_lib.BehaviourSpec(make_controller=EtaController, param_shapes={"eta": ()})
 NAN = float("nan")
 
 

@@ -1,4 +1,4 @@
-"""Every replay pattern end to end on CartPole: a real actor (recurrent policy, a DiCE bandit
+"""Every replay pattern end to end on CartPole: a real actor (recurrent policy, a bandit
 behaviour selector) writes through the pattern's writer to a real Reverb server; the real learner
 loop samples the pattern's batches into a train step that checks each item against the network
 the actor acted with (from the stored core state, burn-in included), returns priorities, and
@@ -6,7 +6,6 @@ logs the actor's games. The actor runs in this process first (bounded steps), so
 can be compared exactly with what the learner logged."""
 
 import csv
-import functools
 import os
 
 import numpy as np
@@ -15,20 +14,17 @@ import tensorflow as tf
 
 from common import acting
 from common import agent as agent_lib
-from common import bandits
 from common import behaviour as behaviour_lib
 from common import learning
 from common import networks
 from common import patterns
 from common import replay
+from tests.controller_helpers import EtaController
 
 NUM_ENVS, LSTM_UNITS, ACTOR_STEPS, LEARNER_STEPS, BATCH = 4, 8, 120, 6, 4
 SPEC = agent_lib.EnvSpec(2, (4,), np.float32)
 STATE_SPEC = (tf.TensorSpec([LSTM_UNITS], tf.float32),) * 2
-BEHAVIOUR = behaviour_lib.BehaviourSpec(
-    make_controller=functools.partial(bandits.DiceController, num_blocks=10, num_candidates=3),
-    param_shapes={"eta": ()},
-)
+BEHAVIOUR = behaviour_lib.BehaviourSpec(make_controller=EtaController, param_shapes={"eta": ()})
 
 PATTERNS = {
     "queue": patterns.Queue(length=5, capacity=1000),

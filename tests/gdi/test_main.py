@@ -8,6 +8,7 @@ from common import bandits
 from gdi import ablations
 from gdi import acting
 from gdi import config as config_lib
+from gdi import controller as gdi_controller
 from tests.impala import test_main as impala_test_main
 
 
@@ -34,7 +35,7 @@ def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
 def controller_of(config):
     if config.fixed_behaviour:
         return bandits.FixedController(config.fixed_params)
-    return bandits.GdiController(**config.bandit_kwargs(), seed=0)
+    return gdi_controller.GdiController(**config.bandit_kwargs(), seed=0)
 
 
 def draws(name, episodes=40):
@@ -90,7 +91,7 @@ def test_evaluator_runs_its_own_ensembles_or_the_best_blocks():
 def test_best_region_evaluation_plays_the_best_blocks():
     """--eval_policy=best_region (docs/papers/gdi.md#options-and-readings-that-are-not-departures):
     each coordinate inside the block its ensemble values most."""
-    controller = bandits.GdiController(**config_lib.GdiConfig().bandit_kwargs(), seed=0)
+    controller = gdi_controller.GdiController(**config_lib.GdiConfig().bandit_kwargs(), seed=0)
     for _ in range(300):
         params = controller.propose()
         # A return that peaks at eps ~ 0.75 and 1/tau_1 ~ 20: the objective of
@@ -103,8 +104,8 @@ def test_best_region_evaluation_plays_the_best_blocks():
     summary = controller.summary()  # TensorBoard's bandits/* of the evaluator
     assert 0.5 <= summary["best_epsilon"] <= 0.9 and 8 <= summary["best_eta1"] <= 40
     assert summary["games"] == 300 and summary["best_value_epsilon"] > 50
-    held = bandits.GdiController(held={"epsilon": 1.0}, seed=0)
+    held = gdi_controller.GdiController(held={"epsilon": 1.0}, seed=0)
     assert [axis.name for axis in held.axes] == ["eta1", "eta2"]
     assert held.propose_best()["epsilon"] == 1.0
     with pytest.raises(ValueError, match="leave one to learn"):
-        bandits.GdiController(held={"eta1": 0.0, "eta2": 0.0, "epsilon": 1.0})
+        gdi_controller.GdiController(held={"eta1": 0.0, "eta2": 0.0, "epsilon": 1.0})

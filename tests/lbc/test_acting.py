@@ -11,10 +11,10 @@ import pytest
 import tensorflow as tf
 
 from common import advantage_policy
-from common import bandits
 from lbc import ablations
 from lbc import acting
 from lbc import config as config_lib
+from lbc import controller as lbc_controller
 
 T1_LOGITS = np.array([[1.0, 0.0, -1.0], [0.0, 2.0, 0.0], [0.5, 0.5, 0.5]], np.float32)
 T1_MU = np.array([0.462870, 0.361866, 0.175264])
@@ -123,7 +123,7 @@ def test_psi_of_the_bandits_is_stored_per_step_and_played(name, size):
     assert dict(spec.param_shapes) == {"eta": (size,), "omega": (size,)}
     assert spec.evaluation == "training"  # the evaluator plays the training behaviour (App. H.2)
     controller = spec.make_controller(seed=0)
-    assert isinstance(controller, bandits.LbcController)
+    assert isinstance(controller, lbc_controller.LbcController)
     params = controller.propose()
     etas, weights = acting.psi_mixture({k: np.asarray(params[k])[None] for k in ("eta", "omega")})
     assert etas.shape == weights.shape == (1, size)
