@@ -2,11 +2,12 @@
 distributional backup and Distributional Retrace) and the worked numbers of
 docs/papers/reactor.md#worked-test-numbers.
 
-Ground truths are written in numpy (float64) straight from the paper's sums: the four-case
-kernel h_{z_i}(x) of §3.2, the literal triple sum over n, a and j of §3.2's Distributional
-Retrace target, and the explicit truncated sum of Eq. (3) for scalar Retrace. Test sequences are
-dicts of numpy arrays: pi, q over frames x_0..x_T and r, gamma, a, mu = mu(a_t|x_t) over
-transitions; `library_args` maps them to the library's arguments.
+Ground truths are tests/oracles.py's, written in numpy (float64) straight from the paper's sums:
+the four-case kernel h_{z_i}(x) of §3.2, the literal triple sum over n, a and j of §3.2's
+Distributional Retrace target, and the explicit truncated sum of Eq. (3) for scalar Retrace.
+Test sequences are dicts of numpy arrays: pi, q over frames x_0..x_T and r, gamma, a,
+mu = mu(a_t|x_t) over transitions; `library_args` maps them to the library's arguments,
+`scalar_retrace` to the scalar Retrace oracle's.
 """
 
 import numpy as np
@@ -19,94 +20,19 @@ from common.distributional import (
     distributional_retrace_target,
     make_support,
 )
+from tests import oracles
 
 
-# ----------------------------------------------------------------------------- numpy ground truth
-
-
-def np_kernel(i, x, z):
-    """h_{z_i}(x), the four cases of the projection kernel as printed in Reactor §3.2."""
-    last = len(z) - 1
-    if (x <= z[0] and i == 0) or (x >= z[last] and i == last):
-        return 1.0
-    if i > 0 and z[i - 1] <= x <= z[i]:
-        return (x - z[i - 1]) / (z[i] - z[i - 1])
-    if i < last and z[i] <= x <= z[i + 1]:
-        return (z[i + 1] - x) / (z[i + 1] - z[i])
-    return 0.0
-
-
-def np_project(values, probs, z):
-    """sum_j probs_j h_{z_i}(values_j) for one distribution (1-D values, probs)."""
-    return np.array(
-        [sum(p * np_kernel(i, x, z) for x, p in zip(values, probs)) for i in range(len(z))]
+def scalar_retrace(q_values, seq, lam):
+    """Retrace (expected form, c_bar = 1: Reactor Eq. (3) and (4)) of Q values [T+1, A] along one
+    sequence dict, through tests/oracles.py."""
+    a = np.asarray(seq["a"])
+    pi_taken = np.asarray(seq["pi"])[np.arange(len(a)), a]
+    actions = np.append(a, 0)  # a_T: not used by the expected form
+    log_rhos = np.log(pi_taken / np.asarray(seq["mu"]))
+    return oracles.retrace_sum(
+        q_values, seq["pi"], actions, log_rhos, seq["r"], seq["gamma"], "expected", lam, 1.0
     )
-
-
-def np_traces(pi, a, mu, lam):
-    """c_s = lam min(1, pi(a_s|x_s) / mu_s) for s = 0..T (Eq. (4)); c_0 unused, c_T := 0 (end)."""
-    T = len(a)
-    return np.array(
-        [lam * min(1.0, pi[s, a[s]] / mu[s]) if 1 <= s < T else 0.0 for s in range(T + 1)]
-    )
-
-
-def np_dist_retrace(r, gamma, a, mu, pi, q, z, lam):
-    """Reactor §3.2's Distributional Retrace target literally (with the erratum a_{t+n} -> a of
-    docs/papers/reactor.md#errata):
-    q*_i(x_t) = sum_n sum_a alpha_{n,a} sum_j q_j(x_{t+n}, a) h_{z_i}(z^n_j).
-
-    One sequence: r, gamma, a, mu [T]; pi [T+1, A]; q [T+1, A, N].
-    """
-    T, A = len(r), pi.shape[1]
-    c = np_traces(pi, a, mu, lam)
-    out = np.zeros((T, len(z)))
-    for t in range(T):
-        for n in range(1, T - t + 1):
-            s = t + n
-            discount = [np.prod(gamma[t : t + k]) for k in range(n + 1)]  # Gamma_{t,k}
-            n_step_return = sum(discount[k] * r[t + k] for k in range(n))
-            for act in range(A):
-                taken = 1.0 if s < T and act == a[s] else 0.0
-                alpha = np.prod(c[t + 1 : s]) * (pi[s, act] - taken * c[s])
-                for j in range(len(z)):
-                    for i in range(len(z)):
-                        out[t, i] += (
-                            alpha
-                            * q[s, act, j]
-                            * np_kernel(i, n_step_return + discount[n] * z[j], z)
-                        )
-    return out
-
-
-def np_retrace(Q, r, gamma, a, mu, pi, lam):
-    """Scalar Retrace target Q(x_t,a_t) + Delta Q from the truncated sum of Eq. (3), expected form.
-
-    Delta Q = sum_{s=t}^{T-1} Gamma_{t,s-t} (c_{t+1}...c_s) (r_s + gamma_s E_pi Q(x_{s+1}) - Q(x_s, a_s)).
-    """
-    T = len(r)
-    c = np_traces(pi, a, mu, lam)
-    out = np.zeros(T)
-    for t in range(T):
-        out[t] = Q[t, a[t]]
-        for s in range(t, T):
-            td = r[s] + gamma[s] * pi[s + 1] @ Q[s + 1] - Q[s, a[s]]
-            out[t] += np.prod(gamma[t:s]) * np.prod(c[t + 1 : s + 1]) * td
-    return out
-
-
-def np_recursive_dist_retrace(r, gamma, a, mu, pi, q, z, lam):
-    """The "project every step" recursion, a different algorithm from §3.2's target (Test 6 of
-    docs/papers/reactor.md#worked-test-numbers)."""
-    T = len(r)
-    c = np_traces(pi, a, mu, lam)
-    out = np.zeros((T, len(z)))
-    for t in reversed(range(T)):
-        masses = pi[t + 1] @ q[t + 1]
-        if t < T - 1:
-            masses = masses + c[t + 1] * (out[t + 1] - q[t + 1, a[t + 1]])
-        out[t] = np_project(r[t] + gamma[t] * z, masses, z)
-    return out
 
 
 def library_args(seq):
@@ -230,7 +156,10 @@ def test_projection_matches_literal_kernel_on_random_inputs():
         values.astype(np.float32), probs.astype(np.float32), z.astype(np.float32)
     )
     expected = np.array(
-        [[np_project(v, p, z) for v, p in zip(vr, pr)] for vr, pr in zip(values, probs)]
+        [
+            [oracles.categorical_projection(v, p, z) for v, p in zip(vr, pr)]
+            for vr, pr in zip(values, probs)
+        ]
     )
     np.testing.assert_allclose(out.numpy(), expected, atol=1e-5)
 
@@ -304,11 +233,11 @@ def test_numpy_ground_truths_reproduce_spec_numbers():
     s = unbatched(spec_test6_sequence(), 0)
     args = (s["r"], s["gamma"], s["a"], s["mu"], TEST3_PI)
     np.testing.assert_allclose(
-        np_retrace(TEST3_Q, *args, lam=1.0), [1.4167, 0.963, 3.44], atol=1e-6
+        scalar_retrace(TEST3_Q, s, lam=1.0), [1.4167, 0.963, 3.44], atol=1e-6
     )
-    np.testing.assert_allclose(np_retrace(TEST3_Q, *args, lam=0.0), [2.35, -0.36, 3.44], atol=1e-6)
+    np.testing.assert_allclose(scalar_retrace(TEST3_Q, s, lam=0.0), [2.35, -0.36, 3.44], atol=1e-6)
     np.testing.assert_allclose(
-        np_dist_retrace(*args, s["q"], GRID11, lam=1.0)[0],
+        oracles.distributional_retrace_sum(*args, s["q"], GRID11, lam=1.0)[0],
         [0, 0, 0, 0, 0, 0.486, 0.0795, 0.1845, 0.15285, -0.0239, 0.12105],
         atol=1e-9,
     )
@@ -340,7 +269,7 @@ def test_retrace_target_worked_numbers():
     # Priority with a uniform prediction: sum_i |q*_i - 1/11| at t = 0.
     np.testing.assert_allclose(np.abs(target[0] - 1 / 11).sum(), 1.161527, atol=1e-5)
     # The exact form, not the "project every step" recursion (whose t = 0 mean is 1.39045).
-    recursive = np_recursive_dist_retrace(
+    recursive = oracles.projected_recursion(
         *(unbatched(seq, 0)[k] for k in ("r", "gamma", "a", "mu", "pi", "q")), GRID11, 1.0
     )
     np.testing.assert_allclose(recursive[0] @ GRID11, 1.39045, atol=1e-5)
@@ -357,7 +286,7 @@ def test_retrace_target_matches_numpy_mixture_on_random_inputs():
         got = tf_target(seq, z, lam)
         expected = np.stack(
             [
-                np_dist_retrace(
+                oracles.distributional_retrace_sum(
                     *(unbatched(seq, b)[k] for k in ("r", "gamma", "a", "mu", "pi", "q")), z, lam
                 )
                 for b in range(seq["r"].shape[1])
@@ -386,9 +315,7 @@ def test_retrace_target_mean_is_scalar_retrace_when_nothing_clips(seed):
         q_means = seq["q"] @ wide  # [T+1, B, A]
         for b in range(3):
             s = unbatched(seq, b)
-            scalar = np_retrace(
-                q_means[:, b], s["r"], s["gamma"], s["a"], s["mu"], s["pi"], lam=1.0
-            )
+            scalar = scalar_retrace(q_means[:, b], s, lam=1.0)
             np.testing.assert_allclose(target[:, b] @ wide, scalar, atol=1e-4, rtol=1e-5)
         np.testing.assert_allclose(target.sum(-1), 1.0, atol=1e-5)
     seq = random_sequence(rng, A=4, N=5)
@@ -406,7 +333,9 @@ def test_lambda_zero_is_the_projected_one_step_expected_backup():
     for t in range(T):
         for b in range(B):
             masses = seq["pi"][t + 1, b] @ seq["q"][t + 1, b]
-            expected = np_project(seq["r"][t, b] + seq["gamma"][t, b] * z, masses, z)
+            expected = oracles.categorical_projection(
+                seq["r"][t, b] + seq["gamma"][t, b] * z, masses, z
+            )
             np.testing.assert_allclose(got[t, b], expected, atol=1e-5)
 
 
@@ -418,7 +347,7 @@ def test_deterministic_pi_on_taken_actions_gives_pure_n_step_backup():
     seq = spec_test6_sequence(pi)
     target = tf_target(seq, GRID11)[0, 0]
     np.testing.assert_allclose(target @ GRID11, 3.7864, atol=1e-5)  # 1 + 0.81 * 2 + 0.729 * 1.6
-    expected = np_project(2.62 + 0.729 * GRID11, pi[3] @ seq["q"][3, 0], GRID11)
+    expected = oracles.categorical_projection(2.62 + 0.729 * GRID11, pi[3] @ seq["q"][3, 0], GRID11)
     np.testing.assert_allclose(target, expected, atol=1e-6)
     rng = np.random.default_rng(9)
     seq["q"][1:3] = rng.dirichlet(np.ones(11), size=(2, 1, 2))  # change q(x_1, .) and q(x_2, .)
@@ -463,7 +392,9 @@ def test_terminal_step_target_is_the_projected_reward():
     seq["gamma"][2] = 0.0
     got = tf_target(seq, z)
     for b in range(3):
-        np.testing.assert_allclose(got[2, b], np_project([seq["r"][2, b]], [1.0], z), atol=1e-6)
+        np.testing.assert_allclose(
+            got[2, b], oracles.categorical_projection([seq["r"][2, b]], [1.0], z), atol=1e-6
+        )
     seq["q"][3:] = rng.dirichlet(np.ones(9), size=seq["q"][3:].shape[:-1])
     seq["r"][3:] = rng.uniform(-1, 1, seq["r"][3:].shape)
     np.testing.assert_allclose(

@@ -14,37 +14,7 @@ from common import launch
 from common import patterns
 from common import replay
 from common import reports
-
-
-# Children (module-level so that spawned processes can import them).
-
-
-def crash_once(path: str, seed: int, stop) -> None:
-    """Writes its seed; the first incarnation then crashes, later ones wait for stop."""
-    with open(path, "a") as f:
-        f.write(f"{seed}\n")
-    if seed == 0:
-        raise RuntimeError("simulated actor crash")
-    stop.wait(60)
-
-
-def ignore_stop(stop) -> None:
-    time.sleep(600)
-
-
-def block_after_ready(path: str, stop) -> None:
-    with open(path, "w") as f:
-        f.write(f"{os.getpid()}\n")
-    time.sleep(600)
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie whose new parent has not reaped it yet counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests.system_helpers import alive, crash_once, ignore_stop
 
 
 def wait_until(condition, timeout_s=60.0):
@@ -96,7 +66,7 @@ def test_children_die_with_a_killed_parent_even_while_blocked(tmp_path):
             sys.executable,
             "-c",
             "import time; from common import launch; "
-            "from tests.common.test_launch import block_after_ready; s = launch.Supervisor(); "
+            "from tests.system_helpers import block_after_ready; s = launch.Supervisor(); "
             f"s.start('child', block_after_ready, dict(path={ready!r})); time.sleep(600)",
         ]
     )

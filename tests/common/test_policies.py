@@ -8,8 +8,6 @@ import tensorflow as tf
 
 from common import policies
 
-tfd = policies.tfd
-
 
 def _np(x):
     return np.asarray(x.numpy() if tf.is_tensor(x) else x)
@@ -678,13 +676,6 @@ def test_sample_actions_seeded_frequencies_and_jit():
         atol=4 * np.sqrt(2 / 9 / 30000),
     )
     np.testing.assert_array_equal(uniform, _np(compiled(uniform_logits, seed)))
-
-
-def test_kl_through_tfp_categorical():
-    p = np.array([0.5, 0.5, 0.0])
-    q_logits = np.log([0.2, 0.3, 0.5])
-    kl = tfd.kl_divergence(policies.categorical(probs=p), policies.categorical(logits=q_logits))
-    assert _np(kl) == pytest.approx(0.5 * np.log(0.5 / 0.2) + 0.5 * np.log(0.5 / 0.3), rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- bad input

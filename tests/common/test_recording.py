@@ -369,8 +369,7 @@ E2E_FLAGS = [
 
 @pytest.mark.slow
 def test_impala_on_minatar_breakout_then_evaluate_with_record_dir(tmp_path):
-    from tests.impala.test_system import checkpoint_step
-    from tests.impala.test_system import run_to_completion
+    from tests.system_helpers import checkpoint_step, run_to_completion
 
     logdir = str(tmp_path / "run")
     os.makedirs(logdir)

@@ -1,10 +1,10 @@
 """Tests for common/returns.py.
 
-Ground truths are slow numpy loops written from the papers' sums (IMPALA Eq. (1) and (2), Reactor
-Eq. (3) and its n-step mixture, DiCE Eq. (2), the n-step and lambda-return sums), never from the
-backward recursions the library uses. Hand-worked numbers name their test number in
-docs/papers/<paper>.md#worked-test-numbers. TF runs in float32, so comparisons use
-atol = rtol = 1e-5.
+Ground truths are the slow numpy loops of tests/oracles.py, written from the papers' sums (IMPALA
+Eq. (1) and (2), Reactor Eq. (3) and its n-step mixture, DiCE Eq. (2), the n-step and
+lambda-return sums), never from the backward recursions the library uses. Hand-worked numbers
+name their test number in docs/papers/<paper>.md#worked-test-numbers. TF runs in float32, so
+comparisons use atol = rtol = 1e-5.
 """
 
 import zlib
@@ -14,107 +14,9 @@ import pytest
 import tensorflow as tf
 
 from common import config, returns
+from tests import oracles
 
 TOL = dict(atol=1e-5, rtol=1e-5)
-
-
-# --------------------------------------------------------------------------------------------
-# numpy ground truths, written from the sums
-# --------------------------------------------------------------------------------------------
-
-
-def _clip(ratios, threshold):
-    return ratios if threshold is None else np.minimum(threshold, ratios)
-
-
-def _next(per_step, bootstrap):
-    """The per-step quantity of the next state: [x_1, ..., x_{T-1}, bootstrap]."""
-    return np.concatenate([per_step[1:], bootstrap[None]], axis=0)
-
-
-def vtrace_sum(log_rhos, discounts, rewards, values, bootstrap, rho_bar, pg_rho_bar, c_bar, lam):
-    """IMPALA Eq. (1) with gamma^(t-s) -> gamma_s...gamma_{t-1}, Remark 2's lambda, and the §4.2
-    advantage rho_s (r_s + gamma_s v_{s+1} - V(x_s))."""
-    ratios = np.exp(log_rhos)
-    rho, c = _clip(ratios, rho_bar), lam * _clip(ratios, c_bar)
-    values_tp1 = _next(values, bootstrap)
-    vs = np.zeros_like(values)
-    for s in range(len(rewards)):
-        vs[s] = values[s]
-        for t in range(s, len(rewards)):
-            # gamma^(t-s) -> gamma_s..gamma_{t-1}, times c_s..c_{t-1}
-            weight = np.prod(discounts[s:t], axis=0) * np.prod(c[s:t], axis=0)
-            vs[s] += weight * rho[t] * (rewards[t] + discounts[t] * values_tp1[t] - values[t])
-    advantages = _clip(ratios, pg_rho_bar) * (rewards + discounts * _next(vs, bootstrap) - values)
-    return vs, advantages
-
-
-def retrace_sum(q_values, target_probs, actions, log_rhos, rewards, discounts, form, lam, c_bar):
-    """Reactor Eq. (3) / DiCE Eq. (2): Q(x_t,a_t) + sum_{s>=t} gamma^(s-t) (c_{t+1}..c_s) delta_s,
-    truncated at the end of the unroll; delta_s bootstraps on E_pi Q(x_{s+1}, .) ("expected") or
-    Q(x_{s+1}, a_{s+1}) ("sampled")."""
-    q_taken = np.take_along_axis(q_values, actions[..., None], axis=-1)[..., 0]
-    if form == "expected":
-        next_values = np.sum(target_probs * q_values, axis=-1)[1:]
-    else:
-        next_values = q_taken[1:]
-    c = lam * _clip(np.exp(log_rhos), c_bar)
-    targets = np.zeros_like(rewards)
-    for t in range(len(rewards)):
-        targets[t] = q_taken[t]
-        for s in range(t, len(rewards)):
-            weight = np.prod(discounts[t:s], axis=0) * np.prod(c[t + 1 : s + 1], axis=0)
-            targets[t] += weight * (rewards[s] + discounts[s] * next_values[s] - q_taken[s])
-    return targets
-
-
-def retrace_mixture(q_values, target_probs, actions, log_rhos, rewards, discounts, lam, c_bar):
-    """Reactor §3.2: Retrace (expected form) as the mixture of n-step backups
-    sum_n sum_a alpha_{n,a} [G_{t,n} + Gamma_{t,n} Q(x_{t+n}, a)] with
-    alpha_{n,a} = (c_{t+1}..c_{t+n-1}) (pi(a|x_{t+n}) - 1[a = a_{t+n}] c_{t+n}) and c_T := 0."""
-    num_actions = q_values.shape[-1]
-    c = lam * _clip(np.exp(log_rhos), c_bar)
-    T = len(rewards)
-    targets = np.zeros_like(rewards)
-    for t in range(T):
-        trace = np.ones_like(rewards[0])  # c_{t+1} ... c_{t+n-1}
-        partial_return, discount = np.zeros_like(rewards[0]), np.ones_like(rewards[0])
-        for n in range(1, T - t + 1):
-            s = t + n
-            if n > 1:
-                trace = trace * c[s - 1]
-            partial_return = partial_return + discount * rewards[s - 1]
-            discount = discount * discounts[s - 1]
-            taken_trace = np.eye(num_actions)[actions[s]] * c[s][..., None] if s < T else 0.0
-            alpha = trace[..., None] * (target_probs[s] - taken_trace)
-            backups = partial_return[..., None] + discount[..., None] * q_values[s]
-            targets[t] += np.sum(alpha * backups, axis=-1)
-    return targets
-
-
-def n_step_sum(rewards, discounts, bootstrap_values, n):
-    """sum_{k<m} Gamma_{t,k} r_{t+k} + Gamma_{t,m} bootstrap_values[t+m-1], m = min(n, T-t)."""
-    T = len(rewards)
-    out = np.zeros_like(rewards)
-    for t in range(T):
-        m = min(n, T - t)
-        for k in range(m):
-            out[t] += np.prod(discounts[t : t + k], axis=0) * rewards[t + k]
-        out[t] += np.prod(discounts[t : t + m], axis=0) * bootstrap_values[t + m - 1]
-    return out
-
-
-def lambda_return_sum(rewards, discounts, values, bootstrap, lam):
-    """sum_{k=1}^{T-t-1} (1-lam) lam^(k-1) G_t^(k) + lam^(T-t-1) G_t^(T-t)."""
-    T = len(rewards)
-    values_tp1 = _next(values, bootstrap)
-    k_step = [n_step_sum(rewards, discounts, values_tp1, k) for k in range(1, T + 1)]
-    out = np.zeros_like(rewards)
-    for t in range(T):
-        for k in range(1, T - t):
-            out[t] += (1 - lam) * lam ** (k - 1) * k_step[k - 1][t]
-        out[t] += lam ** (T - t - 1) * k_step[T - t - 1][t]
-    return out
 
 
 def random_unroll(seed, shape, num_actions=None):
@@ -177,7 +79,7 @@ def test_vtrace_equals_eq1_sum(shape, rho_bar, pg_rho_bar, c_bar, lam):
     # of Test 6).
     d = random_unroll(_seed(shape, rho_bar, pg_rho_bar, c_bar, lam), shape)
     _assert_ratios_cross(d["log_rhos"], rho_bar, pg_rho_bar, c_bar)
-    expected_vs, expected_adv = vtrace_sum(
+    expected_vs, expected_adv = oracles.vtrace_sum(
         d["log_rhos"],
         d["discounts"],
         d["rewards"],
@@ -402,11 +304,11 @@ def test_on_policy_vtrace_is_the_n_step_return(shape):
         clip_pg_rho_threshold=2.0,
         clip_c_threshold=1.0,
     )
-    values_tp1 = _next(d["values"], d["bootstrap"])
-    expected = n_step_sum(d["rewards"], d["discounts"], values_tp1, shape[0])
+    values_tp1 = oracles.next_step(d["values"], d["bootstrap"])
+    expected = oracles.n_step_sum(d["rewards"], d["discounts"], values_tp1, shape[0])
     np.testing.assert_allclose(vs, expected, **TOL)
     # The advantage is q_s - V(x_s) with q_s = r_s + gamma_s v_{s+1}.
-    q = d["rewards"] + d["discounts"] * _next(vs.numpy(), d["bootstrap"])
+    q = d["rewards"] + d["discounts"] * oracles.next_step(vs.numpy(), d["bootstrap"])
     np.testing.assert_allclose(adv, q - d["values"], **TOL)
 
 
@@ -417,7 +319,9 @@ def test_on_policy_vtrace_with_lambda_is_the_lambda_return(lam):
     vs, _ = returns.vtrace(
         np.zeros((9, 4)), d["discounts"], d["rewards"], d["values"], d["bootstrap"], lambda_=lam
     )
-    expected = lambda_return_sum(d["rewards"], d["discounts"], d["values"], d["bootstrap"], lam)
+    expected = oracles.lambda_return_sum(
+        d["rewards"], d["discounts"], d["values"], d["bootstrap"], lam
+    )
     np.testing.assert_allclose(vs, expected, **TOL)
 
 
@@ -442,10 +346,10 @@ def test_retrace_equals_eq3_sum(shape, form, c_bar, lam):
     args = [d[k] for k in RETRACE_ARGS]
     targets = _retrace(d, form=form, lambda_=lam, clip_c_threshold=c_bar)
     assert targets.shape == shape
-    np.testing.assert_allclose(targets, retrace_sum(*args, form, lam, c_bar), **TOL)
+    np.testing.assert_allclose(targets, oracles.retrace_sum(*args, form, lam, c_bar), **TOL)
     if form == "expected":
         # Reactor §3.2: the same target as a (signed) mixture of n-step backups.
-        np.testing.assert_allclose(targets, retrace_mixture(*args, lam, c_bar), **TOL)
+        np.testing.assert_allclose(targets, oracles.retrace_mixture(*args, lam, c_bar), **TOL)
 
 
 # Test 3 data of docs/papers/reactor.md#worked-test-numbers: T = 3, |A| = 2, gamma = 0.9.
@@ -590,7 +494,7 @@ def test_retrace_without_traces_is_the_one_step_target(form, cut):
 def test_on_policy_sampled_retrace_is_the_n_step_sarsa_return(shape):
     d = dict(random_unroll(4, shape, num_actions=3), log_rhos=np.zeros(shape))
     q_taken = np.take_along_axis(d["q_values"], d["actions"][..., None], -1)[..., 0]
-    expected = n_step_sum(d["rewards"], d["discounts"], q_taken[1:], shape[0])
+    expected = oracles.n_step_sum(d["rewards"], d["discounts"], q_taken[1:], shape[0])
     np.testing.assert_allclose(_retrace(d, form="sampled", clip_c_threshold=1.0), expected, **TOL)
 
 
@@ -630,9 +534,9 @@ def test_retrace_expected_ignores_the_bootstrap_action_and_sampled_the_probs():
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 25])
 def test_n_step_returns_equal_the_sum(shape, n):
     d = random_unroll(7, shape)
-    bootstrap_values = _next(d["values"], d["bootstrap"])
+    bootstrap_values = oracles.next_step(d["values"], d["bootstrap"])
     result = returns.n_step_returns(d["rewards"], d["discounts"], bootstrap_values, n)
-    expected = n_step_sum(d["rewards"], d["discounts"], bootstrap_values, n)
+    expected = oracles.n_step_sum(d["rewards"], d["discounts"], bootstrap_values, n)
     np.testing.assert_allclose(result, expected, **TOL)
 
 
@@ -654,14 +558,16 @@ def test_n_step_returns_hand_numbers():
 def test_lambda_returns_equal_the_mixture_of_n_step_returns(shape, lam):
     d = random_unroll(8, shape)
     result = returns.lambda_returns(d["rewards"], d["discounts"], d["values"], d["bootstrap"], lam)
-    expected = lambda_return_sum(d["rewards"], d["discounts"], d["values"], d["bootstrap"], lam)
+    expected = oracles.lambda_return_sum(
+        d["rewards"], d["discounts"], d["values"], d["bootstrap"], lam
+    )
     np.testing.assert_allclose(result, expected, **TOL)
 
 
 def test_lambda_returns_limits_and_hand_numbers():
     d = random_unroll(9, (8, 3))
     args = (d["rewards"], d["discounts"], d["values"], d["bootstrap"])
-    values_tp1 = _next(d["values"], d["bootstrap"])
+    values_tp1 = oracles.next_step(d["values"], d["bootstrap"])
     # lambda = 0: one-step TD targets.
     np.testing.assert_allclose(
         returns.lambda_returns(*args, 0.0), d["rewards"] + d["discounts"] * values_tp1, **TOL
@@ -845,5 +751,33 @@ def test_retrace_bad_input():
         returns.n_step_returns(d["rewards"], d["discounts"], d["rewards"], n=0)
 
 
-def test_retrace_forms_are_the_light_list_configs_validate_against():
-    assert returns.RETRACE_FORMS == config.RETRACE_FORMS == ("expected", "sampled")
+def test_every_retrace_form_the_configs_accept_is_a_target_returns_computes():
+    """Configs check --retrace_form against `common.config.RETRACE_FORMS` without importing
+    TensorFlow; each name they accept must select its own target in `returns.retrace` (DiCE's
+    Test 10 numbers for that form: a name without them fails here), and a name they reject,
+    `returns.retrace` rejects too."""
+    from dice import config as dice_config
+    from gdi import config as gdi_config
+    from lbc import config as lbc_config
+    from reactor import config as reactor_config
+
+    papers = (
+        dice_config.DiceConfig,
+        gdi_config.GdiConfig,
+        lbc_config.LbcConfig,
+        reactor_config.ReactorConfig,
+    )
+    # docs/papers/dice.md#worked-test-numbers (Test 10).
+    test10 = {"sampled": [3.166552, 2.093401, 2.099700], "expected": [3.148913, 2.152742, 2.259220]}
+    targets = {}
+    for form in config.RETRACE_FORMS:
+        for paper in papers:
+            assert paper(retrace_form=form).validate().retrace_form == form
+        targets[form] = _retrace(DICE_TEST10, form=form, clip_c_threshold=1.05)[:, 0]
+        np.testing.assert_allclose(targets[form], test10[form], **TOL)
+    assert not np.allclose(targets["sampled"], targets["expected"])
+    for paper in papers:
+        with pytest.raises(ValueError, match="--retrace_form='munos' is not one of"):
+            paper(retrace_form="munos").validate()
+    with pytest.raises(ValueError, match="form must be one of"):
+        _retrace(DICE_TEST10, form="munos")

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from common import critics
 from dice import losses
+from tests import oracles
 
 GAMMA = 0.997
 HP = losses.LossHyperparameters(
@@ -29,40 +30,19 @@ def softmax(x):
 
 
 def numpy_dice(hp, adv, v, eta, a, log_mu, r, d, mask):
-    """Algorithm 3's loss from the sums (4) and (2), a sequence at a time. Shapes [T+1, B, ...]."""
-    T1, B, _ = adv.shape
-    T = T1 - 1
+    """Algorithm 3's loss from the sums (4) and (2) (tests/oracles.py's V-trace and Retrace).
+    Shapes [T+1, B, ...]."""
     pi = softmax(eta[..., None] * adv)
     centre = (pi * adv).sum(-1, keepdims=True) if hp.q_centering == "policy_mean" else 0.0
     q = v[..., None] + adv - centre
     ratio = np.take_along_axis(pi, a[..., None], -1)[..., 0] / np.exp(log_mu)
-    rho = np.minimum(ratio, hp.clip_rho_threshold)
-    c = np.minimum(ratio, hp.clip_c_threshold)
-    vs = np.zeros((T, B))
-    G = np.zeros((T, B))
+    log_rhos = np.log(ratio[:-1])
     q_a = np.take_along_axis(q, a[..., None], -1)[..., 0]
-    for b in range(B):
-        for s in range(T):
-            # Eq. (4): v_s = V_s + sum_t (prod_{i<t} d_i c_i) rho_t delta_t
-            total, trace = v[s, b], 1.0
-            for t in range(s, T):
-                delta = rho[t, b] * (r[t, b] + d[t, b] * v[t + 1, b] - v[t, b])
-                total += trace * delta
-                trace *= d[t, b] * c[t, b]
-            vs[s, b] = total
-            # Eq. (2): Q_ret = Q_s(a_s) + sum_k (prod d c_{s+1..}) delta^Q
-            total, trace = q_a[s, b], 1.0
-            for t in range(s, T):
-                if hp.retrace_form == "sampled":
-                    nxt = q_a[t + 1, b]
-                else:
-                    nxt = (pi[t + 1, b] * q[t + 1, b]).sum()
-                total += trace * (r[t, b] + d[t, b] * nxt - q_a[t, b])
-                if t + 1 < T:
-                    trace *= d[t, b] * c[t + 1, b]
-            G[s, b] = total
-    vs_next = np.concatenate([vs[1:], v[-1:]], 0)
-    adv_pg = rho[:-1] * (r + d * vs_next - v[:-1])
+    # Eq. (4): v_s = V_s + sum_t (prod_{i<t} d_i c_i) rho_t delta_t, and its advantage.
+    rho_bar, c_bar = hp.clip_rho_threshold, hp.clip_c_threshold
+    vs, adv_pg = oracles.vtrace_sum(log_rhos, d, r, v[:-1], v[-1], rho_bar, rho_bar, c_bar)
+    # Eq. (2): Q_ret = Q_s(a_s) + sum_k (prod d c_{s+1..}) delta^Q, in hp.retrace_form.
+    G = oracles.retrace_sum(q, pi, a, log_rhos, r, d, hp.retrace_form, 1.0, c_bar)
     onehot = np.eye(adv.shape[-1])[a[:-1]]
     l_pi = -adv_pg * ((onehot - pi[:-1]) * adv[:-1]).sum(-1)
     l_v = 0.5 * (vs - v[:-1]) ** 2

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from common import runlog
-from tests.impala import test_system
+from tests import system_helpers
+from tests.system_helpers import bandit_counts, check_games_fed_the_bandits, scalars
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
 
 
 def run(logdir, steps, timeout_s=240) -> str:
-    return test_system.run_to_completion(
+    return system_helpers.run_to_completion(
         logdir,
         f"--total_frames={steps * FRAMES_PER_STEP}",
         flags=FLAGS,
@@ -41,32 +41,10 @@ def run(logdir, steps, timeout_s=240) -> str:
     )
 
 
-def scalars(logdir) -> dict[str, list[float]]:
-    """Every scalar written to TensorBoard under `logdir` (not its subdirectories), by tag."""
-    return {tag: [v for _, v in points] for tag, points in runlog.read_scalars(logdir).items()}
-
-
-def bandit_counts(logdir) -> np.ndarray:
-    """Games each env's bandits have learned from (actor 0's saved state)."""
-    with np.load(os.path.join(logdir, "behaviour", "actor_0.npz")) as state:
-        return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(8)])
-
-
-def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
-    """Every training game the learner logged fed a bandit, and the games spread over the envs'
-    own controllers. Which env's controller a game updates is tested exactly in
-    tests/common/test_behaviour.py; here an env whose first game outlasts a short run may not
-    have finished one yet, so not every env is required to have a game."""
-    with open(os.path.join(logdir, "episodes.csv")) as f:
-        games_logged = len(f.readlines()) - 1
-    assert counts.sum() >= games_logged > 0
-    assert (counts > 0).sum() >= len(counts) // 2
-
-
 def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     logdir = str(tmp_path)
     run(logdir, steps=20)
-    first_step = test_system.checkpoint_step(logdir)
+    first_step = system_helpers.checkpoint_step(logdir)
     assert first_step >= 20  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     etas = logged["behaviour/eta"]  # one point per game, at its start's draw
@@ -89,7 +67,7 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     output = run(logdir, steps=40)
     assert f"resumed {logdir}/checkpoints/ckpt-{first_step} (step {first_step}" in output
     assert "Successfully loaded 3 tables" in output  # the replay came back
-    assert test_system.checkpoint_step(logdir) >= max(40, first_step + 1)
+    assert system_helpers.checkpoint_step(logdir) >= max(40, first_step + 1)
     second = bandit_counts(logdir)
     # The bandits continued from their saved statistics rather than starting over.
     assert (second >= first).all() and second.sum() > first.sum()

@@ -16,6 +16,7 @@ from common import policies
 from dice import losses as dice_losses
 from gdi import acting
 from gdi import losses
+from tests import oracles
 
 GAMMA = 0.997
 HP = losses.LossHyperparameters(
@@ -193,56 +194,25 @@ def test_t6_tau_free_is_finite_at_eta_zero():
 # ----------------------------------------------------------------------------- the whole loss
 
 
-def vtrace_retrace_numpy(q_a, q_all, pi, v, rho, c, r, d, form):
-    """Eq. (4) and Eq. (3) (or Munos et al.'s form) as explicit sums, one sequence."""
-    T = len(r)
-    vs, G = np.zeros(T), np.zeros(T)
-    for s in range(T):
-        total, trace = v[s], 1.0
-        for t in range(s, T):
-            total += trace * rho[t] * (r[t] + d[t] * v[t + 1] - v[t])
-            trace *= d[t] * c[t]
-        vs[s] = total
-        total, trace = q_a[s], 1.0
-        for t in range(s, T):
-            following = q_a[t + 1] if form == "sampled" else (pi[t + 1] * q_all[t + 1]).sum()
-            total += trace * (r[t] + d[t] * following - q_a[t])
-            if t + 1 < T:
-                trace *= d[t] * c[t + 1]
-        G[s] = total
-    return vs, G
-
-
 def numpy_gdi(hp, advs, values, components, eta, eps, a, log_mu, rewards, d, mask):
-    """The loss from the sums (Eqs. (3)-(4), App. B's policy gradient, Table 6's weights; the
-    reduction of docs/papers/gdi.md#departures-from-the-paper), one sequence at a time.
+    """The loss from the sums (Eqs. (3)-(4) as tests/oracles.py's sums, App. B's policy
+    gradient, Table 6's weights; the reduction of docs/papers/gdi.md#departures-from-the-paper).
     advs/values/rewards: per network."""
-    T1, B, A = advs[0].shape
-    T = T1 - 1
+    A = advs[0].shape[-1]
     comps = [softmax(eta[..., n, None] * advs[components[n]]) for n in range(2)]
     pi = eps[..., None] * comps[0] + (1 - eps[..., None]) * comps[1]
     ratio = np.take_along_axis(pi, a[..., None], -1)[..., 0] / np.exp(log_mu)
-    rho, c = np.minimum(ratio, hp.clip_rho_threshold), np.minimum(ratio, hp.clip_c_threshold)
+    log_rhos = np.log(ratio[:-1])
+    rho_bar, c_bar = hp.clip_rho_threshold, hp.clip_c_threshold
     mean = lambda x: (x * mask).sum() / mask.sum()
     total, pg_advantages = 0.0, []
     for adv, v, r in zip(advs, values, rewards):
         q = v[..., None] + adv - (pi * adv).sum(-1, keepdims=True)
         q_a = np.take_along_axis(q, a[..., None], -1)[..., 0]
-        vs, G = np.zeros((T, B)), np.zeros((T, B))
-        for b in range(B):
-            vs[:, b], G[:, b] = vtrace_retrace_numpy(
-                q_a[:, b],
-                q[:, b],
-                pi[:, b],
-                v[:, b],
-                rho[:, b],
-                c[:, b],
-                r[:, b],
-                d[:, b],
-                hp.retrace_form,
-            )
-        vs_next = np.concatenate([vs[1:], v[-1:]], 0)
-        pg_advantages.append(rho[:-1] * (r + d * vs_next - v[:-1]))
+        # Eq. (4) and Eq. (3) (or Munos et al.'s form) as explicit sums.
+        vs, pg = oracles.vtrace_sum(log_rhos, d, r, v[:-1], v[-1], rho_bar, rho_bar, c_bar)
+        G = oracles.retrace_sum(q, pi, a, log_rhos, r, d, hp.retrace_form, 1.0, c_bar)
+        pg_advantages.append(pg)
         total += hp.v_loss_scale * mean(0.5 * (vs - v[:-1]) ** 2)
         total += hp.q_loss_scale * mean(0.5 * (G - q_a[:-1]) ** 2)
     onehot = np.eye(A)[a[:-1]]

@@ -9,7 +9,7 @@ from gdi import ablations
 from gdi import acting
 from gdi import config as config_lib
 from gdi import controller as gdi_controller
-from tests.impala import test_main as impala_test_main
+from tests.system_helpers import assert_one_line_error
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ from tests.impala import test_main as impala_test_main
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    impala_test_main.assert_one_line_error("gdi.main", flags, message)
+    assert_one_line_error("gdi.main", flags, message)
 
 
 def controller_of(config):

@@ -12,8 +12,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.dice.test_system import bandit_counts, check_games_fed_the_bandits, scalars
-from tests.impala import test_system
+from tests import system_helpers
+from tests.system_helpers import bandit_counts, check_games_fed_the_bandits, scalars
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
 
 
 def run(logdir, variant, steps, timeout_s=240, extra=()) -> str:
-    return test_system.run_to_completion(
+    return system_helpers.run_to_completion(
         logdir,
         f"--variant={variant}",
         f"--total_frames={steps * FRAMES_PER_STEP}",
@@ -57,7 +57,7 @@ def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
     logdir = str(tmp_path)
     run(logdir, "i3", steps=10, extra=("--eval_interval_s=0",))
     assert (
-        test_system.checkpoint_step(logdir) >= 10
+        system_helpers.checkpoint_step(logdir) >= 10
     )  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     check_lambda_varies_per_game(logged)
@@ -69,7 +69,7 @@ def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
 def test_gdi_h3_trains_two_networks(tmp_path):
     logdir = str(tmp_path)
     run(logdir, "h3", steps=10)
-    step = test_system.checkpoint_step(logdir)
+    step = system_helpers.checkpoint_step(logdir)
     assert step >= 10  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     check_lambda_varies_per_game(logged)
@@ -125,10 +125,10 @@ def evaluator_games(logdir) -> int:
 
 def evaluate(logdir, *extra, returncode=0) -> str:
     """`python -m gdi.main --role=evaluate` on `logdir` with GDI-H3's test flags."""
-    process, output_path = test_system.run_main(
+    process, output_path = system_helpers.run_main(
         logdir, "--variant=h3", "--role=evaluate", *extra, flags=FLAGS, module="gdi.main"
     )
-    output = test_system.finish(process, output_path, timeout_s=120)
+    output = system_helpers.finish(process, output_path, timeout_s=120)
     assert process.returncode == returncode, output
     return output
 

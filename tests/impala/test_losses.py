@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from impala import ablations
 from impala import losses
+from tests import oracles
 
 GAMMA = 0.9
 # The common fixture of docs/papers/impala.md#worked-test-numbers:
@@ -121,26 +122,12 @@ def test_eps_correction_uses_log_pi_plus_epsilon():
     )
 
 
-# --- Full loss against a numpy ground truth written from the sums ------------------------------
+# --- Full loss against a numpy ground truth written from the sums (tests/oracles.py) ------------
 
 
 def np_log_softmax(z):
     z = z - z.max(-1, keepdims=True)
     return z - np.log(np.exp(z).sum(-1, keepdims=True))
-
-
-def np_vtrace_direct(log_rhos, discounts, rewards, values, bootstrap, rho_bar, c_bar):
-    """Eq. (1) as the double sum: v_s = V_s + sum_t (prod_{i<t} gamma_i c_i) rho_t delta_t."""
-    rhos = np.exp(log_rhos)
-    rho, c = np.minimum(rho_bar, rhos), np.minimum(c_bar, rhos)
-    values_tp1 = np.concatenate([values[1:], bootstrap[None]])
-    T = len(rewards)
-    vs = np.array(values, np.float64)
-    for s in range(T):
-        for t in range(s, T):
-            trace = np.prod(discounts[s:t] * c[s:t], axis=0)
-            vs[s] += trace * rho[t] * (rewards[t] + discounts[t] * values_tp1[t] - values[t])
-    return vs
 
 
 def np_impala_loss(
@@ -163,8 +150,15 @@ def np_impala_loss(
     take = lambda x: np.take_along_axis(x, actions[..., None], -1)[..., 0]
     log_rhos = take(log_pi) - take(log_mu)
     corrected = correction == "vtrace"
-    vs = np_vtrace_direct(
-        log_rhos if corrected else 0 * log_rhos, discounts, rewards, values, bootstrap, 1.0, 1.0
+    vs, _ = oracles.vtrace_sum(
+        log_rhos if corrected else 0 * log_rhos,
+        discounts,
+        rewards,
+        values,
+        bootstrap,
+        rho_bar=1.0,
+        pg_rho_bar=1.0,
+        c_bar=1.0,
     )
     vs_tp1 = np.concatenate([vs[1:], bootstrap[None]])
     weight = np.minimum(1.0, np.exp(log_rhos)) if correction in ("vtrace", "one_step_is") else 1.0

@@ -2,40 +2,10 @@
 status, and without importing TensorFlow (the command line itself is tested in
 tests/common/test_cli.py)."""
 
-import subprocess
-import sys
-
 import portpicker
 import pytest
 
-IMPORT_TIME = "import time:"
-
-
-def run_main(*flags, timeout=60, module="impala.main"):
-    """Runs `python -m <module>`; returns the result, its stderr lines that are not the
-    interpreter's import log, and the modules it imported (`-X importtime` logs every import on
-    stderr, on any CPU)."""
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", module, *flags],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    lines = result.stderr.splitlines()
-    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith(IMPORT_TIME)}
-    messages = [line for line in lines if not line.startswith(IMPORT_TIME)]
-    return result, messages, imported
-
-
-def assert_one_line_error(module: str, flags, message: str) -> None:
-    """`python -m <module> <flags>` exits 2 with one stderr line naming `message`, before
-    TensorFlow or Reverb is imported."""
-    result, messages, imported = run_main(*flags, module=module)
-    assert result.returncode == 2
-    assert len(messages) == 1 and messages[0].startswith("error: "), messages
-    assert message in messages[0], messages
-    assert "absl.flags" in imported  # the import log was read
-    assert not {"tensorflow", "reverb"} & imported
+from tests.system_helpers import assert_one_line_error, run_main_logging_imports
 
 
 @pytest.mark.parametrize(
@@ -73,7 +43,7 @@ def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
 
 def test_unreachable_replay_address_names_the_flag():
     address = f"localhost:{portpicker.pick_unused_port()}"
-    result, messages, imported = run_main(
+    result, messages, imported = run_main_logging_imports(
         "--role=actor", f"--replay_address={address}", "--env=CartPole"
     )
     assert result.returncode == 1

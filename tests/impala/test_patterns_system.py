@@ -11,7 +11,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from tests.impala import test_system
+from tests import system_helpers
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ FLAGS = [
 
 def run_to_budget(logdir, *extra, timeout_s=240) -> str:
     """Runs `python -m impala.main` with this module's flags to its frame budget; its output."""
-    return test_system.run_to_completion(logdir, *extra, flags=FLAGS, timeout_s=timeout_s)
+    return system_helpers.run_to_completion(logdir, *extra, flags=FLAGS, timeout_s=timeout_s)
 
 
 def episode_rows(logdir) -> list[dict]:
@@ -43,9 +43,9 @@ def episode_rows(logdir) -> list[dict]:
 def check_six_steps_of(replay: str, logdir: str, output: str) -> None:
     assert f"[replay] {replay}:" in output  # capacity and memory estimate at start
     if replay == "sample_k":  # padded items count only their real steps: at least 6 steps
-        assert test_system.checkpoint_step(logdir) >= 6
+        assert system_helpers.checkpoint_step(logdir) >= 6
     else:
-        assert test_system.checkpoint_step(logdir) == 6
+        assert system_helpers.checkpoint_step(logdir) == 6
     rows = episode_rows(logdir)
     assert rows and all(float(r["episode_return"]) == int(r["episode_length"]) for r in rows)
     frames = [int(r["frames"]) for r in rows]
@@ -74,7 +74,7 @@ def test_sample_k_trains_and_resume_restores_the_replay_and_the_counters(tmp_pat
     output = run_to_budget(logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={budget}")
     check_six_steps_of("sample_k", logdir, output)
     games = len(episode_rows(logdir))
-    step = test_system.checkpoint_step(logdir)
+    step = system_helpers.checkpoint_step(logdir)
     checkpoint = os.path.join(logdir, "checkpoints", f"ckpt-{step}")
     produced = int(tf.train.load_variable(checkpoint, "actor_frames/.ATTRIBUTES/VARIABLE_VALUE"))
     frames = int(tf.train.load_variable(checkpoint, "frames/.ATTRIBUTES/VARIABLE_VALUE"))
@@ -87,7 +87,7 @@ def test_sample_k_trains_and_resume_restores_the_replay_and_the_counters(tmp_pat
     # The actors' frame count continues from the checkpoint instead of restarting at 0.
     resumed = f"resumed {checkpoint} (step {step}, {frames} frames; actors had produced"
     assert f"{resumed} {produced} frames)" in output
-    assert test_system.checkpoint_step(logdir) > step
+    assert system_helpers.checkpoint_step(logdir) > step
     # Games keep being appended (their reports may arrive after the learner's last step: the
     # reports table is checkpointed and read on the next resume, so none is lost).
     rows = episode_rows(logdir)

@@ -15,8 +15,6 @@
 import csv
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -29,7 +27,7 @@ from common import replay
 from common import runlog
 from impala import config as config_lib
 from impala import main as impala_main
-from tests.common.test_launch import alive
+from tests.system_helpers import alive, checkpoint_step, finish, run_main, run_to_completion
 
 pytestmark = pytest.mark.slow
 
@@ -70,56 +68,12 @@ def wait_for(condition, timeout_s: float, what: str):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-def checkpoint_step(logdir: str) -> int:
-    state = tf.train.get_checkpoint_state(os.path.join(logdir, "checkpoints"))
-    return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
-
-
-def run_main(
-    logdir, *extra, flags=FLAGS, module="impala.main", **popen
-) -> tuple[subprocess.Popen, str]:
-    """Starts `python -m <module>` with `flags` and `extra` (and `subprocess.Popen`'s `popen`
-    arguments); returns the process and the file its output goes to.
-
-    Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
-    inherited it, and a hung grandchild would then hang the test instead of failing it."""
-    output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
-    with open(output_path, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", module, f"--logdir={logdir}", *flags, *extra],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            **popen,
-        )
-    return process, output_path
-
-
-def run_to_completion(
-    logdir, *extra, flags=FLAGS, module="impala.main", timeout_s: float = 240
-) -> str:
-    """Runs `python -m <module>` with `flags` and `extra` until it exits; asserts it succeeded
-    and returns its output."""
-    process, output_path = run_main(logdir, *extra, flags=flags, module=module)
-    output = finish(process, output_path, timeout_s)
-    assert process.returncode == 0, output
-    return output
-
-
-def finish(process: subprocess.Popen, output_path: str, timeout_s: float) -> str:
-    """Waits for `process` (killing it after `timeout_s`) and returns its output."""
-    try:
-        process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()  # SIGKILL: the exit code says so to the caller's assertions
-        process.wait()
-    with open(output_path) as f:
-        return f.read()
-
-
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
     logdir = str(tmp_path_factory.mktemp("impala_cartpole"))
-    process, output_path = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
+    process, output_path = run_main(
+        logdir, "--total_frames=100000000", "--checkpoint_interval_s=1", flags=FLAGS
+    )
     try:
         wait_for(
             lambda: checkpoint_step(logdir) >= 3 or process.poll() is not None,
@@ -200,7 +154,7 @@ def test_main_resumes_the_same_logdir_and_finishes(killed_run):
     logdir, _, _ = killed_run
     start = checkpoint_step(logdir)
     budget = (start + 3) * FRAMES_PER_BATCH
-    process, output_path = run_main(logdir, f"--total_frames={budget}")
+    process, output_path = run_main(logdir, f"--total_frames={budget}", flags=FLAGS)
     output = finish(process, output_path, timeout_s=180)
     assert process.returncode == 0, output
     assert checkpoint_step(logdir) == start + 3, output
@@ -218,7 +172,9 @@ def test_main_resumes_the_same_logdir_and_finishes(killed_run):
 
 def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
     logdir = str(tmp_path)
-    process, output_path = run_main(logdir, "--total_frames=100000000", "--checkpoint_interval_s=1")
+    process, output_path = run_main(
+        logdir, "--total_frames=100000000", "--checkpoint_interval_s=1", flags=FLAGS
+    )
     try:
         wait_for(
             lambda: checkpoint_step(logdir) >= 1 or process.poll() is not None,

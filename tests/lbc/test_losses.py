@@ -12,6 +12,7 @@ from common import policies
 from lbc import acting
 from lbc import config as config_lib
 from lbc import losses
+from tests import oracles
 
 HP = losses.LossHyperparameters.from_config(config_lib.LbcConfig())
 ONLY = {  # one term at a time: its gradient reads off its target
@@ -178,33 +179,18 @@ def test_t15_policy_gradient_and_t8_dueling_head():
 
 
 def numpy_policy_loss(hp, adv, v, a, log_mu, r, d, mask):
-    """The loss from the sums (App. B.2 V-trace, B.3 Retrace as printed; the loss forms of
-    docs/papers/lbc.md#departures-from-the-paper), one sequence at a time.
-    Shapes [T+1, B, ...]."""
-    T, B = r.shape
+    """The loss from the sums (App. B.2 V-trace, B.3 Retrace as printed: tests/oracles.py's; the
+    loss forms of docs/papers/lbc.md#departures-from-the-paper). Shapes [T+1, B, ...]."""
     pi = softmax(adv)
     q = v[..., None] + adv - (pi * adv).sum(-1, keepdims=True)
     ratio = np.take_along_axis(pi, a[..., None], -1)[..., 0] / np.exp(log_mu)
-    rho, c = np.minimum(ratio, hp.clip_rho_threshold), np.minimum(ratio, hp.clip_c_threshold)
+    log_rhos = np.log(ratio[:-1])
+    rho_bar, c_bar = hp.clip_rho_threshold, hp.clip_c_threshold
     q_a = np.take_along_axis(q, a[..., None], -1)[..., 0]
-    vs, G = np.zeros((T, B)), np.zeros((T, B))
-    for b in range(B):
-        for s in range(T):
-            # V-trace: v_s = V_s + sum_t gamma^(t−s) (prod_{s<=i<t} c_i) rho_t delta_t
-            total, trace = v[s, b], 1.0
-            for t in range(s, T):
-                total += trace * rho[t, b] * (r[t, b] + d[t, b] * v[t + 1, b] - v[t, b])
-                trace *= d[t, b] * c[t, b]
-            vs[s, b] = total
-            # Retrace: Q_s + sum_t gamma^(t−s) (prod_{s<i<=t} c_i) (r_t + gamma Q_{t+1}(a) − Q_t(a))
-            total, trace = q_a[s, b], 1.0
-            for t in range(s, T):
-                total += trace * (r[t, b] + d[t, b] * q_a[t + 1, b] - q_a[t, b])
-                if t + 1 < T:
-                    trace *= d[t, b] * c[t + 1, b]
-            G[s, b] = total
-    vs_next = np.concatenate([vs[1:], v[-1:]], 0)
-    pg = rho[:-1] * (r + d * vs_next - v[:-1])
+    # V-trace: v_s = V_s + sum_t gamma^(t−s) (prod_{s<=i<t} c_i) rho_t delta_t, and its advantage.
+    vs, pg = oracles.vtrace_sum(log_rhos, d, r, v[:-1], v[-1], rho_bar, rho_bar, c_bar)
+    # Retrace: Q_s + sum_t gamma^(t−s) (prod_{s<i<=t} c_i) (r_t + gamma Q_{t+1}(a) − Q_t(a)).
+    G = oracles.retrace_sum(q, pi, a, log_rhos, r, d, "sampled", 1.0, c_bar)
     log_pi = np.log(np.take_along_axis(pi, a[..., None], -1)[..., 0])[:-1]
     mean = lambda x: (x * mask).sum() / mask.sum()
     return (

@@ -3,7 +3,7 @@ Table 12 variant is a valid config."""
 
 import pytest
 
-from tests.impala import test_main as impala_test_main
+from tests.system_helpers import assert_one_line_error
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,7 @@ from tests.impala import test_main as impala_test_main
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    impala_test_main.assert_one_line_error("lbc.main", flags, message)
+    assert_one_line_error("lbc.main", flags, message)
 
 
 def test_every_ablation_is_a_valid_config():

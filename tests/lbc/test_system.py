@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.dice.test_system import check_games_fed_the_bandits, scalars
-from tests.impala import test_system
+from tests import system_helpers
+from tests.system_helpers import check_games_fed_the_bandits, scalars
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ FRAMES_PER_STEP = 8 * 8 // 2  # batch x length / times sampled
 
 
 def run(logdir, steps, timeout_s=300) -> str:
-    return test_system.run_to_completion(
+    return system_helpers.run_to_completion(
         logdir,
         f"--total_frames={steps * FRAMES_PER_STEP}",
         flags=FLAGS,
@@ -55,7 +55,7 @@ def games_learned(logdir) -> np.ndarray:
 def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     logdir = str(tmp_path)
     run(logdir, steps=10)
-    first_step = test_system.checkpoint_step(logdir)
+    first_step = system_helpers.checkpoint_step(logdir)
     assert first_step >= 10  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
     # One point per game: psi varies from game to game, tau_i in [0, e^4 − 1], omega on the simplex.
@@ -85,7 +85,7 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     output = run(logdir, steps=20)
     assert f"resumed {logdir}/checkpoints/ckpt-{first_step} (step {first_step}" in output
     assert "Successfully loaded 3 tables" in output  # the replay came back
-    last_step = test_system.checkpoint_step(logdir)
+    last_step = system_helpers.checkpoint_step(logdir)
     assert last_step >= max(20, first_step + 1)
     second = games_learned(logdir)
     # The bandits continued from their saved statistics rather than starting over.
@@ -104,9 +104,9 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
 
 
 def evaluate(logdir, *extra, returncode=0) -> str:
-    process, output_path = test_system.run_main(
+    process, output_path = system_helpers.run_main(
         logdir, "--role=evaluate", *extra, flags=FLAGS, module="lbc.main"
     )
-    output = test_system.finish(process, output_path, timeout_s=120)
+    output = system_helpers.finish(process, output_path, timeout_s=120)
     assert process.returncode == returncode, output
     return output

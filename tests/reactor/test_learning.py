@@ -2,7 +2,8 @@
 `target_update_period` steps and never otherwise, IS weights come from Reverb's probabilities,
 priorities are written with the uniform-mixing fold, and the new-key estimate is the
 Horvitz-Thompson mean of the first-sampled keys (`lazy`) or of all (`lazy_global`), as the numpy
-twin `reactor.priorities.PriorityEstimates` computes it."""
+twin `reactor.priorities.PriorityEstimates` computes it. The written priorities are §3.3's, computed
+again in numpy from the same batch and the networks' outputs."""
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from reactor import acting
 from reactor import config as config_lib
 from reactor import learning
 from reactor import priorities
+from tests import oracles
 
 T, B, A = 6, 3, 2
 
@@ -117,13 +119,57 @@ def test_importance_weights_use_reverb_s_probability():
     )
 
 
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def numpy_priorities(config, network, target, batch) -> np.ndarray:
+    """[B] Reactor §3.3 (footnote 3, no ½; docs/papers/reactor.md#equations-in-code) in numpy:
+    each sequence's priority is the mean over its steps of the total variation
+    sum_i |q*_i(x_t, a_t) - q_i(x_t, a_t)| between the Distributional Retrace target (from the
+    target network's distributions and pi, tests/oracles.py) and the online network's
+    prediction for the taken action. Only the two networks' outputs come from TensorFlow."""
+    state = tuple(batch["core_state"])  # replay_lstm_state="stored"
+    online, _ = network.unroll(batch["observation"][:-1], batch["reset"][:-1], state)
+    trace, _ = target.unroll(batch["observation"], batch["reset"], state)
+    online_q = softmax(online.q.numpy().astype(np.float64))  # [T, B, A, N]
+    target_q = softmax(trace.q.numpy().astype(np.float64))  # [T+1, B, A, N]
+    pi = trace.policy_probs.numpy().astype(np.float64)  # trace_policy="target"
+    actions = batch["action"].numpy()
+    mu = np.take_along_axis(batch["behaviour_probs"].numpy()[:-1], actions[:-1, :, None], -1)
+    rewards = np.clip(batch["reward"].numpy()[:-1], -1.0, 1.0)  # reward_shaping="clip"
+    discounts = config.discount * (1.0 - batch["reset"].numpy()[1:])  # no bootstrap into resets
+    z = config.v_min + np.arange(config.num_atoms) * (
+        (config.v_max - config.v_min) / (config.num_atoms - 1)
+    )
+    priorities = []
+    for b in range(B):
+        q_star = oracles.distributional_retrace_sum(
+            rewards[:, b],
+            discounts[:, b],
+            actions[:-1, b],
+            mu[:, b, 0],
+            pi[:, b],
+            target_q[:, b],
+            z,
+            config.retrace_lambda,
+        )
+        predicted = online_q[np.arange(T), b, actions[:-1, b]]
+        priorities.append(np.abs(q_star - predicted).sum(-1).mean())
+    return np.array(priorities)
+
+
 @pytest.mark.parametrize("prioritisation", ["lazy", "lazy_global"])
 def test_written_priorities_and_new_key_estimate(prioritisation):
     config = make_config(
         prioritisation=prioritisation, priority_estimate_rate=1.0, replay_uniform_epsilon=0.1
     )
-    _, _, state, step = make_parts(config)
+    assert config.trace_policy == "target" and config.replay_lstm_state == "stored"
+    assert config.reward_shaping == "clip" and config.priority_exponent == 1.0
+    network, target, state, step = make_parts(config)
     batch = make_batch()
+    expected = numpy_priorities(config, network, target, batch)  # before the step's update
     stats = step(batch, tf.constant(0, tf.int64))
     # The priority of each sequence, floored, then folded with the uniform mixing.
     raw = stats["priority/mean"].numpy()
@@ -131,6 +177,7 @@ def test_written_priorities_and_new_key_estimate(prioritisation):
     mean = state.mean_weight.numpy()  # rate 1: this batch's Horvitz-Thompson mean
     folded = np.asarray(stats["priorities"])
     unfolded = folded - 0.1 / 0.9 * mean
+    np.testing.assert_allclose(unfolded, expected + config.priority_floor, rtol=1e-4, atol=1e-5)
     assert np.all(unfolded > 0) and unfolded.mean() == pytest.approx(raw, rel=1e-4)
     probabilities = [0.01, 0.02, 0.005]
     assert mean == pytest.approx(

@@ -3,7 +3,7 @@ exit status 2, before TensorFlow or Reverb are imported."""
 
 import pytest
 
-from tests.impala import test_main as impala_test_main
+from tests.system_helpers import assert_one_line_error
 
 
 @pytest.mark.parametrize(
@@ -26,4 +26,4 @@ from tests.impala import test_main as impala_test_main
     ],
 )
 def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
-    impala_test_main.assert_one_line_error("reactor.main", flags, message)
+    assert_one_line_error("reactor.main", flags, message)

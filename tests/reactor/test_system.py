@@ -18,7 +18,7 @@ from common import patterns
 from common import replay
 from reactor import config as config_lib
 from reactor import experiment as reactor_experiment
-from tests.impala import test_system
+from tests import system_helpers
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,7 @@ FRAMES_PER_STEP = 5  # --acting_steps_per_learner_step, CartPole has no action r
 
 
 def run_to_budget(logdir, steps) -> str:
-    return test_system.run_to_completion(
+    return system_helpers.run_to_completion(
         logdir,
         f"--total_frames={steps * FRAMES_PER_STEP}",
         flags=FLAGS,
@@ -53,12 +53,12 @@ def test_main_trains_checkpoints_and_resumes_with_the_replay(tmp_path):
     output = run_to_budget(logdir, 6)
     assert "[replay] prioritized:" in output
     assert "[reactor CartPole] step" in output
-    assert test_system.checkpoint_step(logdir) == 6
+    assert system_helpers.checkpoint_step(logdir) == 6
     assert os.path.isdir(os.path.join(logdir, "replay"))
     output = run_to_budget(logdir, 10)
     assert "Successfully loaded 3 tables" in output  # experience, params and reports
     assert f"resumed {logdir}/checkpoints/ckpt-6 (step 6, 30 frames;" in output
-    assert test_system.checkpoint_step(logdir) == 10
+    assert system_helpers.checkpoint_step(logdir) == 10
 
 
 def weights(module):

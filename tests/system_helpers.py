@@ -1,0 +1,153 @@
+"""What several test modules share to drive real processes: `python -m <paper>.main` runs and
+their checkpoints and logs (the papers' system tests), the quick flag checks of every
+`<paper>/test_main.py`, and the children of `common.launch.Supervisor` (tests/common/test_launch.py;
+module-level here so that spawned processes import them without importing a test module).
+
+Not a test module: pytest collects nothing here, and no test module imports another."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from common import runlog
+
+# ------------------------------------------------------------------ `python -m <paper>.main` runs
+
+
+def run_main(logdir, *extra, flags, module="impala.main", **popen) -> tuple[subprocess.Popen, str]:
+    """Starts `python -m <module> --logdir=<logdir>` with `flags` and `extra` (and
+    `subprocess.Popen`'s `popen` arguments); returns the process and the file its output goes to.
+
+    Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
+    inherited it, and a hung grandchild would then hang the test instead of failing it."""
+    output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
+    with open(output_path, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, f"--logdir={logdir}", *flags, *extra],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            **popen,
+        )
+    return process, output_path
+
+
+def finish(process: subprocess.Popen, output_path: str, timeout_s: float) -> str:
+    """Waits for `process` (killing it after `timeout_s`) and returns its output."""
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()  # SIGKILL: the exit code says so to the caller's assertions
+        process.wait()
+    with open(output_path) as f:
+        return f.read()
+
+
+def run_to_completion(logdir, *extra, flags, module="impala.main", timeout_s: float = 240) -> str:
+    """Runs `python -m <module>` with `flags` and `extra` until it exits; asserts it succeeded
+    and returns its output."""
+    process, output_path = run_main(logdir, *extra, flags=flags, module=module)
+    output = finish(process, output_path, timeout_s)
+    assert process.returncode == 0, output
+    return output
+
+
+def checkpoint_step(logdir: str) -> int:
+    """The learner step of the latest checkpoint under `logdir`; -1 if there is none."""
+    state = tf.train.get_checkpoint_state(os.path.join(logdir, "checkpoints"))
+    return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
+
+
+def scalars(logdir) -> dict[str, list[float]]:
+    """Every scalar written to TensorBoard under `logdir` (not its subdirectories), by tag."""
+    return {tag: [v for _, v in points] for tag, points in runlog.read_scalars(logdir).items()}
+
+
+# ------------------------------------------------------------ the bandits of DiCE, GDI and LBC runs
+
+
+def bandit_counts(logdir) -> np.ndarray:
+    """Games each of the 8 envs' bandits have learned from (actor 0's saved state)."""
+    with np.load(os.path.join(logdir, "behaviour", "actor_0.npz")) as state:
+        return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(8)])
+
+
+def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
+    """Every training game the learner logged fed a bandit, and the games spread over the envs'
+    own controllers. Which env's controller a game updates is tested exactly in
+    tests/common/test_behaviour.py; here an env whose first game outlasts a short run may not
+    have finished one yet, so not every env is required to have a game."""
+    with open(os.path.join(logdir, "episodes.csv")) as f:
+        games_logged = len(f.readlines()) - 1
+    assert counts.sum() >= games_logged > 0
+    assert (counts > 0).sum() >= len(counts) // 2
+
+
+# ------------------------------------------------------------------------- the quick flag checks
+
+IMPORT_TIME = "import time:"
+
+
+def run_main_logging_imports(*flags, timeout=60, module="impala.main"):
+    """Runs `python -m <module>`; returns the result, its stderr lines that are not the
+    interpreter's import log, and the modules it imported (`-X importtime` logs every import on
+    stderr, on any CPU)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", module, *flags],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    lines = result.stderr.splitlines()
+    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith(IMPORT_TIME)}
+    messages = [line for line in lines if not line.startswith(IMPORT_TIME)]
+    return result, messages, imported
+
+
+def assert_one_line_error(module: str, flags, message: str) -> None:
+    """`python -m <module> <flags>` exits 2 with one stderr line naming `message`, before
+    TensorFlow or Reverb is imported."""
+    result, messages, imported = run_main_logging_imports(*flags, module=module)
+    assert result.returncode == 2
+    assert len(messages) == 1 and messages[0].startswith("error: "), messages
+    assert message in messages[0], messages
+    assert "absl.flags" in imported  # the import log was read
+    assert not {"tensorflow", "reverb"} & imported
+
+
+# ------------------------------------------------------------------------------------- processes
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie whose new parent has not reaped it yet counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def crash_once(path: str, seed: int, stop) -> None:
+    """A Supervisor child: writes its seed; the first incarnation then crashes, later ones wait
+    for stop."""
+    with open(path, "a") as f:
+        f.write(f"{seed}\n")
+    if seed == 0:
+        raise RuntimeError("simulated actor crash")
+    stop.wait(60)
+
+
+def ignore_stop(stop) -> None:
+    """A Supervisor child that never looks at its stop event."""
+    time.sleep(600)
+
+
+def block_after_ready(path: str, stop) -> None:
+    """A Supervisor child that writes its pid, then sleeps without looking at anything."""
+    with open(path, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    time.sleep(600)
