@@ -979,7 +979,11 @@ class Progress:
         return _last_row_frames(path) or 0
 
     def start(self, variant: str, seed: int) -> str:
-        self.running[variant, seed] = (self.clock(), self.frames[variant, seed])
+        # A resumed run's episodes.csv already holds the games its actors played after its last
+        # checkpoint: its progress counts from the larger of the two, never from the checkpoint
+        # alone (which made the first resumed run look millions of frames/s fast).
+        start_frames = max(self.frames[variant, seed], self.current(variant, seed))
+        self.running[variant, seed] = (self.clock(), start_frames)
         return self._line(f"started {variant} seed {seed}")
 
     def end(self, variant: str, seed: int, frames: int) -> str:

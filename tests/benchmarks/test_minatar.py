@@ -762,6 +762,30 @@ def test_progress_counts_each_run_against_its_agents_budget():
     assert progress.eta()[0] == pytest.approx(290.0)
 
 
+def test_a_resumed_runs_rate_counts_from_its_logged_games_not_its_checkpoint():
+    """The episodes.csv of a resumed run already reaches past its checkpoint (its actors played on
+    after the last one): the frames it held at the start are not progress of this invocation."""
+    now = [0.0]
+    frames = {("a/breakout", 0): 3_000}  # the checkpoint's frames
+    current = {("a/breakout", 0): 3_400}  # the last game logged before the run was stopped
+    progress = minatar.Progress(
+        frames,
+        {"a": 10_000},
+        2,
+        "unused",
+        clock=lambda: now[0],
+        current=lambda v, s: current[v, s],
+        out=io.StringIO(),
+    )
+    progress.start("a/breakout", 0)
+    now[0] = 1.0
+    assert progress.rate() == (pytest.approx(float("nan"), nan_ok=True), "no progress yet")
+    now[0] = 10.0
+    current["a/breakout", 0] = 3_500  # 100 frames past the logged games in 10 s
+    assert progress.rate() == (pytest.approx(10.0), "1 running")
+    assert progress.eta()[0] == pytest.approx(650.0)  # 6,500 frames left at 10 frames/s
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
