@@ -11,8 +11,8 @@ paper's default config for `--env`, as `python -m <paper>.main --env=<env>
 [--ablation=<ablation>]` builds it (arguments after `--` are flags of every agent's paper, e.g.
 --num_actors=4), with no evaluator, no periodic checkpoint and a frame budget no run reaches.
 Agents are measured one after the other, never together, each in a process of its own
-(`--agent_worker=<agent>`: a paper's main defines its flags when imported, so two papers cannot
-share a process), which measures its rows one after the other with `benchmarks.throughput`'s
+(`--agent_worker=<agent>`: the papers' flags share names, so one process parses one paper's
+command line), which measures its rows one after the other with `benchmarks.throughput`'s
 functions, each over `--seconds` after `--warmup_s`:
 
 - L, the learner alone (`throughput.measure_learner`): the paper's compiled train step on a
@@ -135,7 +135,7 @@ def measure_agent(
     from common import envs
 
     paper_name, _, ablation = agent.partition(".")
-    paper = importlib.import_module(f"{paper_name}.main").PAPER
+    paper = importlib.import_module(f"{paper_name}.builder").PAPER
     config = cli.make_config(paper, cli.given_values(paper.config_class), ablation or None)
     config = throughput.run_overrides(config)
     result: dict = dict(agent=agent, env=config.env, errors={})
@@ -146,7 +146,7 @@ def measure_agent(
         frames_per_step = envs.frames_per_step(experiment.actor.env, experiment.actor.protocol)
         steps_per_update = trained_steps_per_update(experiment, config)
         result.update(
-            describe=paper.describe(config) if paper.describe else "",
+            describe=paper.describe(config),
             tensorflow=throughput.tensorflow_line(experiment),
             frames_per_update=experiment.learner.frames_per_batch,
             trained_steps_per_update=steps_per_update,
@@ -396,7 +396,9 @@ def main(argv):
 
 if __name__ == "__main__":
     paper = worker_paper(sys.argv)
-    if paper is not None:
-        importlib.import_module(f"{paper}.main")  # the paper's flags, --env among them
+    if paper is not None:  # the paper's flags, --env among them
+        from common import cli
+
+        cli.define_flags(importlib.import_module(f"{paper}.builder").PAPER)
     define_flags(worker=paper is not None)
     app.run(main)

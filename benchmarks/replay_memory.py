@@ -76,6 +76,7 @@ from dice import config as dice_config
 from impala import config as impala_config
 from reactor import acting as reactor_acting
 from reactor import config as reactor_config
+from reactor import networks as reactor_networks
 
 _NUM_ENVS = flags.DEFINE_integer("num_envs", 2, "Environments stepped together (one writer).")
 _WINDOWS = flags.DEFINE_integer("windows", 4, "Measured windows per pattern (the first: warm-up).")
@@ -123,7 +124,7 @@ REACTOR_RECORD = Record(
     6,  # Pong's minimal action set (docs/papers/reactor.md#departures-from-the-paper)
     (84, 84, 1),
     reactor_acting.policy_extras,
-    reactor_acting.core_state_spec(reactor_config.ReactorConfig()),
+    reactor_networks.core_state_spec(reactor_config.ReactorConfig()),
 )
 
 

@@ -660,9 +660,12 @@ def tensorflow_line(experiment: launch.Experiment) -> str:
 
 
 def define_flags() -> None:
-    """IMPALA's flags (`impala.main`) and this grid's; only when run as a module, so that
+    """IMPALA's flags (`impala.main`'s) and this grid's; only when run as a module, so that
     `benchmarks.agent_throughput` imports the measurements without them."""
-    from impala import main as impala_main  # noqa: F401  (defines every impala.main flag)
+    from common import cli
+    from impala import builder as impala_builder
+
+    cli.define_flags(impala_builder.PAPER)
 
     flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
     flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
@@ -682,13 +685,14 @@ def define_flags() -> None:
 def main(argv):
     del argv
     from common import cli
-    from impala import main as impala_main
+    from impala import builder as impala_builder
 
+    paper = impala_builder.PAPER
     acting.configure_threads(2)  # the learner's, before TensorFlow starts
     warmup_s, seconds, wanted = FLAGS.warmup_s, FLAGS.seconds, FLAGS.rows
-    base = run_overrides(cli.config_from_flags(impala_main.PAPER))
+    base = run_overrides(cli.config_from_flags(paper))
     logdir = tempfile.mkdtemp()
-    experiment = impala_main.build_experiment(base, logdir)
+    experiment = paper.build_experiment(base, logdir)
     spec = env_spec(experiment)
     header = [
         cpu_line(),
@@ -706,9 +710,7 @@ def main(argv):
         learner = float("nan")
         if "learner" in wanted:
             config = dataclasses.replace(base, jit_compile=jit == "on").validate()
-            rate = measure_learner(
-                impala_main.build_experiment(config, logdir), spec, warmup_s, seconds
-            )
+            rate = measure_learner(paper.build_experiment(config, logdir), spec, warmup_s, seconds)
             learner = rate.frames_per_s
             rows.append(("learner alone (batches in memory), L", jit, "-", learner))
             print(f"learner jit={jit}: {learner:.0f} frames/s", flush=True)
@@ -720,7 +722,7 @@ def main(argv):
             config = dataclasses.replace(
                 base, jit_compile=jit == "on", actor_precision=precision
             ).validate()
-            experiment = impala_main.build_experiment(config, tempfile.mkdtemp())
+            experiment = paper.build_experiment(config, tempfile.mkdtemp())
             fleet = float("nan")
             if "fleet" in wanted:
                 fleet = measure_fleet(experiment, spec, warmup_s, seconds)

@@ -1,6 +1,7 @@
-"""What a paper supplies to the shared stack (docs/architecture.md).
+"""A paper's agent as the shared stack runs it (docs/architecture.md#what-a-paper-supplies).
 
-An `Agent` names the paper's pieces; `common.launch` runs them: actors (`common.acting`) write
+A paper supplies its pieces through its `common.builder.Builder`, and `common.builder.build_agent`
+assembles them into an `Agent`; `common.launch` runs them: actors (`common.acting`) write
 the per-step record its policy declares through its replay pattern (`common.patterns`), with the
 behaviour parameters its selector picks (`common.behaviour`); the learner (`common.learning`)
 samples the pattern's batches into its train step and publishes its acting variables.
@@ -43,7 +44,8 @@ def probe_env(env: str, protocol) -> EnvSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
-    """A paper's agent on the shared stack.
+    """A paper's agent on the shared stack (made by `common.builder.build_agent` from the
+    paper's builder).
 
     - `replay`: the replay pattern (tables, writer, batches);
     - `make_policy(num_actions, observation_shape, observation_dtype, seed, greedy)`: the acting

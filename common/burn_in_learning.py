@@ -14,9 +14,8 @@ A paper supplies its loss on the trained part of the items; this module supplies
   (several optimiser steps on each batch, `reuse_mode=repeat`;
   docs/papers/dice.md#departures-from-the-paper).
 
-The config is any paper config with the fields `learning_rate, warmup_steps, weight_decay,
-adam_beta1, adam_beta2, adam_epsilon, max_grad_norm, burn_in, times_sampled, reuse_mode,
-jit_compile` and the properties `gradient_updates` and `frames_per_learner_step`.
+The config is the paper's, a `common.config.BurnInLearnerSettings`: its replay, AdamW and
+`jit_compile` fields, and the `gradient_updates` and `frames_per_learner_step` it derives.
 """
 
 import functools
@@ -25,6 +24,7 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 from common import acting
+from common import config as config_lib
 from common import networks as networks_lib
 from common import patterns
 from common import replay
@@ -34,7 +34,7 @@ from common import sequences
 UNROLL_INPUTS = ("observation", "prev_action", "prev_reward", "reset")
 
 
-def sample_k_replay(config) -> patterns.SampleK:
+def sample_k_replay(config: config_lib.BurnInLearnerSettings) -> patterns.SampleK:
     """The replay of the burn-in learner ("we train each sample twice": DiCE §4.1, GDI §4.1, LBC
     App. H.1; uniform sampling is ours, docs/papers/dice.md#departures-from-the-paper): each
     item of burn-in + sequence + 1 steps sampled `times_sampled` times ("sample reuse"), or once
@@ -50,7 +50,7 @@ def sample_k_replay(config) -> patterns.SampleK:
     return pattern
 
 
-def make_optimizer(config) -> schedules.AdamW:
+def make_optimizer(config: config_lib.BurnInLearnerSettings) -> schedules.AdamW:
     total = config.gradient_updates
     return schedules.AdamW(
         learning_rate=functools.partial(
@@ -126,7 +126,10 @@ def split_batch(batch: dict, parts: int) -> list[dict]:
 
 
 def make_train_step(
-    loss_fn: Callable[[dict], tuple], variables: Sequence[tf.Variable], optimizer, config
+    loss_fn: Callable[[dict], tuple],
+    variables: Sequence[tf.Variable],
+    optimizer,
+    config: config_lib.BurnInLearnerSettings,
 ) -> Callable[[dict, tf.Tensor], dict]:
     """`step(batch, frames) -> stats` (one tf.function): `loss_fn(batch) -> (loss, stats)`,
     gradients of `variables`, one AdamW update (`times_sampled` of them with
@@ -142,11 +145,11 @@ def make_train_step(
     adds them up, each weighted by its share of the batch's trained real steps: `loss_fn`
     averages over the real trained steps of what it is given (masked means), so the weighted
     sum is exactly the whole batch's gradient (and stats), in about 1/k of the activation
-    memory. (A config without the field trains the whole batch at once.)
+    memory.
     """
     optimizer.build(variables)
     repeats = config.times_sampled if config.reuse_mode == "repeat" else 1
-    parts = getattr(config, "learner_microbatches", 1)
+    parts = config.learner_microbatches
 
     def gradients(batch: dict):
         if parts == 1:

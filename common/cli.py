@@ -1,7 +1,7 @@
 """One command line for every paper: `python -m <paper>.main --env=Pong --<field>=<value> ...`.
 
-A paper's `main.py` describes the paper with a `Paper`, calls `define_flags(paper)` when it is
-imported and `main(paper)` under `__main__`. This module then
+A paper's `builder.py` describes the paper with a `Paper` (`PAPER`, with the paper's
+`common.builder.Builder`), and its `main.py` calls `main(PAPER)` under `__main__`. This module then
 
 - makes one flag per field of the paper's frozen config dataclass (fields made with
   `common.config.field`): bool, int, float and str, and tuples of them written as comma lists
@@ -19,7 +19,9 @@ imported and `main(paper)` under `__main__`. This module then
 - runs one role of one training run through `common.launch`, or several ablation variants and/or
   seeds as subprocesses through `common.ablation_runner`.
 
-Importing this module imports absl's flags and nothing heavier.
+Flags are defined when `main` runs (`define_flags`), not when a paper's modules are imported,
+so every paper's `main` and `builder` can be imported in one process. Importing this module
+imports absl's flags and nothing heavier.
 """
 
 import dataclasses
@@ -33,6 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from absl import flags
 
+from common import builder as builder_lib
 from common.config import check_all, check_choice, field
 
 # common.launch.ROLES, written out: importing common.launch imports TensorFlow (a test asserts
@@ -69,8 +72,9 @@ class Paper:
     # The frozen config dataclass; its field names are the flag names, it has `env` and `seed`
     # fields, and `validate()` returns it or raises ValueError naming the flag.
     config_class: type
-    # (config, logdir, replay_port) -> common.launch.Experiment; imports TensorFlow.
-    build_experiment: Callable[..., Any]
+    # The paper's `common.builder.Builder` class: config -> builder (cheap; imports nothing
+    # heavy until one of its pieces is built).
+    builder: Callable[[Any], builder_lib.Builder]
     # Named variants: {name: {field: value}} (the paper's ablations.py).
     ablations: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     # The variant that runs of several --seeds without --ablation(s) are (None: they need one).
@@ -81,13 +85,26 @@ class Paper:
     env_defaults: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     # Whether --env=CartPole is allowed besides Atari and MinAtar games.
     cartpole: bool = False
-    # One phrase about a config for the startup line, e.g. "2 actors x 16 envs, deep net".
-    describe: Callable[[Any], str] | None = None
 
     @property
     def module(self) -> str:
         """The module an ablation run starts as `python -m <module>`."""
         return f"{self.name}.main"
+
+    def describe(self, config) -> str:
+        """One phrase about `config` for the startup line, e.g. "2 actors x 16 envs, deep net"
+        (imports nothing heavy)."""
+        return self.builder(config).describe()
+
+    def build_agent(self, config):
+        """The `common.agent.Agent` of `config` (`common.builder.build_agent`; imports
+        TensorFlow)."""
+        return builder_lib.build_agent(self.builder(config))
+
+    def build_experiment(self, config, logdir: str, replay_port: int | None = None):
+        """The `common.launch.Experiment` of a run of `config` (`common.builder.build_experiment`;
+        imports TensorFlow)."""
+        return builder_lib.build_experiment(self.builder(config), logdir, replay_port)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,11 +355,27 @@ def define_dataclass_flags(
         flags.DEFINE_flag(flag, flag_values, module_name=module_name)
 
 
+# `define_flags` marks this run flag with the name of the paper whose flags it defined.
+_OWNER_FLAG = "logdir"
+_OWNER_ATTRIBUTE = "defined_by_paper"
+
+
 def define_flags(
     paper: Paper, flag_values: flags.FlagValues = flags.FLAGS, module_name: str | None = None
 ) -> None:
-    """The flags of `paper`'s config fields and the shared run flags (`RunSettings`). A paper's
-    main module calls it when imported, so `--helpfull` lists them under that module."""
+    """The flags of `paper`'s config fields and the shared run flags (`RunSettings`), listed by
+    `--helpfull` under `module_name` (default: the calling module; `main` passes the program's).
+    Idempotent: a second call for the same paper defines nothing; ValueError if `flag_values`
+    holds another paper's flags (papers share flag names)."""
+    defined = flag_values[_OWNER_FLAG] if _OWNER_FLAG in flag_values else None
+    if defined is not None:
+        owner = getattr(defined, _OWNER_ATTRIBUTE, None)
+        if owner == paper.name:
+            return
+        raise ValueError(
+            f"the flags of {owner or 'another command line'} are already defined; "
+            f"{paper.name}'s need a FlagValues of their own"
+        )
     module_name = module_name or _calling_module_name(1)
     define_dataclass_flags(
         paper.config_class,
@@ -358,6 +391,7 @@ def define_flags(
         module_name,
         extra_help=dict(ablation=f"One of: {names}.", ablations=f"Of: {names}."),
     )
+    setattr(flag_values[_OWNER_FLAG], _OWNER_ATTRIBUTE, paper.name)
 
 
 def _one_line(error: flags.Error, flag_values: flags.FlagValues) -> str:
@@ -578,8 +612,7 @@ def run_one(paper: Paper, plan: Plan) -> None:
     logdir = settings.logdir or default_logdir(paper, plan)
     if settings.role in ("local", "learner"):
         os.makedirs(logdir, exist_ok=True)
-        about = f"{paper.describe(config)} " if paper.describe else ""
-        print(f"[{paper.name}] {config.env}: {about}-> {logdir}", flush=True)
+        print(f"[{paper.name}] {config.env}: {paper.describe(config)} -> {logdir}", flush=True)
     record = None
     if settings.record_dir is not None:
         from common import recording
@@ -613,8 +646,7 @@ def _main(paper: Paper, argv: Sequence[str]) -> None:
     except FlagError as error:
         fail(str(error))
     if plan.settings.check_flags:
-        description = f": {paper.describe(plan.config)}" if paper.describe else ""
-        print(f"[{paper.name}] flags ok, {plan.config.env}{description}")
+        print(f"[{paper.name}] flags ok, {plan.config.env}: {paper.describe(plan.config)}")
     elif plan.several_runs:
         run_several(paper, plan)
     else:
@@ -622,8 +654,10 @@ def _main(paper: Paper, argv: Sequence[str]) -> None:
 
 
 def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
-    """The whole command line of `paper` (flags defined by `define_flags(paper)`): parse,
-    validate, run. Exits 2 with one line on a bad flag, 1 if the run fails."""
+    """The whole command line of `paper`: define its flags (`define_flags`, under the program's
+    name, where `--help` looks for them), parse, validate, run. Exits 2 with one line on a bad
+    flag, 1 if the run fails."""
     from absl import app
 
+    define_flags(paper, module_name=sys.argv[0])
     app.run(functools.partial(_main, paper), argv=argv, flags_parser=_parse_or_exit)

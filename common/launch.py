@@ -73,7 +73,8 @@ def experiment_from_config(
     publish_lag: int = 0,
     evaluate: bool = True,
 ) -> Experiment:
-    """The `Experiment` of a paper config with the run fields every paper's config has (env,
+    """The `Experiment` of a paper config (`common.builder.build_experiment` calls it with the
+    pieces of the paper's builder) with the run fields every paper's config has (env,
     seed, num_actors, envs_per_actor, params_pull_interval, total_frames, batch_size,
     publish_interval, eval_episodes and `common.config.ProcessSettings`'s). The evaluator plays
     `eval_protocol` (default: the training protocol) and finds a behaviour selector's saved

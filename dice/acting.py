@@ -17,8 +17,9 @@ from dice import controller
 from dice import networks
 
 
-def one_temperature(params) -> tuple[np.ndarray, np.ndarray]:
-    """The game's eta [B] as a one-component mixture: etas [B, 1], weights [B, 1] = 1."""
+def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture hook of `common.advantage_policy`: the games' eta [B] as a one-component
+    mixture, etas [B, 1] and weights [B, 1] = 1."""
     eta = np.asarray(params["eta"], np.float32)[:, None]
     return eta, np.ones_like(eta)
 
@@ -27,7 +28,7 @@ def make_policy(config):
     """The actors' `common.acting.PolicyFactory` of `config`: one network, one component."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_network_list, config),
-        one_temperature,
+        behaviour_mixture,
         [0],
         config.jit_compile,
     )

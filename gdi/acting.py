@@ -22,8 +22,9 @@ from gdi import losses
 from gdi import networks
 
 
-def numpy_mixture(params) -> tuple[np.ndarray, np.ndarray]:
-    """The games' lambda ({name: [B]}) as Eq. (2)'s (etas [B, 2], weights [B, 2])."""
+def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture hook of `common.advantage_policy`: the games' lambda ({name: [B]}) as
+    Eq. (2)'s (etas [B, 2], weights [B, 2])."""
     params = {name: np.asarray(value, np.float32) for name, value in params.items()}
     return losses.lambda_mixture(params, np.stack)
 
@@ -32,7 +33,7 @@ def make_policy(config):
     """The actors' `common.acting.PolicyFactory` of `config`: Eq. (2) over one (I3) or two (H3) networks."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_networks, config),
-        numpy_mixture,
+        behaviour_mixture,
         networks.component_networks(config),
         config.jit_compile,
     )

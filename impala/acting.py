@@ -41,7 +41,7 @@ def policy_extras(spec) -> dict:
     return acting.CategoricalPolicy.extras_spec(spec.num_actions)
 
 
-def training_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
+def protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
     """Table G.1 preprocessing (common.envs "impala"), with the configured action set."""
     return dataclasses.replace(envs.PROTOCOLS["impala"], full_action_space=config.full_action_set)
 
@@ -53,7 +53,7 @@ def evaluation_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
     training does not change them.
     """
     return dataclasses.replace(
-        training_protocol(config),
+        protocol(config),
         noop_max=config.eval_noop_max,
         max_episode_frames=config.eval_max_episode_frames,
         # choice: 0.25 is the usual sticky probability (Machado et al., 2018) when asked for.

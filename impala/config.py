@@ -13,7 +13,17 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
-from common.config import PRECISIONS, TORSOS, ProcessSettings, check_all, check_choice, field
+from common.config import (
+    PRECISIONS,
+    TORSOS,
+    ProcessSettings,
+    field,
+    interval,
+    non_negative,
+    one_of,
+    positive,
+    unit_interval,
+)
 
 CORRECTIONS = ("vtrace", "no_correction", "eps_correction", "one_step_is")
 PG_Q_ESTIMATES = ("vtrace", "baseline")
@@ -31,72 +41,92 @@ class ImpalaConfig(ProcessSettings):
     network: str = field(
         "deep",
         "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), minatar, mlp.",
+        one_of(TORSOS),
     )
     # Table 4: the deep experts are the paper's best Atari agents. §5.3.2's "shallow" Atari net
     # ("three convolutional layers") is ambiguous (docs/papers/impala.md#errata): both readings
     # are offered.
     use_lstm: bool = field(False, "Put an LSTM core before the heads.")
     # App. G: "All agents trained on Atari are equipped only with a feed forward network".
-    lstm_units: int = field(256, "LSTM size when --use_lstm.")  # Fig. 3
+    lstm_units: int = field(256, "LSTM size when --use_lstm.", positive)  # Fig. 3
     full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
     # App. G: "experts use game-specific action sets"; only the multi-task agent uses 18.
 
     # --- Loss (Table G.1 unless noted) -------------------------------------------------------
-    unroll_length: int = field(20, "Unroll length n (n steps + 1 bootstrap observation).")
+    unroll_length: int = field(20, "Unroll length n (n steps + 1 bootstrap observation).", positive)
     # Table G.1: unroll length 20 (Table D.3: 100 on DMLab).
-    batch_size: int = field(32, "Unrolls per learner batch.")  # Table G.1
-    discount: float = field(0.99, "Discount gamma.")  # Table G.1 (Table D.3 also 0.99)
+    batch_size: int = field(32, "Unrolls per learner batch.", positive)  # Table G.1
+    discount: float = field(0.99, "Discount gamma.", unit_interval)
+    # Table G.1 (Table D.3 also 0.99)
     baseline_cost: float = field(
-        0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2."
-    )  # Table G.1, D.3; the 1/2 is ours (docs/papers/impala.md#departures-from-the-paper)
-    entropy_cost: float = field(0.01, "Entropy regulariser.")  # Table G.1
+        0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2.", non_negative
+    )
+    # Table G.1, D.3; the 1/2 is ours (docs/papers/impala.md#departures-from-the-paper)
+    entropy_cost: float = field(0.01, "Entropy regulariser.", non_negative)  # Table G.1
     correction: str = field(
-        "vtrace", "Off-policy correction: vtrace, no_correction, eps_correction, one_step_is."
+        "vtrace",
+        "Off-policy correction: vtrace, no_correction, eps_correction, one_step_is.",
+        one_of(CORRECTIONS),
     )
     # §4 / §5.2.2: V-trace is the paper's method; the others are the §5.2.2 ablation baselines.
-    clip_rho_threshold: float = field(1.0, "rho-bar (fixed point of V-trace).")  # §5.2.2
-    clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy gradient.")  # §4.2, §5.2.2
-    clip_c_threshold: float = field(1.0, "c-bar (trace cutting).")  # §5.2.2
-    vtrace_lambda: float = field(1.0, "lambda of Remark 2.")  # unused by the paper: Eq. (1) is 1
+    clip_rho_threshold: float = field(1.0, "rho-bar (fixed point of V-trace).", positive)  # §5.2.2
+    clip_pg_rho_threshold: float = field(1.0, "rho-bar of the policy gradient.", positive)
+    # §4.2, §5.2.2
+    clip_c_threshold: float = field(1.0, "c-bar (trace cutting).", non_negative)  # §5.2.2
+    vtrace_lambda: float = field(1.0, "lambda of Remark 2.", unit_interval)
+    # unused by the paper: Eq. (1) is 1
     correction_epsilon: float = field(
-        1e-6, "epsilon of eps_correction: log(pi(a) + epsilon)."
-    )  # §5.2.2
+        1e-6, "epsilon of eps_correction: log(pi(a) + epsilon).", non_negative
+    )
+    # §5.2.2
     pg_q_estimate: str = field(
-        "vtrace", "q_s in the policy gradient: vtrace (r + g v_{s+1}) or baseline (r + g V)."
+        "vtrace",
+        "q_s in the policy gradient: vtrace (r + g v_{s+1}) or baseline (r + g V).",
+        one_of(PG_Q_ESTIMATES),
     )
     # §4.2 Eq. (4) uses v_{s+1}; App. E.3 tried V(x_{s+1}) and found it worse.
 
     # --- Optimiser (Table G.1 unless noted) --------------------------------------------------
     optimizer: str = field(
-        "rmsprop_tf1", "rmsprop_tf1 (TF1 RMSPropOptimizer: ms starts at 1) or rmsprop_keras."
+        "rmsprop_tf1",
+        "rmsprop_tf1 (TF1 RMSPropOptimizer: ms starts at 1) or rmsprop_keras.",
+        one_of(OPTIMIZERS),
     )
     # choice: TF1's RMSPropOptimizer, which the original ran; Table D.1's epsilon range assumes it
     # (docs/papers/impala.md#departures-from-the-paper).
-    learning_rate: float = field(6e-4, "Initial learning rate.")  # Table G.1
+    learning_rate: float = field(6e-4, "Initial learning rate.", positive)  # Table G.1
     lr_anneal: bool = field(True, "Anneal the learning rate linearly to 0 over --total_frames.")
     # Table G.1: "Anneal linearly to 0 from beginning to end of training".
-    rmsprop_decay: float = field(0.99, "RMSProp decay of the mean square.")
+    rmsprop_decay: float = field(0.99, "RMSProp decay of the mean square.", unit_interval)
     # choice: the paper omits it; 0.99 as in A3C (docs/papers/impala.md#departures-from-the-paper).
-    rmsprop_momentum: float = field(0.0, "RMSProp momentum.")  # Table G.1, Table D.3
-    rmsprop_epsilon: float = field(0.01, "RMSProp epsilon (inside the square root).")  # Table G.1
-    max_grad_norm: float = field(40.0, "Clip the global gradient norm (0 disables).")  # Table G.1
-    total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
+    rmsprop_momentum: float = field(0.0, "RMSProp momentum.", non_negative)  # Table G.1, Table D.3
+    rmsprop_epsilon: float = field(0.01, "RMSProp epsilon (inside the square root).", positive)
+    # Table G.1
+    max_grad_norm: float = field(40.0, "Clip the global gradient norm (0 disables).", non_negative)
+    # Table G.1
+    total_frames: int = field(
+        200_000_000, "Environment frames (action repeats included).", positive
+    )
     # §5.3.2 / Table C.1: 200M frames per game; the lr schedule counts frames, action repeats
     # included (Table 1 note 2; docs/papers/impala.md#errata).
 
     # --- Actors and learner: system choices for a 2-core machine ------------------------------
-    num_actors: int = field(2, "Actor processes.")
+    num_actors: int = field(2, "Actor processes.", positive)
     # choice: one actor process per core; each runs a C++ vector env, so 2 saturate 2 cores.
-    envs_per_actor: int = field(16, "Envs one actor steps together (one policy call per step).")
+    envs_per_actor: int = field(
+        16, "Envs one actor steps together (one policy call per step).", positive
+    )
     # choice: 16 envs amortise one batched inference call; 2x16 = batch 32 unrolls per round.
-    queue_capacity: int = field(32, "Unrolls the queue table holds before actors block.")
+    queue_capacity: int = field(32, "Unrolls the queue table holds before actors block.", positive)
     # choice: one batch. Actors outpace the learner on 2 cores, so the queue is always full and
     # each queued batch adds a learner step of policy lag (the paper gives no queue size).
-    params_pull_interval: int = field(20, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(20, "Actor steps between parameter pulls.", positive)
     # §3: actors pull the latest parameters before each trajectory, i.e. every n steps.
-    publish_interval: int = field(1, "Learner steps between parameter publications.")
+    publish_interval: int = field(1, "Learner steps between parameter publications.", positive)
     # choice: publishing ~1M floats costs milliseconds, far less than one learner step.
-    publish_lag: int = field(0, "Actors act with parameters this many learner steps old.")
+    publish_lag: int = field(
+        0, "Actors act with parameters this many learner steps old.", non_negative
+    )
     # App. E.1: the controlled policy lag (docs/papers/impala.md#experiments); 0 is the normal run.
 
     # --- Replay (Table 2 "with replay", §5.2.2, Table D.3) -----------------------------------
@@ -104,23 +134,28 @@ class ImpalaConfig(ProcessSettings):
         "queue",
         "queue (the paper's), queue_with_replay (Table 2), or the other papers' "
         "patterns: prioritized (Reactor's sequences), sample_k (DiCE/GDI/LBC burn-in items).",
+        one_of(REPLAYS),
     )
     # §3: actors send their trajectories to the learner through a queue, each trained on once;
     # Table 2 adds a replay for its ablation (how it is filled: our choice,
     # docs/papers/impala.md#departures-from-the-paper).
     # choice: prioritized and sample_k are not IMPALA's; they run its learner on the other papers'
     # replay patterns (with no priorities written back, prioritized samples uniformly).
-    replay_capacity: int = field(10_000, "Unrolls the replay holds (all but queue).")
+    replay_capacity: int = field(10_000, "Unrolls the replay holds (all but queue).", positive)
     # Table D.3: capacity 10,000 trajectories, uniform sampling, first-in-first-out removal.
-    replay_fraction: float = field(0.5, "Fraction of each batch drawn from the replay.")
+    replay_fraction: float = field(
+        0.5, "Fraction of each batch drawn from the replay.", interval("(0, 1)")
+    )
     # §5.2.2: "we draw 50% of the items in each batch uniformly at random from the replay
     # buffer".
-    burn_in: int = field(0, "sample_k: burn-in steps from the stored core state.")
+    burn_in: int = field(0, "sample_k: burn-in steps from the stored core state.", non_negative)
     # choice: not IMPALA's (DiCE Table 5 uses 40); 0 trains every stored step.
-    times_sampled: int = field(2, "sample_k: times each item is trained on.")
+    times_sampled: int = field(2, "sample_k: times each item is trained on.", positive)
     # choice: not IMPALA's; DiCE §4.1 "We train each sample twice".
     actor_precision: str = field(
-        "float32", "Arithmetic of the actors' and evaluator's network: float32 or bfloat16."
+        "float32",
+        "Arithmetic of the actors' and evaluator's network: float32 or bfloat16.",
+        one_of(PRECISIONS),
     )
     # choice: float32 as in the paper. bfloat16 (float32 weights, bfloat16 arithmetic) makes
     # acting ~1.6x cheaper on CPUs with AVX512-BF16 (benchmarks/throughput.py); V-trace corrects
@@ -128,76 +163,27 @@ class ImpalaConfig(ProcessSettings):
     seed: int = field(0, "Seed of environments and networks.")
 
     # --- Evaluation protocol (§5.3.2, App. G) --------------------------------------------------
-    eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).")
+    eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).", positive)
     # §5.3.2: "each game-score is the mean over 200 evaluation episodes".
-    eval_noop_max: int = field(30, "Random no-ops (uniform in [1, max]) at episode start.")
+    eval_noop_max: int = field(
+        30, "Random no-ops (uniform in [1, max]) at episode start.", non_negative
+    )
     # §5.3.2: "a random number of no-op actions (uniformly chosen from [1, 30])".
-    eval_max_episode_frames: int = field(108_000, "Evaluation episode cap in frames.")
+    eval_max_episode_frames: int = field(108_000, "Evaluation episode cap in frames.", positive)
     # choice: 30 minutes of play at 60 Hz, the usual Atari cap
     # (docs/papers/impala.md#departures-from-the-paper).
     eval_sticky_actions: bool = field(False, "Sticky actions during evaluation.")
     # choice: the paper does not mention sticky actions; its 2018 protocol predates them.
-    eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy.")
+    eval_policy: str = field(
+        "sample", "Evaluated policy: sample from pi, or greedy.", one_of(EVAL_POLICIES)
+    )
     # choice: the paper does not mention greedy evaluation
     # (docs/papers/impala.md#departures-from-the-paper).
 
     def validate(self) -> "ImpalaConfig":
-        """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_process_settings()
-        for name, allowed in (
-            ("correction", CORRECTIONS),
-            ("pg_q_estimate", PG_Q_ESTIMATES),
-            ("network", TORSOS),
-            ("optimizer", OPTIMIZERS),
-            ("actor_precision", PRECISIONS),
-            ("replay", REPLAYS),
-            ("eval_policy", EVAL_POLICIES),
-        ):
-            check_choice(name, getattr(self, name), allowed)
-        check_all(
-            self,
-            "> 0",
-            lambda v: v > 0,
-            (
-                "unroll_length",
-                "batch_size",
-                "learning_rate",
-                "total_frames",
-                "num_actors",
-                "envs_per_actor",
-                "queue_capacity",
-                "params_pull_interval",
-                "publish_interval",
-                "lstm_units",
-                "clip_rho_threshold",
-                "clip_pg_rho_threshold",
-                "eval_episodes",
-                "eval_max_episode_frames",
-                "rmsprop_epsilon",
-                "replay_capacity",
-                "times_sampled",
-            ),
-        )
-        check_all(
-            self,
-            ">= 0",
-            lambda v: v >= 0,
-            (
-                "baseline_cost",
-                "entropy_cost",
-                "clip_c_threshold",
-                "max_grad_norm",
-                "rmsprop_momentum",
-                "correction_epsilon",
-                "eval_noop_max",
-                "publish_lag",
-                "burn_in",
-            ),
-        )
-        check_all(self, "in (0, 1)", lambda v: 0 < v < 1, ("replay_fraction",))
-        check_all(
-            self, "in [0, 1]", lambda v: 0 <= v <= 1, ("discount", "rmsprop_decay", "vtrace_lambda")
-        )
+        """Raises ValueError naming the first field whose value is not allowed: each field's
+        check, then the rules that relate several fields."""
+        super().validate()
         if self.queue_capacity < self.batch_size:
             raise ValueError(
                 f"--queue_capacity={self.queue_capacity} must be >= "
@@ -222,7 +208,7 @@ class ImpalaConfig(ProcessSettings):
         return 4 if envs.env_family(self.env) == "atari" else 1
 
     @property
-    def frames_per_batch(self) -> int:
+    def frames_per_learner_step(self) -> int:
         """New environment frames one learner step trains on (frames include action repeats,
         Table 1 note 2): a batch of fresh unrolls; with Table 2's replay only the fresh part;
         with sample_k each item counts once over its `times_sampled` trainings. This sets the

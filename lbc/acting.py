@@ -23,9 +23,10 @@ from lbc import controller
 from lbc import networks
 
 
-def psi_mixture(params) -> tuple[np.ndarray, np.ndarray]:
-    """The games' psi [B, N] each as the mixture's (inverse temperatures tau, weights omega):
-    LBC's tau_i multiplies the logits (§4.1, softmax_tau(Phi)), so it is an `eta` as it stands."""
+def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture hook of `common.advantage_policy`: the games' psi [B, N] each as the
+    mixture's (inverse temperatures tau, weights omega). LBC's tau_i multiplies the logits
+    (§4.1, softmax_tau(Phi)), so it is an `eta` as it stands."""
     return np.asarray(params["eta"], np.float32), np.asarray(params["omega"], np.float32)
 
 
@@ -41,7 +42,7 @@ def make_policy(config):
     mixes every A_i), each bootstrapping a truncation with its own V_i."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_population, config),
-        psi_mixture,
+        behaviour_mixture,
         component_networks(config),
         config.jit_compile,
     )

@@ -17,9 +17,12 @@ its own GPU, App. H.3): on this 2-core machine one compiled step computes each n
 the same batch and updates each network with its own AdamW (its own clip norm and moments), which
 is what three learners sampling one replay would do, minus the sampling noise between them.
 
-Every `bandit_<arg>` field is the argument `<arg>` of `lbc.controller.LbcController`;
-`bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
-gymnasium), so flags are validated in milliseconds.
+The fields LBC shares with DiCE and GDI are declared, with their defaults (Table 3's where LBC
+prints the same value as DiCE and GDI) and checks, in `common.config`'s `ProcessSettings`,
+`BurnInLearnerSettings` and `BanditSettings`; this module declares LBC's own fields and the
+shared ones whose default is LBC's own. Every `bandit_<arg>` field is the argument `<arg>` of
+`lbc.controller.LbcController`; `bandit_kwargs()` passes them through. This module imports
+nothing heavy (no TensorFlow, no gymnasium), so flags are validated in milliseconds.
 """
 
 import dataclasses
@@ -31,14 +34,15 @@ from common.config import (
     BURN_IN_MINATAR,
     FORWARD_LOSSES,
     REWARD_TRANSFORMS,
+    BanditSettings,
     BurnInLearnerSettings,
-    ProcessSettings,
-    check_all,
-    check_choice,
-    check_tuple,
     field,
-    prefixed_kwargs,
+    non_negative,
+    one_of,
+    ordered_pair,
+    positive,
     scaled_warmup,
+    tuple_of,
 )
 
 # The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
@@ -51,34 +55,31 @@ EVAL_POLICIES = ("bandits", "best_arm", "training_episodes")
 BANDIT_ETA_SPACES = ("log1p", "linear")
 BANDIT_PICKS = ("top", "softmax")
 BANDIT_UCB_SUMS = ("all", "others")
-BANDIT_SELECTIONS = ("bandits", "uniform", "uniform_coordinate")  # common.bandits.SELECTIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class LbcConfig(ProcessSettings, BurnInLearnerSettings):
-    """Hyperparameters and run settings; `validate()` names the offending field."""
+class LbcConfig(BanditSettings, BurnInLearnerSettings):
+    """Hyperparameters and run settings; `validate()` names the offending field. The fields LBC
+    shares with DiCE and GDI, and their Table 3 defaults, are `common.config`'s
+    `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are LBC's own."""
 
     action_repeat: ClassVar[int] = ACTION_REPEAT
+    schedule_source: ClassVar[str] = "docs/papers/lbc.md#departures-from-the-paper"
 
     # --- Environment (Table 3; the rest of the protocol is `PROTOCOL`) -------------------------
-    env: str = field("Pong", "Atari game, e.g. Pong, ChopperCommand.")  # choice: smoke game
-    total_frames: int = field(1_000_000_000, "Environment frames (action repeats included).")
-    # Abstract, §1: "within 1B training frames".
-    full_action_set: bool = field(True, "All 18 Atari actions.")  # Table 3 "Action Space Full"
-    noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
-    # Table 3 "Random noops range 30".
-    max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
-    # Table 3 "Max episode length 30 min" = 108,000 frames (App. H.2 says 100K: errata in
-    # docs/papers/lbc.md#errata).
-    sticky_action_probability: float = field(0.0, "Sticky-action probability.")  # Table 3
+    total_frames: int = field(1_000_000_000)  # Abstract, §1: "within 1B training frames".
 
     # --- Policy population H (§5.1.2, Table 3) -------------------------------------------------
     discounts: tuple[float, ...] = field(
-        (0.997, 0.999, 0.99), "gamma_i of each learned network."
-    )  # Table 3 gamma_1..gamma_3
+        (0.997, 0.999, 0.99),
+        "gamma_i of each learned network.",
+        tuple_of("numbers in [0, 1]", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
+    )
+    # Table 3 gamma_1..gamma_3
     reward_shapings: tuple[str, ...] = field(
         ("value_rescaling", "asymmetric_log", "optimistic_asymmetric"),
         "RS_i of each learned network (common.transforms names).",
+        tuple_of(f"names in {', '.join(REWARD_TRANSFORMS)}", lambda v: v in REWARD_TRANSFORMS),
     )
     # Table 3 RS_1 = sign(x)(sqrt(|x|+1) - 1) + 0.001 x, RS_2 = log scaling,
     # RS_3 = 0.3 min(tanh x, 0) + 5 max(tanh x, 0).
@@ -88,183 +89,109 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
         "nature", "Torso: nature (Agent57/R2D2), deep (IMPALA), shallow, minatar or mlp."
     )
     # choice: App. L "the same as that of Agent57", the Nature-DQN torso.
-    lstm_units: int = field(256, "LSTM core size.")  # Table 3 "LSTM Units 256"
-    head_hidden: int = field(512, "Hidden units of the A and V heads (0: linear heads).")
+    head_hidden: int = field(512)
     # choice: Agent57's dueling streams, Dense 512 - ReLU - Dense.
-    aux_hidden: int = field(512, "Hidden units of the forward- and inverse-dynamics MLPs.")
+    aux_hidden: int = field(
+        512, "Hidden units of the forward- and inverse-dynamics MLPs.", non_negative
+    )
     # choice: MLP(... -> 512 -> ReLU -> ...), the head width.
     aux_forward_loss: str = field(
         "mse",
         "Forward-dynamics score: mse (mean over the embedding's features) or half_sum_squares "
         "(GDI's 1/2 squared norm).",
+        one_of(FORWARD_LOSSES),
     )
     # choice: MSE against stop_grad(e_{t+1}); the GDI package uses 1/2 ||.||^2 (half_sum_squares).
-    aux_forward_weight: float = field(1.0, "Weight of the forward-dynamics auxiliary loss.")
+    aux_forward_weight: float = field(
+        1.0, "Weight of the forward-dynamics auxiliary loss.", non_negative
+    )
     # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice: weight 1.
-    aux_inverse_weight: float = field(1.0, "Weight of the inverse-dynamics auxiliary loss.")
+    aux_inverse_weight: float = field(
+        1.0, "Weight of the inverse-dynamics auxiliary loss.", non_negative
+    )
     # Table 3 "Auxiliary Inverse Dynamic Task Yes"; choice: weight 1.
 
     # --- Loss of each learner (Table 3, §5.1.2, App. B) -----------------------------------------
-    v_loss_scale: float = field(1.0, "xi: weight of the V-trace value loss.")  # Table 3
-    q_loss_scale: float = field(5.0, "alpha: weight of the Retrace Q loss.")  # Table 3
-    pi_loss_scale: float = field(5.0, "beta: weight of the policy loss.")  # Table 3
-    clip_rho_threshold: float = field(1.05, "rho-bar of V-trace and the policy gradient.")
-    # Table 3 "Importance Sampling Clip rho-bar 1.05".
-    clip_c_threshold: float = field(1.05, "c-bar of V-trace and Retrace.")  # Table 3
-    retrace_form: str = field("sampled", "Retrace bootstrap: sampled Q(x', a') or expected.")
-    # App. B.3 prints Q(s_{t+1}, a_{t+1}).
-    q_centering: str = field(
-        "policy_mean_grad",
-        "Q = V + A - E_pi[A] differentiated whole (policy_mean_grad), with pi under "
-        "stop-gradient (policy_mean), V + A (none) or V + A - mean A (uniform_mean).",
-    )
+    q_loss_scale: float = field(5.0)  # Table 3
+    pi_loss_scale: float = field(5.0)  # Table 3
+    q_centering: str = field("policy_mean_grad")
     # choice: GDI's Eqs. (9), (11); §5.1.2 only says A = Q - V of "the dueling
     # network structure (Wang et al., 2016)", whose centring is part of the network and trained
     # through. Measured on CartPole (docs/papers/lbc.md#the-centrings-gradient-measured): no
     # worse than pi under stop-gradient.
-    pg_advantage: str = field("vtrace", "Policy-gradient advantage: vtrace or retrace.")
+    pg_advantage: str = field(
+        "vtrace", "Policy-gradient advantage: vtrace or retrace.", one_of(PG_ADVANTAGES)
+    )
     # choice: rho (r + gamma v_{t+1} - V), as DiCE and GDI.
 
     # --- Optimiser of each learner (Table 3) ---------------------------------------------------
-    learning_rate: float = field(5.3e-4, "Peak learning rate, annealed linearly to 0.")
-    # Table 3 "Learning Rate 5.3e-4".
-    warmup_steps: int = field(4000, "Learner steps of linear warm-up from 0.")  # Table 3
-    adam_beta1: float = field(0.9, "AdamW beta1.")  # Table 3
-    adam_beta2: float = field(0.98, "AdamW beta2.")  # Table 3
-    adam_epsilon: float = field(1e-6, "AdamW epsilon.")  # Table 3
-    weight_decay: float = field(0.01, "AdamW weight decay, annealed linearly to 0.")  # Table 3
-    max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).")
-    # Table 3 "AdamW Clip Norm 50.0".
+    learning_rate: float = field(5.3e-4)  # Table 3 "Learning Rate 5.3e-4".
 
     # --- Replay (Table 3; SampleK, docs/architecture.md#replay-patterns-commonpatternspy) -----
-    batch_size: int = field(64, "Sequences per learner batch.")  # Table 3
-    burn_in: int = field(40, "Burn-in steps from the stored LSTM state (no gradient).")
-    # Table 3 "Burn-in 40", "Burn-in Stored Recurrent State Yes".
-    sequence_length: int = field(80, "Trained steps per sequence (plus 1 bootstrap step).")
-    # Table 3 "Seq-length 80", "Bootstrap Yes".
-    times_sampled: int = field(2, "Times each network trains on each sequence.")
-    # Table 3 "Replay 2"; App. H.1 "twice train each sample" (each network, per learner).
-    reuse_mode: str = field("replay", "replay: each item sampled k times; repeat: k steps/batch.")
-    # choice: Reverb max_times_sampled = k; one table, as the one learner step
-    # trains all networks on each batch (module docstring).
-    learner_microbatches: int = field(1, "Slices of each batch the gradient is computed in.")
+    learner_microbatches: int = field(1)
     # choice: exactly the same gradient in 1/k of the activation memory
     # (common.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
     # peaked at 3.9 GiB on the 24 GiB CPU machine (README, "Training LBC").
-    replay_capacity: int = field(10_000, "Sequences the replay table holds.")
+    replay_capacity: int = field(10_000)
     # choice: no size printed; with reuse 2 and FIFO the table behaves like a queue.
 
     # --- Actors and behaviour (Algorithms 1-2, Eq. (10), App. E) -------------------------------
-    num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
-    envs_per_actor: int = field(80, "Environments stepped together by one actor.")
-    # choice: not stated; 2 x 80 = DiCE's and GDI's 160 environments.
-    params_pull_interval: int = field(64, "Actor steps between parameter pulls.")
-    # Table 3 "Actor Pull Model Every d_pull Steps 64".
-    publish_interval: int = field(25, "Learner steps between parameter publications.")
-    # Table 3 "Learner Push Model Every d_push Steps 25".
-    controller_scope: str = field("per_env", "One bandit population per env, or one global.")
-    # Algorithm 1 is "Actor-Wise"; choice: each environment is one of the paper's actors.
-    bandit_num_policies: int = field(3, "Mixture components N of psi = (tau_1..N, omega_1..N).")
+    bandit_num_policies: int = field(
+        3, "Mixture components N of psi = (tau_1..N, omega_1..N).", positive
+    )
     # §5.1.2: N = 3; Table 12 "Reducing H and Psi" uses 1.
-    bandit_eta_space: str = field("log1p", "Bandit coordinate of tau_i: log1p or linear.")
+    bandit_eta_space: str = field(
+        "log1p", "Bandit coordinate of tau_i: log1p or linear.", one_of(BANDIT_ETA_SPACES)
+    )
     # choice: x = log(1 + tau_i) on [0, 4] in 20 arms, GDI's coordinate.
     bandit_eta_max: float = field(
         math.exp(4.0), "tau_i range: [0, this] (linear), or x = log(1 + tau_i) in [0, log this]."
     )
     # Table 3 "Range of tau_i [0, exp 4]" (LBC's tau_i multiplies the logits: an eta).
-    bandit_eta_acc: float = field(0.2, "Arm width of tau_i.")  # Table 3 "Discrete Accuracy 0.2"
-    bandit_omega_acc: float = field(0.1, "Arm width of omega_i in [0, 1].")
+    bandit_eta_acc: float = field(0.2, "Arm width of tau_i.", positive)
+    # Table 3 "Discrete Accuracy 0.2".
+    bandit_omega_acc: float = field(0.1, "Arm width of omega_i in [0, 1].", positive)
     # Table 3 "Range of omega_i [0, 1]", "Discrete Accuracy of omega_i 0.1".
     bandit_factorized: bool = field(True, "One population per coordinate, or one joint grid.")
     # choice: the joint grid has 8,000,000 arms.
-    bandit_num_bandits: int = field(7, "Bandits per population.")  # Table 3 "Population Num. 7"
-    bandit_top_d: int = field(4, "Arms each bandit votes for.")  # Table 3 "D of Top-D 4"
+    bandit_top_d: int = field(4, "Arms each bandit votes for.", positive)
+    # Table 3 "D of Top-D 4".
     bandit_ucb_range: tuple[float, float] = field(
-        (0.5, 1.5), "Each bandit's UCB c is uniform in this range ((0, 0): w/o UCB)."
+        (0.5, 1.5),
+        "Each bandit's UCB c is uniform in this range ((0, 0): w/o UCB).",
+        ordered_pair(),
     )
     # Table 3 "UCB c Uniformly sampled from [0.5, 1.5]"; App. K.3 "without the UCB item".
-    bandit_replace_every: int = field(50, "Episodes between replacements of one bandit.")
+    bandit_replace_every: int = field(50, "Episodes between replacements of one bandit.", positive)
     # Table 3 "Replacement Interval T_replace 50".
-    bandit_pick: str = field("top", "top: Algorithm 1's top-D vote; softmax: §4.2's sampling.")
+    bandit_pick: str = field(
+        "top", "top: Algorithm 1's top-D vote; softmax: §4.2's sampling.", one_of(BANDIT_PICKS)
+    )
     # choice: Algorithm 1, which Table 3 configures.
     bandit_standardise: bool = field(True, "Z-score the arm values (Eq. (25)) or not (Eq. (24)).")
     # App. E.3: "Z-score normalization" is used in practice.
-    bandit_ucb_sum: str = field("all", "UCB count sum over all arms (Eqs. (24)-(25)) or others.")
-    # choice: Eqs. (24)-(25); §4.2 prints the sum over j != k (docs/papers/lbc.md#errata).
-    bandit_selection: str = field(
-        "bandits",
-        "bandits; uniform: each tau_i uniform on its range and each omega_i on [0, 1], then "
-        "normalised (Random Selection); uniform_coordinate: the bandit coordinates uniform.",
+    bandit_ucb_sum: str = field(
+        "all", "UCB count sum over all arms (Eqs. (24)-(25)) or others.", one_of(BANDIT_UCB_SUMS)
     )
-    # Table 12 "Random Selection", "the same behavior space as our main algorithm": uniform in
-    # tau_i over the bandits' range (log(1 + tau_i) drawn uniformly puts the median near 6).
+    # choice: Eqs. (24)-(25); §4.2 prints the sum over j != k (docs/papers/lbc.md#errata).
 
     # --- Evaluation (§5.1.1, App. H.2) ---------------------------------------------------------
-    eval_episodes: int = field(32, "Episodes in the windowed mean of the reported return.")
-    # §5.1.1: "undiscounted episodic returns averaged over five seeds using a windowed mean
-    # over 32 episodes".
     eval_policy: str = field(
         "bandits",
         "bandits: a separate evaluator acting as the actors do; best_arm: psi from the arms "
         "actor 0's bandits rate best, frozen; training_episodes: no evaluator, the training "
         "games' returns are the report.",
+        one_of(EVAL_POLICIES),
     )
     # §5.1.1 "a separate evaluation process"; App. H.2 "the population's average score from
     # model training": the MAB-driven behaviour (training_episodes reports those games).
     # best_arm (choice, an option): what the learned networks score with the psi the bandits
     # rate best (no UCB term), as DiCE and GDI evaluate their best region.
-    seed: int = field(0, "Seed of environments, networks and bandits.")
 
     def validate(self) -> "LbcConfig":
-        """Raises ValueError naming the first field whose value is not allowed."""
-        self.check_burn_in_learner("docs/papers/lbc.md#departures-from-the-paper")
-        for name, allowed in (
-            ("pg_advantage", PG_ADVANTAGES),
-            ("eval_policy", EVAL_POLICIES),
-            ("bandit_eta_space", BANDIT_ETA_SPACES),
-            ("bandit_pick", BANDIT_PICKS),
-            ("bandit_ucb_sum", BANDIT_UCB_SUMS),
-            ("bandit_selection", BANDIT_SELECTIONS),
-            ("aux_forward_loss", FORWARD_LOSSES),
-        ):
-            check_choice(name, getattr(self, name), allowed)
-        check_tuple(
-            self,
-            "discounts",
-            "numbers in [0, 1]",
-            lambda v: isinstance(v, (int, float)) and 0 <= v <= 1,
-        )
-        check_tuple(
-            self,
-            "reward_shapings",
-            f"names in {', '.join(REWARD_TRANSFORMS)}",
-            lambda v: v in REWARD_TRANSFORMS,
-        )
-        check_all(
-            self,
-            "> 0",
-            lambda v: v > 0,
-            (
-                "bandit_num_policies",
-                "bandit_eta_max",
-                "bandit_eta_acc",
-                "bandit_omega_acc",
-                "bandit_num_bandits",
-                "bandit_top_d",
-                "bandit_replace_every",
-            ),
-        )
-        check_all(
-            self,
-            ">= 0",
-            lambda v: v >= 0,
-            ("aux_hidden", "aux_forward_weight", "aux_inverse_weight"),
-        )
-        low, high = self.bandit_ucb_range
-        if not 0 <= low <= high:
-            raise ValueError(
-                f"--bandit_ucb_range={self.bandit_ucb_range!r} must satisfy 0 <= low <= high"
-            )
+        """Raises ValueError naming the first field whose value is not allowed: each field's
+        check, the shared rules (`BurnInLearnerSettings.validate`), then LBC's own."""
+        super().validate()
         if len(self.reward_shapings) != len(self.discounts):
             raise ValueError(
                 f"--reward_shapings={self.reward_shapings!r} needs one entry per "
@@ -282,10 +209,6 @@ class LbcConfig(ProcessSettings, BurnInLearnerSettings):
                 f"{self.axis_arms} (tau_i, omega_i)"
             )
         return self
-
-    def bandit_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `lbc.controller.LbcController` (add `seed` per actor)."""
-        return prefixed_kwargs(self, "bandit_")
 
     @property
     def axis_arms(self) -> tuple[int, int]:

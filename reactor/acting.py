@@ -23,22 +23,6 @@ from reactor import networks
 BEHAVIOUR_PROBS = "behaviour_probs"
 
 
-def make_network(config: config_lib.ReactorConfig, num_actions: int) -> networks.ReactorNet:
-    return networks.ReactorNet(
-        num_actions,
-        config.num_atoms,
-        distributional=config.distributional,
-        policy_epsilon=config.policy_epsilon,
-        torso=config.torso,
-    )
-
-
-def core_state_spec(config: config_lib.ReactorConfig):
-    """(policy h, policy c, Q h, Q c) of one env (Table 3: 128 units each)."""
-    del config
-    return (tf.TensorSpec([128], tf.float32),) * 4
-
-
 def policy_extras(spec) -> dict:
     return {BEHAVIOUR_PROBS: tf.TensorSpec([spec.num_actions], tf.float32)}
 
@@ -46,14 +30,23 @@ def policy_extras(spec) -> dict:
 class ReactorPolicy:
     """`common.acting.Policy` of Reactor: one compiled call per batched step."""
 
-    def __init__(self, network, observation_shape, observation_dtype, seed, greedy, support):
+    def __init__(
+        self,
+        network,
+        observation_shape,
+        observation_dtype,
+        seed,
+        greedy,
+        support,
+        jit_compile: bool = False,
+    ):
         network.create_variables(observation_shape, observation_dtype)
         self.network = network
         self.greedy = greedy
         self.support = support
         self._rng = tf.random.Generator.from_seed(seed)
-        self._step = tf.function(self._step_graph, reduce_retracing=True)
-        self._value = tf.function(self._value_graph, reduce_retracing=True)
+        self._step = tf.function(self._step_graph, jit_compile=jit_compile, reduce_retracing=True)
+        self._value = tf.function(self._value_graph, jit_compile=jit_compile, reduce_retracing=True)
 
     def initial_state(self, batch_size: int):
         return tuple(s.numpy() for s in self.network.initial_state(batch_size))
@@ -104,12 +97,13 @@ def make_policy(
 ) -> ReactorPolicy:
     support = distributional.make_support(config.num_atoms, config.v_min, config.v_max)
     return ReactorPolicy(
-        make_network(config, num_actions),
+        networks.make_network(config, num_actions),
         observation_shape,
         observation_dtype,
         seed,
         greedy,
         support,
+        jit_compile=config.jit_compile,
     )
 
 

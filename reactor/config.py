@@ -17,10 +17,16 @@ from typing import Any
 from common.config import (
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
+    ProcessSettings,
+    at_least,
     atari_protocol_overrides,
-    check_all,
-    check_choice,
     field,
+    interval,
+    must_be,
+    non_negative,
+    one_of,
+    positive,
+    unit_interval,
 )
 
 # The common.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1 "the same
@@ -37,235 +43,197 @@ REPLAY_LSTM_STATES = ("stored", "zero")
 PRIORITISATIONS = ("lazy", "lazy_global", "max", "uniform")  # reactor.priorities' (tested)
 TORSOS = ("table3", "minatar", "mlp")  # reactor.networks.TORSOS (a test asserts they agree)
 EVAL_POLICIES = ("sample", "greedy")
+# --sequence_length counts frames: a trained transition needs its bootstrap frame too.
+SEQUENCE_OF_FRAMES = must_be(
+    ">= 2 (frames: at least one transition and its bootstrap frame)", lambda frames: frames >= 2
+)
 
 
 @dataclasses.dataclass(frozen=True)
-class ReactorConfig:
-    """Hyperparameters and run settings; `validate()` names the offending field."""
+class ReactorConfig(ProcessSettings):
+    """Hyperparameters and run settings; `validate()` names the offending field. The process
+    settings (--jit_compile, niceness, intervals) are `common.config.ProcessSettings`'."""
 
     # --- Environment (§4.1; the rest of the protocol is `PROTOCOL`) ----------------------------
     env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
-    total_frames: int = field(200_000_000, "Environment frames (action repeats included).")
+    total_frames: int = field(
+        200_000_000, "Environment frames (action repeats included).", positive
+    )
     # §4.1: 200M frames (500M for "Reactor 500m"), summed over workers (footnote 4); emulator
     # frames, not agent steps.
-    frame_stack: int = field(1, "Frames per observation (the LSTM provides the history).")
+    frame_stack: int = field(1, "Frames per observation (the LSTM provides the history).", positive)
     # Table 3 input 84x84x1; §3.4.1 chose a recurrent network over frame stacking.
     full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
     # choice: the minimal set, the A3C / Rainbow convention.
-    noop_max: int = field(30, "Random no-ops at episode start (training and evaluation).")
+    noop_max: int = field(
+        30, "Random no-ops at episode start (training and evaluation).", non_negative
+    )
     # §4.1: evaluated with "30 random no-op starts"; training: choice (not stated).
-    max_episode_frames: int = field(108_000, "Episode cap in frames (a truncation, not an end).")
+    max_episode_frames: int = field(
+        108_000, "Episode cap in frames (a truncation, not an end).", positive
+    )
     # choice: 30 minutes of play, the Atari convention.
-    sticky_action_probability: float = field(0.0, "Sticky-action probability.")
+    sticky_action_probability: float = field(0.0, "Sticky-action probability.", unit_interval)
     # choice: the 2017 no-op protocol predates sticky actions (as IMPALA's:
     # docs/papers/impala.md#departures-from-the-paper).
-    reward_shaping: str = field("clip", "Reward transform of the learner's targets.")
+    reward_shaping: str = field(
+        "clip", "Reward transform of the learner's targets.", one_of(REWARD_TRANSFORMS)
+    )
     # choice: clip to [-1, 1], part of the DQN pipeline §4.1 says it copies.
 
     # --- Network and critic (§3.2, §3.4.1, App. 6.4) -----------------------------------------
     distributional: bool = field(True, "Distributional critic; False: Reactor ND (scalar).")
     # §4.1: Reactor is distributional; "Reactor ND" is the non-distributional version.
-    num_atoms: int = field(51, "Atoms of the categorical return distribution.")
+    num_atoms: int = field(51, "Atoms of the categorical return distribution.", at_least(2))
     # choice: C51's 51 atoms (Eq. (5) leaves N open).
     v_min: float = field(-10.0, "Lowest atom.")  # choice: C51, clipped rewards
     v_max: float = field(10.0, "Highest atom.")  # choice: C51
-    policy_epsilon: float = field(0.01, "Uniform mixing of the policy head.")
+    policy_epsilon: float = field(0.01, "Uniform mixing of the policy head.", unit_interval)
     # App. 6.4: epsilon = 0.01 "is hard-coded into the policy network".
     torso: str = field(
-        "table3", "Torso: table3 (Table 3's convolutions), minatar (one 3x3 conv) or mlp."
+        "table3",
+        "Torso: table3 (Table 3's convolutions), minatar (one 3x3 conv) or mlp.",
+        one_of(TORSOS),
     )
     # Table 3; choice: "mlp" (one CReLU layer of 64) for CartPole's 4-number observations.
 
     # --- Loss (§3.1-3.2, §4.1) -----------------------------------------------------------------
-    discount: float = field(0.99, "Discount gamma.")  # choice: Atari's usual
-    retrace_lambda: float = field(1.0, "lambda of the Retrace traces.")
+    discount: float = field(0.99, "Discount gamma.", unit_interval)  # choice: Atari's usual
+    retrace_lambda: float = field(1.0, "lambda of the Retrace traces.", unit_interval)
     # §4.1: lambda = 1.0.
-    clip_c_threshold: float = field(1.0, "c-bar of the traces lambda min(c-bar, rho).")
+    clip_c_threshold: float = field(
+        1.0, "c-bar of the traces lambda min(c-bar, rho).", non_negative
+    )
     # Eq. (4): c = lambda min(1, rho).
     retrace_form: str = field(
         "expected",
         "Bootstrap of the scalar Retrace return (Reactor ND's critic and R of the policy "
         "gradient): expected E_pi Q(x', .) or sampled; Distributional Retrace is always expected.",
+        one_of(RETRACE_FORMS),
     )
     # Eq. (3): delta = r + gamma E_pi Q(x_{t+1}, .) - Q(x_t, a_t) (Munos et al., 2016).
-    trace_policy: str = field("target", "Network whose pi makes the traces: target or online.")
+    trace_policy: str = field(
+        "target", "Network whose pi makes the traces: target or online.", one_of(TRACE_POLICIES)
+    )
     # choice: only the target network is evaluated at frame 33 (§3.4).
-    target_update_period: int = field(1000, "Learner steps between target-network copies.")
+    target_update_period: int = field(
+        1000, "Learner steps between target-network copies.", positive
+    )
     # §4.1: T_update = 1000; counting it in learner steps is our choice (not stated).
-    policy_gradient: str = field("beta_loo", "Actor loss: beta_loo, or tislr (the ablation).")
+    policy_gradient: str = field(
+        "beta_loo", "Actor loss: beta_loo, or tislr (the ablation).", one_of(POLICY_GRADIENTS)
+    )
     # §3.1; Fig. 3 ablates beta-LOO against ACER's TISLR.
-    beta_loo_c: float = field(1.0, "c of beta = min(c, 1/mu(a)); 1 is plain leave-one-out.")
+    beta_loo_c: float = field(
+        1.0, "c of beta = min(c, 1/mu(a)); 1 is plain leave-one-out.", at_least(1)
+    )
     # §4.1: "beta-LOO with beta = 1", i.e. c = 1 in §3.1's beta = min(c, 1/mu(a)).
-    tislr_c: float = field(10.0, "Truncation c of the TISLR ablation.")
+    tislr_c: float = field(10.0, "Truncation c of the TISLR ablation.", at_least(1))
     # choice: ACER's value (§3.1 gives none).
-    entropy_cost: float = field(0.01, "Entropy regulariser of the policy loss.")
+    entropy_cost: float = field(0.01, "Entropy regulariser of the policy loss.", non_negative)
     # App. 6.5: "the same entropy cost method used by A3C"; choice: A3C's 0.01.
 
     # --- Optimiser (§3.4.1) ----------------------------------------------------------------------
-    learning_rate: float = field(5e-5, "Adam learning rate.")  # §3.4.1: 5 x 10^-5
-    adam_beta1: float = field(0.0, "Adam beta1 ('momentum').")  # §3.4.1: "zero momentum"
-    adam_beta2: float = field(0.999, "Adam beta2.")  # choice: library default
-    adam_epsilon: float = field(1e-8, "Adam epsilon.")  # choice: the default
-    max_grad_norm: float = field(0.0, "Global gradient-norm clip (0 disables).")
+    learning_rate: float = field(5e-5, "Adam learning rate.", positive)  # §3.4.1: 5 x 10^-5
+    adam_beta1: float = field(0.0, "Adam beta1 ('momentum').", unit_interval)
+    # §3.4.1: "zero momentum"
+    adam_beta2: float = field(0.999, "Adam beta2.", unit_interval)  # choice: library default
+    adam_epsilon: float = field(1e-8, "Adam epsilon.", positive)  # choice: the default
+    max_grad_norm: float = field(0.0, "Global gradient-norm clip (0 disables).", non_negative)
     # choice: none is mentioned.
 
     # --- Replay (§3.3, §3.4, App. 6.3) ---------------------------------------------------------
-    batch_size: int = field(4, "Sequences per learner batch.")  # §3.4: "in batches of 4"
-    sequence_length: int = field(33, "Frames per replayed sequence (32 trained transitions).")
+    batch_size: int = field(4, "Sequences per learner batch.", positive)  # §3.4: "in batches of 4"
+    sequence_length: int = field(
+        33, "Frames per replayed sequence (32 trained transitions).", SEQUENCE_OF_FRAMES
+    )
     # §3.4: "sequences of length n = 33".
-    sequence_stride: int = field(1, "Steps between the starts of consecutive sequences.")
+    sequence_stride: int = field(1, "Steps between the starts of consecutive sequences.", positive)
     # §3.3: priorities are attached to all overlapping sequences, one key per time step.
-    replay_lstm_state: str = field("stored", "Initial LSTM state of a sequence: stored or zero.")
+    replay_lstm_state: str = field(
+        "stored", "Initial LSTM state of a sequence: stored or zero.", one_of(REPLAY_LSTM_STATES)
+    )
     # choice: the actor's state at the sequence start.
-    replay_capacity: int = field(1_000_000, "Sequence keys the replay holds (FIFO eviction).")
+    replay_capacity: int = field(
+        1_000_000, "Sequence keys the replay holds (FIFO eviction).", positive
+    )
     # choice: the DQN / Rainbow 1M; the paper's per-worker size is not given.
     prioritisation: str = field(
         "lazy",
         "New keys' priority: lazy (§3.3; at the estimated mean priority of the keys not yet "
         "sampled), lazy_global (at the estimated mean priority of all keys), max (PER's "
         "largest priority written) or uniform (no prioritisation).",
+        one_of(PRIORITISATIONS),
     )
     # §3.3 lazy initialisation, the variant closest to the paper's tree on Reverb
     # (benchmarks/reactor_priorities.py); App. 6.5 compares "max"; Fig. 3 ablates it.
-    priority_exponent: float = field(1.0, "alpha: sample proportionally to priority^alpha.")
+    priority_exponent: float = field(
+        1.0, "alpha: sample proportionally to priority^alpha.", unit_interval
+    )
     # §3.3 samples "proportionally to" the (estimated) priority: alpha = 1.
-    replay_uniform_epsilon: float = field(0.01, "Probability of a uniform sample.")
+    replay_uniform_epsilon: float = field(
+        0.01, "Probability of a uniform sample.", interval("[0, 1)")
+    )
     # §3.3: exists, value not given; choice: 0.01.
-    priority_floor: float = field(1e-6, "Added to every priority, so none is 0.")
+    priority_floor: float = field(1e-6, "Added to every priority, so none is 0.", non_negative)
     # choice: §3.3's priorities have no floor; 1e-6 keeps every key sampleable.
-    importance_exponent: float = field(1.0, "Exponent of the importance weights 1/(N P(k)).")
+    importance_exponent: float = field(
+        1.0, "Exponent of the importance weights 1/(N P(k)).", unit_interval
+    )
     # §3.3: prioritisation "purely as variance reduction", exponent 1.
     normalise_importance_weights: bool = field(True, "Divide the weights by the batch maximum.")
     # choice: PER's convention.
-    priority_estimate_rate: float = field(0.01, "Moving-average rate of the new-key estimate.")
+    priority_estimate_rate: float = field(
+        0.01, "Moving-average rate of the new-key estimate.", interval("(0, 1]")
+    )
     # choice (reactor/priorities.py): the estimates new keys enter with average the last ~100
     # batches' Horvitz-Thompson sums: recent context, as the CPT's neighbouring keys are.
-    min_replay_size: int = field(5_000, "Sequences in replay before the learner samples.")
+    min_replay_size: int = field(5_000, "Sequences in replay before the learner samples.", positive)
     # choice: not given; a few hundred sequences per environment so batches are not correlated.
-    replay_error_buffer: float = field(1_000.0, "Samples the ratio limiter may drift by.")
+    replay_error_buffer: float = field(1_000.0, "Samples the ratio limiter may drift by.", positive)
     # choice: the acting : learning ratio is held "typically" (§3.4), not exactly; 1,000 sampled
     # sequences of slack lets 10 envs insert and the learner sample without waiting on each other.
-    estimate_pull_interval: int = field(100, "Actor steps between reads of the new-key estimate.")
+    estimate_pull_interval: int = field(
+        100, "Actor steps between reads of the new-key estimate.", positive
+    )
     # choice: the estimate drifts slowly (priority_estimate_rate); one read per 100 steps.
-    acting_steps_per_learner_step: float = field(5.0, "Environment steps per learner step.")
+    acting_steps_per_learner_step: float = field(
+        5.0, "Environment steps per learner step.", positive
+    )
     # §3.4: "We typically execute 4-6 acting steps per each learning step"; choice: the middle.
 
     # --- Actors (§3.4, Fig. 2) -------------------------------------------------------------------
-    num_actors: int = field(2, "Actor processes.")  # choice: one per core on 2 cores
-    envs_per_actor: int = field(5, "Environments stepped together by one actor.")
+    num_actors: int = field(2, "Actor processes.", positive)  # choice: one per core on 2 cores
+    envs_per_actor: int = field(5, "Environments stepped together by one actor.", positive)
     # Fig. 2: 10 actor-learner workers, one environment each = 2 x 5.
-    params_pull_interval: int = field(5, "Actor steps between parameter pulls.")
+    params_pull_interval: int = field(5, "Actor steps between parameter pulls.", positive)
     # §3.4: a worker downloads the parameters before each learning step, i.e. every
     # --acting_steps_per_learner_step acting steps.
-    publish_interval: int = field(1, "Learner steps between parameter publications.")
+    publish_interval: int = field(1, "Learner steps between parameter publications.", positive)
     # §3.4: a worker sends its update at the end of each learning step.
-    actor_niceness: int = field(19, "nice increment of actor and evaluator processes.")
-    # choice: as IMPALA's (impala/config.py): actors use the CPU a shared learner leaves.
-    checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.")  # choice
-    log_interval_s: float = field(10.0, "Seconds between console lines / summaries.")  # choice
 
     # --- Evaluation (§4.1, App. 6.6) -----------------------------------------------------------
-    eval_episodes: int = field(200, "Episodes per evaluation.")
+    eval_episodes: int = field(200, "Episodes per evaluation.", positive)
     # §4.1: "We averaged scores over 200 episodes" (30 random no-op starts; the human starts
     # were never released: docs/papers/reactor.md#departures-from-the-paper).
-    eval_policy: str = field("sample", "Evaluated policy: sample from pi, or greedy on Q.")
-    # choice: the stochastic, epsilon-mixed pi, the agent's only policy.
-    eval_interval_s: float = field(
-        600.0, "Seconds between evaluation rounds (0: no evaluation during the run)."
+    eval_policy: str = field(
+        "sample", "Evaluated policy: sample from pi, or greedy on Q.", one_of(EVAL_POLICIES)
     )
-    # choice: the evaluator shares 2 cores with training, so it runs rarely.
-    eval_round_episodes: int = field(8, "Episodes per periodic round; the last round runs all.")
-    # choice: a periodic round of 200 Atari episodes would starve training on 2 cores.
+    # choice: the stochastic, epsilon-mixed pi, the agent's only policy.
     seed: int = field(0, "Seed of environments and networks.")
     # §4.1: "a fixed random seed across all games".
 
     def validate(self) -> "ReactorConfig":
-        """Raises ValueError naming the first field whose value is not allowed."""
-        for name, allowed in (
-            ("reward_shaping", REWARD_TRANSFORMS),
-            ("retrace_form", RETRACE_FORMS),
-            ("policy_gradient", POLICY_GRADIENTS),
-            ("trace_policy", TRACE_POLICIES),
-            ("replay_lstm_state", REPLAY_LSTM_STATES),
-            ("prioritisation", PRIORITISATIONS),
-            ("torso", TORSOS),
-            ("eval_policy", EVAL_POLICIES),
-        ):
-            check_choice(name, getattr(self, name), allowed)
-        check_all(
-            self,
-            "> 0",
-            lambda v: v > 0,
-            (
-                "total_frames",
-                "frame_stack",
-                "max_episode_frames",
-                "target_update_period",
-                "learning_rate",
-                "adam_epsilon",
-                "batch_size",
-                "sequence_stride",
-                "replay_capacity",
-                "acting_steps_per_learner_step",
-                "num_actors",
-                "envs_per_actor",
-                "params_pull_interval",
-                "publish_interval",
-                "eval_episodes",
-                "eval_round_episodes",
-                "min_replay_size",
-                "replay_error_buffer",
-                "estimate_pull_interval",
-                "checkpoint_interval_s",
-                "log_interval_s",
-            ),
-        )
-        check_all(
-            self,
-            ">= 0",
-            lambda v: v >= 0,
-            (
-                "noop_max",
-                "clip_c_threshold",
-                "entropy_cost",
-                "max_grad_norm",
-                "priority_floor",
-                "eval_interval_s",
-            ),
-        )
-        check_all(self, ">= 1", lambda v: v >= 1, ("beta_loo_c", "tislr_c"))
-        check_all(
-            self,
-            "in [0, 1]",
-            lambda v: 0 <= v <= 1,
-            (
-                "sticky_action_probability",
-                "policy_epsilon",
-                "discount",
-                "retrace_lambda",
-                "adam_beta1",
-                "adam_beta2",
-                "priority_exponent",
-                "importance_exponent",
-            ),
-        )
-        check_all(self, "in [0, 1)", lambda v: 0 <= v < 1, ("replay_uniform_epsilon",))
-        check_all(self, "in (0, 1]", lambda v: 0 < v <= 1, ("priority_estimate_rate",))
-        check_all(self, "in [0, 19]", lambda v: 0 <= v <= 19, ("actor_niceness",))
+        """Raises ValueError naming the first field whose value is not allowed: each field's
+        check, then the rules that relate several fields."""
+        super().validate()
         if self.distributional and self.clip_c_threshold != 1.0:
             raise ValueError(
                 f"--clip_c_threshold={self.clip_c_threshold} needs --distributional=false: "
                 "Distributional Retrace uses Eq. (4)'s min(1, rho)"
             )
-        if self.num_atoms < 2:
-            raise ValueError(f"--num_atoms={self.num_atoms} must be >= 2")
         if not self.v_min < self.v_max:
             raise ValueError(f"--v_min={self.v_min} must be < --v_max={self.v_max}")
-        if self.sequence_length < 2:
-            raise ValueError(
-                f"--sequence_length={self.sequence_length} must be >= 2 "
-                "(frames: at least one transition and its bootstrap frame)"
-            )
         if self.sequence_stride > self.sequence_length - 1:
             raise ValueError(
                 f"--sequence_stride={self.sequence_stride} must be <= "
@@ -293,7 +261,7 @@ class ReactorConfig:
         return ACTION_REPEAT if envs.env_family(self.env) == "atari" else 1
 
     @property
-    def frames_per_batch(self) -> int:
+    def frames_per_learner_step(self) -> int:
         """New environment frames per learner step (the acting : learning ratio, §3.4)."""
         return int(round(self.acting_steps_per_learner_step * self.frames_per_step))
 

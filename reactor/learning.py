@@ -189,4 +189,4 @@ def make_train_step(
             },
         )
 
-    return tf.function(step)
+    return tf.function(step, jit_compile=config.jit_compile)

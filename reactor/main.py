@@ -10,35 +10,7 @@ Flags are validated before TensorFlow or Reverb are imported (common/cli.py).
 """
 
 from common import cli
-from reactor import ablations
-from reactor import config as config_lib
-from reactor import experiment
-
-
-def describe(config: config_lib.ReactorConfig) -> str:
-    critic = "distributional" if config.distributional else "ND"
-    return (
-        f"{config.num_actors} actors x {config.envs_per_actor} envs, {critic} Retrace, "
-        f"{config.policy_gradient}, {config.prioritisation} replay, batch {config.batch_size}x"
-        f"{config.sequence_length - 1}, {config.total_frames:,} frames"
-    )
-
-
-PAPER = cli.Paper(
-    name="reactor",
-    config_class=config_lib.ReactorConfig,
-    build_experiment=experiment.build_experiment,
-    ablations=ablations.ABLATIONS,
-    default_ablation="reactor",
-    env_defaults={
-        "CartPole": config_lib.CARTPOLE_OVERRIDES,
-        "MinAtar": config_lib.MINATAR_OVERRIDES,
-    },
-    cartpole=True,
-    describe=describe,
-)
-cli.define_flags(PAPER)
-
+from reactor import builder
 
 if __name__ == "__main__":
-    cli.main(PAPER)
+    cli.main(builder.PAPER)

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import policies
+from reactor import config as config_lib
 
 TORSOS = ("table3", "minatar", "mlp")
 
@@ -172,3 +173,20 @@ class ReactorNet(tf.keras.Model):
         if not self.distributional:
             return q
         return tf.reduce_sum(self.q_probs(q) * support, axis=-1)
+
+
+def make_network(config: config_lib.ReactorConfig, num_actions: int) -> ReactorNet:
+    """The network of `config` (the actors' and the learner's online and target networks)."""
+    return ReactorNet(
+        num_actions,
+        config.num_atoms,
+        distributional=config.distributional,
+        policy_epsilon=config.policy_epsilon,
+        torso=config.torso,
+    )
+
+
+def core_state_spec(config: config_lib.ReactorConfig):
+    """(policy h, policy c, Q h, Q c) of one env (Table 3: 128 units each)."""
+    del config
+    return (tf.TensorSpec([128], tf.float32),) * 4

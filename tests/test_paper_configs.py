@@ -175,8 +175,7 @@ def test_choice_fields_accept_exactly_the_names_common_defines(module):
             lbc_config.LbcConfig(reward_shapings=(value,) * 3).validate()
         with pytest.raises(ValueError, match="--reward_shapings="):
             lbc_config.LbcConfig(reward_shapings=("bogus",) * 3).validate()
-    if hasattr(module, "BANDIT_SELECTIONS"):
-        assert module.BANDIT_SELECTIONS == bandits.SELECTIONS
+    assert common_config.BANDIT_SELECTIONS == bandits.SELECTIONS
     if hasattr(module, "BANDIT_SPACES"):
         assert module.BANDIT_SPACES == bandits.SPACES
 

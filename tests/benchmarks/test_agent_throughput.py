@@ -12,10 +12,10 @@ import pytest
 from benchmarks import agent_throughput
 from benchmarks import throughput
 from common import replay
+from impala import builder as impala_builder
 from impala import config as impala_config
-from impala import main as impala_main
+from reactor import builder as reactor_builder
 from reactor import config as reactor_config
-from reactor import experiment as reactor_experiment
 
 
 def test_shared_core_bound():
@@ -87,7 +87,7 @@ def test_worker_paper_is_read_from_the_command_line():
 def test_synthetic_batch_trains_reactor(tmp_path):
     values = dict(reactor_config.CARTPOLE_OVERRIDES, env="CartPole", sequence_length=5)
     config = reactor_config.ReactorConfig(**values, batch_size=3).validate()
-    experiment = reactor_experiment.build_experiment(config, str(tmp_path))
+    experiment = reactor_builder.PAPER.build_experiment(config, str(tmp_path))
     spec = throughput.env_spec(experiment)
     batch = throughput.synthetic_batch(experiment, spec)
     signature = experiment.agent.signature(spec)
@@ -98,7 +98,7 @@ def test_synthetic_batch_trains_reactor(tmp_path):
     rate = throughput.measure_learner(experiment, spec, warmup_s=0.0, seconds=0.0)
     assert rate.steps == 2
     assert rate.non_finite == ()
-    assert rate.frames_per_s == pytest.approx(rate.updates_per_s * config.frames_per_batch)
+    assert rate.frames_per_s == pytest.approx(rate.updates_per_s * config.frames_per_learner_step)
 
 
 def test_the_summary_names_the_largest_parts_and_the_rest():
@@ -119,7 +119,7 @@ def test_an_actor_s_profile_names_where_its_loop_spends_its_time(tmp_path):
     steps of its window and finds the loop's calls by name, each at most the window."""
     values = dict(impala_config.CARTPOLE_OVERRIDES, env="CartPole", num_actors=1)
     config = impala_config.ImpalaConfig(**values).validate()
-    experiment = impala_main.build_experiment(config, str(tmp_path))
+    experiment = impala_builder.PAPER.build_experiment(config, str(tmp_path))
     spec = throughput.env_spec(experiment)
     profile = throughput.profile_actor(experiment, spec, warmup_s=2.0, seconds=3.0)
     assert profile.seconds == pytest.approx(3.0, abs=0.5)

@@ -9,26 +9,30 @@ gradient reaches the weights. The exact-gradient side is also tested per agent (
 tests/gdi test_learning)."""
 
 import time
-import types
 
 import numpy as np
 import tensorflow as tf
 
 from common import burn_in_learning, replay, schedules
+from common.config import BurnInLearnerSettings
 
-BURN_IN, LENGTH, BATCH = 1, 4, 6
+BURN_IN, LENGTH, BATCH = 1, 4, 6  # LENGTH: steps of an item, burn-in and bootstrap included
 BETA_1 = 0.9
 
 
-def config_for(parts: int) -> types.SimpleNamespace:
-    return types.SimpleNamespace(
+def config_for(parts: int) -> BurnInLearnerSettings:
+    """The burn-in learner's settings of a one-repeat step in `parts` slices (the schedules'
+    frames are the CartPole frames of a batch; a constant lr never reads them)."""
+    return BurnInLearnerSettings(
+        env="CartPole",
+        batch_size=BATCH,
+        burn_in=BURN_IN,
+        sequence_length=LENGTH - BURN_IN - 1,
         times_sampled=1,
         reuse_mode="repeat",
         learner_microbatches=parts,
-        burn_in=BURN_IN,
         jit_compile=False,  # the step runs numpy callbacks below
-        frames_per_learner_step=LENGTH * BATCH,  # the schedules' unit (never read: a constant lr)
-    )
+    ).validate()
 
 
 def make_batch(seed=0) -> dict:

@@ -15,7 +15,7 @@ from dice import config as dice_config
 from gdi import config as gdi_config
 from impala import ablations as impala_ablations
 from impala import config as impala_config
-from impala import main as impala_main
+from impala import builder as impala_builder
 from lbc import config as lbc_config
 from reactor import config as reactor_config
 
@@ -28,15 +28,15 @@ CONFIG_CLASSES = (
 )
 
 
-def _no_experiment(config, logdir, replay_port=None):
-    raise AssertionError("a test of the command line started a run")
+def _no_builder(config):
+    raise AssertionError("a test of the command line built an agent")
 
 
 def _paper(config_class, **kwargs) -> cli.Paper:
     return cli.Paper(
         name=config_class.__name__.lower(),
         config_class=config_class,
-        build_experiment=_no_experiment,
+        builder=_no_builder,
         **kwargs,
     )
 
@@ -68,6 +68,18 @@ def test_every_config_field_and_run_setting_is_a_flag(config_class):
             assert field.metadata["help"].split()[0] in flag.help
             assert f"--{field.name}:" in help_text or f"--[no]{field.name}:" in help_text
     assert cli.given_values(config_class, flag_values) == {}
+
+
+def test_defining_a_paper_s_flags_twice_defines_them_once():
+    flag_values = flags.FlagValues()
+    paper = _paper(impala_config.ImpalaConfig)
+    cli.define_flags(paper, flag_values)
+    cli.define_flags(paper, flag_values)  # idempotent
+    assert cli.parse_flags(["prog", "--batch_size=3"], flag_values) == ["prog"]
+    assert flag_values["batch_size"].value == 3
+    # Papers share flag names: another paper's flags need a FlagValues of their own.
+    with pytest.raises(ValueError, match="the flags of impalaconfig are already defined"):
+        cli.define_flags(_paper(dice_config.DiceConfig), flag_values)
 
 
 @pytest.mark.parametrize("config_class", CONFIG_CLASSES, ids=lambda c: c.__name__)
@@ -149,7 +161,7 @@ def test_unparsable_values_are_one_line_naming_the_flag(config_class, argv, mess
 
 def test_numbers_and_booleans_as_people_write_them():
     flag_values, _ = _parsed(
-        impala_main.PAPER,
+        impala_builder.PAPER,
         "--total_frames=2e6",
         "--nouse_lstm",
         "--lr_anneal=false",
@@ -192,7 +204,7 @@ def test_flag_types_cover_every_paper_field():
 )
 def test_env_names_as_users_write_them(written, canonical):
     assert cli.normalise_env(written) == canonical
-    plan = _plan(impala_main.PAPER, f"--env={written}")
+    plan = _plan(impala_builder.PAPER, f"--env={written}")
     assert plan.config.env == canonical
     assert plan.config.network == ("mlp" if canonical == "CartPole" else "deep")
 
@@ -232,13 +244,14 @@ def test_unknown_envs_and_cartpole_where_the_paper_has_no_cartpole():
 )
 def test_minatar_names_as_users_write_them(written, canonical):
     assert cli.normalise_env(written) == canonical
-    plan = _plan(impala_main.PAPER, f"--env={written}")
+    plan = _plan(impala_builder.PAPER, f"--env={written}")
     assert plan.config.env == canonical
     assert plan.config.network == "minatar"  # IMPALA's "MinAtar" env defaults, for every game
     assert plan.config.frames_per_step == 1  # MinAtar repeats no action
     # One directory per run, not runs/impala_MinAtar/<game>.
     assert (
-        cli.default_logdir(impala_main.PAPER, plan) == f"runs/impala_{canonical.replace('/', '_')}"
+        cli.default_logdir(impala_builder.PAPER, plan)
+        == f"runs/impala_{canonical.replace('/', '_')}"
     )
 
 
@@ -336,15 +349,15 @@ def test_env_defaults_by_exact_name_over_the_family_key():
 
 
 def test_impala_cartpole_is_the_config_module_s_cartpole():
-    assert _plan(impala_main.PAPER, "--env=CartPole", "--batch_size=16").config == (
+    assert _plan(impala_builder.PAPER, "--env=CartPole", "--batch_size=16").config == (
         impala_config.default_config("CartPole", batch_size=16)
     )
-    assert _plan(impala_main.PAPER).config == impala_config.ImpalaConfig()
+    assert _plan(impala_builder.PAPER).config == impala_config.ImpalaConfig()
 
 
 def test_validation_errors_name_the_flag():
     with pytest.raises(cli.FlagError, match=r"^--discount=1.5 must be in \[0, 1\]$"):
-        _plan(impala_main.PAPER, "--discount=1.5")
+        _plan(impala_builder.PAPER, "--discount=1.5")
     with pytest.raises(cli.FlagError, match="^--bandit_widths=.. must be a non-empty tuple"):
         _plan(_paper(dice_config.DiceConfig), "--bandit_widths=")
     with pytest.raises(cli.FlagError, match=r"^--variant='h4' is not one of i3, h3$"):
@@ -364,16 +377,16 @@ def test_seeds_flag_is_a_count_or_a_list():
 
 
 def test_one_run_of_a_variant_and_a_seed():
-    plan = _plan(impala_main.PAPER)
+    plan = _plan(impala_builder.PAPER)
     assert not plan.several_runs and plan.ablation is None and plan.seeds == (0,)
-    assert cli.default_logdir(impala_main.PAPER, plan) == "runs/impala_Pong"
+    assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_Pong"
     plan = _plan(
-        impala_main.PAPER, "--ablations=no_correction", "--seeds=1", "--seed=7", "--env=breakout"
+        impala_builder.PAPER, "--ablations=no_correction", "--seeds=1", "--seed=7", "--env=breakout"
     )
     assert not plan.several_runs and plan.ablation == "no_correction"
     assert (plan.config.correction, plan.config.seed) == ("no_correction", 0)  # --seeds wins
-    assert cli.default_logdir(impala_main.PAPER, plan) == "runs/impala_Breakout_no_correction"
-    plan = _plan(impala_main.PAPER, "--seed=4", "--role=learner", "--replay_address=a:1")
+    assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_Breakout_no_correction"
+    plan = _plan(impala_builder.PAPER, "--seed=4", "--role=learner", "--replay_address=a:1")
     assert plan.seeds == (4,) and plan.config.seed == 4 and plan.settings.role == "learner"
 
 
@@ -388,15 +401,15 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
         "--logdir=/tmp/x",
         "--entropy_cost=0.02",
     )
-    flag_values, rest = _parsed(impala_main.PAPER, *argv)
-    plan = cli.plan_from_flags(impala_main.PAPER, rest, flag_values)
+    flag_values, rest = _parsed(impala_builder.PAPER, *argv)
+    plan = cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
     assert plan.several_runs and plan.variants == ("vtrace", "no_correction")
     assert plan.seeds == (0, 1)
     from common import ablation_runner
 
     calls = []
     monkeypatch.setattr(ablation_runner, "run_ablations", lambda *a, **k: calls.append((a, k)))
-    cli.run_several(impala_main.PAPER, plan, flag_values)
+    cli.run_several(impala_builder.PAPER, plan, flag_values)
     ((args, kwargs),) = calls
     assert args == (
         "impala.main",
@@ -407,14 +420,14 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
     )
     assert kwargs == dict(parallel=2, game="Pong")
     # Seeds alone run the paper's default variant; CartPole has no HNS.
-    plan = _plan(impala_main.PAPER, "--seeds=3", "--env=CartPole")
+    plan = _plan(impala_builder.PAPER, "--seeds=3", "--env=CartPole")
     assert plan.variants == ("vtrace",) and plan.seeds == (0, 1, 2)
-    assert cli.default_logdir(impala_main.PAPER, plan) == "runs/impala_CartPole_ablations"
+    assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_CartPole_ablations"
     # Nor has MinAtar: not Atari Breakout's HNS for MinAtar Breakout.
     calls.clear()
-    flag_values, rest = _parsed(impala_main.PAPER, "--env=breakout-minatar", "--seeds=2")
-    plan = cli.plan_from_flags(impala_main.PAPER, rest, flag_values)
-    cli.run_several(impala_main.PAPER, plan, flag_values)
+    flag_values, rest = _parsed(impala_builder.PAPER, "--env=breakout-minatar", "--seeds=2")
+    plan = cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
+    cli.run_several(impala_builder.PAPER, plan, flag_values)
     ((args, kwargs),) = calls
     assert args[3] == "runs/impala_MinAtar_Breakout-v0_ablations"
     assert args[4] == ["--env=MinAtar/Breakout-v0"] and kwargs["game"] is None
@@ -449,8 +462,9 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_importing_the_command_line_imports_nothing_heavy():
+    papers = ("impala", "reactor", "dice", "gdi", "lbc")
     code = (
-        "import sys, json, common.cli, impala.main; "
+        f"import sys, json, common.cli, {', '.join(f'{p}.main, {p}.builder' for p in papers)}; "
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     )
     result = _python(code)
@@ -458,19 +472,18 @@ def test_importing_the_command_line_imports_nothing_heavy():
     assert json.loads(result.stdout) == []
 
 
-# cli.main as `python -m <paper>.main` runs it, for IMPALA and for a DiCE stand-in (DiCE has no
-# main yet, but has tuple fields); after it exits, the modules it imported.
+# cli.main as `python -m <paper>.main` runs it (it defines the paper's flags), for IMPALA and for
+# a DiCE without CartPole (DiCE has tuple fields); after it exits, the modules it imported.
 CLI_MAIN = """
 import json, sys
 from common import cli
 
 if sys.argv[1] == "dice":
-    from dice import config as dice_config
-    paper = cli.Paper("dice", dice_config.DiceConfig, build_experiment=None)
-    cli.define_flags(paper)
+    from dice import builder, config as dice_config
+    paper = cli.Paper("dice", dice_config.DiceConfig, builder.DiceBuilder)
 else:
-    from impala import main as impala_main  # defines its flags
-    paper = impala_main.PAPER
+    from impala import builder
+    paper = builder.PAPER
 try:
     cli.main(paper, argv=["prog", *sys.argv[2:]])
 except SystemExit as exit:
@@ -514,9 +527,10 @@ def test_valid_command_lines_are_validated_without_tensorflow():
 import json, sys
 from absl import flags
 from common import cli
-from impala import main as impala_main
+from impala import builder
+cli.define_flags(builder.PAPER)
 rest = cli.parse_flags(["prog", *sys.argv[1:]])
-plan = cli.plan_from_flags(impala_main.PAPER, rest)
+plan = cli.plan_from_flags(builder.PAPER, rest)
 print(json.dumps(dict(env=plan.config.env, variants=plan.variants,
                       imported=[m for m in ("tensorflow", "reverb") if m in sys.modules])))
 """

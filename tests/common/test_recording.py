@@ -24,7 +24,7 @@ from common import acting
 from common import cli
 from common import envs
 from common import recording
-from impala import main as impala_main
+from impala import builder as impala_builder
 
 SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -297,9 +297,9 @@ def test_atari_without_screens_shows_the_grayscale_frames(tmp_path):
 
 def plan(*argv: str) -> cli.Plan:
     flag_values = flags.FlagValues()
-    cli.define_flags(impala_main.PAPER, flag_values)
+    cli.define_flags(impala_builder.PAPER, flag_values)
     rest = cli.parse_flags(["prog", *argv], flag_values)
-    return cli.plan_from_flags(impala_main.PAPER, rest, flag_values)
+    return cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
 
 
 @pytest.mark.parametrize(

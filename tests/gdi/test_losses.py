@@ -45,7 +45,7 @@ def behaviour_policy(a1, a2, eta1, eta2, eps):
 def tf_policy(a1, a2, eta1, eta2, eps):
     """The same through the code the actor and learner run (lambda_mixture, mixture_policy)."""
     params = {"eta1": np.array([eta1]), "eta2": np.array([eta2]), "epsilon": np.array([eps])}
-    etas, weights = acting.numpy_mixture(params)
+    etas, weights = acting.behaviour_mixture(params)
     logits = tf.constant([[a1, a2]], tf.float32)
     return policies.mixture_policy(logits, etas, weights).numpy()[0]
 

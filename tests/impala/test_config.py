@@ -29,7 +29,7 @@ def test_defaults_are_table_g1():
         200,
         30,
     )
-    assert c.frames_per_batch == 32 * 20 * 4  # Table G.1: action repetitions 4
+    assert c.frames_per_learner_step == 32 * 20 * 4  # Table G.1: action repetitions 4
 
 
 def test_every_field_has_help():

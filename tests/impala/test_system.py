@@ -25,8 +25,8 @@ from common import agent as agent_lib
 from common import launch
 from common import replay
 from common import runlog
+from impala import builder as impala_builder
 from impala import config as config_lib
-from impala import main as impala_main
 from tests.system_helpers import alive, checkpoint_step, finish, run_main, run_to_completion
 
 pytestmark = pytest.mark.slow
@@ -111,7 +111,7 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
         eval_interval_s=0,
         log_interval_s=1.0,
     ).validate()
-    experiment = impala_main.build_experiment(config, logdir)
+    experiment = impala_builder.PAPER.build_experiment(config, logdir)
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
@@ -121,7 +121,7 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
         # Resumed: the step counter, frames and the checkpointed weights.
         assert int(learner.step.numpy()) == checkpointed_step
         assert int(learner.frames.numpy()) == checkpointed_step * FRAMES_PER_BATCH
-        saved = impala_main.make_learner(config, spec).checkpointables["network"]
+        saved = impala_builder.ImpalaBuilder(config).make_learner(spec).checkpointables["network"]
         tf.train.Checkpoint(network=saved).restore(learner.restored_from).expect_partial()
         before = [v.numpy().copy() for v in learner.acting_variables]
         for restored, reference in zip(before, saved.variables):

@@ -44,7 +44,7 @@ def act(logits, psi, config=config_lib.LbcConfig(), greedy=False):
     """Actions and stored log mu of ENVS envs in one state under psi (each [N])."""
     policy = advantage_policy.AdvantageMixturePolicy(
         [FixedAdvantages(row) for row in logits],
-        acting.psi_mixture,
+        acting.behaviour_mixture,
         acting.component_networks(config),
         (1,),
         np.float32,
@@ -125,7 +125,9 @@ def test_psi_of_the_bandits_is_stored_per_step_and_played(name, size):
     controller = spec.make_controller(seed=0)
     assert isinstance(controller, lbc_controller.LbcController)
     params = controller.propose()
-    etas, weights = acting.psi_mixture({k: np.asarray(params[k])[None] for k in ("eta", "omega")})
+    etas, weights = acting.behaviour_mixture(
+        {k: np.asarray(params[k])[None] for k in ("eta", "omega")}
+    )
     assert etas.shape == weights.shape == (1, size)
     assert np.isclose(weights.sum(), 1.0) and (0 <= etas).all() and (etas <= np.e**4).all()
 

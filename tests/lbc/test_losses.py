@@ -119,7 +119,7 @@ T1_PSI = {"eta": np.array([[1.0, 0.5, 10.0]]), "omega": np.array([[0.5, 0.3, 0.2
 def clipped_ratios(policy_logits, psi):
     """Each action a once (B = 3, T = 1) with r = 1, gamma = 0, V = 0: Â = min(rho_bar, pi/mu),
     read off the policy term's gradient. mu is the actor's mixture of psi (lbc/acting.py)."""
-    etas, weights = acting.psi_mixture(psi)
+    etas, weights = acting.behaviour_mixture(psi)
     log_mu = policies.mixture_log_policy(T1_LOGITS[None], etas, weights).numpy()[0]
     actions = np.array([[0, 1, 2], [0, 0, 0]])
     logits = np.broadcast_to(policy_logits, (2, 3, 3))

@@ -49,9 +49,10 @@ def test_torso_names_agree_with_the_network():
     assert config_lib.TORSOS == networks.TORSOS
 
 
-def test_frames_per_batch_is_the_acting_ratio():
-    assert config_lib.ReactorConfig().frames_per_batch == 5 * 4  # §3.4: ~5 acting steps, 4 repeats
-    assert config_lib.ReactorConfig(env="CartPole").frames_per_batch == 5
+def test_frames_per_learner_step_is_the_acting_ratio():
+    # §3.4: ~5 acting steps per learning step, 4 action repeats.
+    assert config_lib.ReactorConfig().frames_per_learner_step == 5 * 4
+    assert config_lib.ReactorConfig(env="CartPole").frames_per_learner_step == 5
 
 
 def test_prioritisations_agree_with_the_numpy_model():

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from reactor import acting
 from reactor import config as config_lib
 from reactor import learning
+from reactor import networks
 from reactor import priorities
 from tests import oracles
 
@@ -48,8 +48,8 @@ def make_batch(seed=0, learner_step=0):
 
 def make_parts(config, seed=0):
     tf.random.set_seed(seed)
-    network = acting.make_network(config, A)
-    target = acting.make_network(config, A)
+    network = networks.make_network(config, A)
+    target = networks.make_network(config, A)
     for net in (network, target):
         net.create_variables((4,), tf.float32)
     learning.copy_variables(network, target)

@@ -16,8 +16,8 @@ from common import agent as agent_lib
 from common import launch
 from common import patterns
 from common import replay
+from reactor import builder as reactor_builder
 from reactor import config as config_lib
-from reactor import experiment as reactor_experiment
 from tests import system_helpers
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ def test_priorities_change_in_reverb_and_the_target_lags_by_the_period(tmp_path)
     config = config_lib.ReactorConfig(
         **dict(config_lib.CARTPOLE_OVERRIDES, env="CartPole", priority_exponent=0.01, **SMALL)
     ).validate()
-    experiment = reactor_experiment.build_experiment(config, str(tmp_path))
+    experiment = reactor_builder.PAPER.build_experiment(config, str(tmp_path))
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)

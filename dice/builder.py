@@ -1,0 +1,91 @@
+"""DiCE on the shared stack: `DiceBuilder` (`common.builder.Builder`) and the command line's
+`PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+import dataclasses
+
+from common import builder
+from common import cli
+from dice import ablations
+from dice import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class DiceBuilder(builder.Builder[config_lib.DiceConfig]):
+    """DiCE's pieces: burn-in sequences each sampled twice (Table 5), softmax(eta · A) with eta
+    from each environment's bandits vote (§3.3, Algorithm 1), the tau-free learner (Eq. (8))."""
+
+    config: config_lib.DiceConfig
+
+    def replay(self):
+        from common import burn_in_learning
+
+        return burn_in_learning.sample_k_replay(self.config)
+
+    def policy_factory(self):
+        from dice import acting
+
+        return acting.make_policy(self.config)
+
+    def policy_extras(self, spec) -> dict:
+        from common import advantage_policy
+
+        return advantage_policy.policy_extras(spec)
+
+    def make_learner(self, spec):
+        """The learner process's parts (`dice.learning.make_learner_parts`)."""
+        from dice import learning
+
+        return learning.make_learner_parts(self.config, spec)
+
+    def core_state_spec(self):
+        from dice import networks
+
+        return networks.core_state_spec(self.config)
+
+    def behaviour(self):
+        from dice import acting
+
+        return acting.behaviour_spec(self.config)
+
+    def protocol(self):
+        from dice import acting
+
+        return acting.protocol(self.config)
+
+    def evaluation(self) -> builder.Evaluation:
+        """The evaluator plays eta from the bandits of actor 0 (§3.3: sampled), or argmax A with
+        --eval_policy=greedy."""
+        return builder.Evaluation(greedy=self.config.eval_policy == "greedy")
+
+    def frames_per_learner_step(self) -> int:
+        return self.config.frames_per_learner_step
+
+    def name(self) -> str:
+        return f"dice {self.config.env}"
+
+    def describe(self) -> str:
+        config = self.config
+        behaviour = (
+            f"eta fixed at {config.fixed_eta}"
+            if config.fixed_behaviour
+            else f"eta from {config.bandit_selection} ({config.controller_scope})"
+        )
+        return (
+            f"{config.num_actors} actors x {config.envs_per_actor} envs, {config.network} net, "
+            f"{behaviour}, batch {config.batch_size}x({config.burn_in}+{config.sequence_length}) "
+            f"x{config.times_sampled}, {config.total_frames:,} frames"
+        )
+
+
+PAPER = cli.Paper(
+    name="dice",
+    config_class=config_lib.DiceConfig,
+    builder=DiceBuilder,
+    ablations=ablations.ABLATIONS,
+    default_ablation="dice",
+    env_defaults={
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    },
+    cartpole=True,
+)

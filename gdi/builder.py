@@ -1,0 +1,102 @@
+"""GDI on the shared stack: `GdiBuilder` (`common.builder.Builder`) and the command line's
+`PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+import dataclasses
+
+from common import builder
+from common import cli
+from gdi import ablations
+from gdi import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class GdiBuilder(builder.Builder[config_lib.GdiConfig]):
+    """GDI's pieces: burn-in sequences each sampled twice, Eq. (2)'s mixture over one (GDI-I3)
+    or two (GDI-H3) networks with lambda from each environment's bandits (App. G), each network's
+    V-trace / Retrace / policy-gradient learner with its dynamics heads (App. B, Table 6)."""
+
+    config: config_lib.GdiConfig
+
+    def replay(self):
+        from common import burn_in_learning
+
+        return burn_in_learning.sample_k_replay(self.config)
+
+    def policy_factory(self):
+        from gdi import acting
+
+        return acting.make_policy(self.config)
+
+    def policy_extras(self, spec) -> dict:
+        from common import advantage_policy
+
+        return advantage_policy.policy_extras(spec)
+
+    def make_learner(self, spec):
+        """The learner process's parts (`gdi.learning.make_learner_parts`)."""
+        from gdi import learning
+
+        return learning.make_learner_parts(self.config, spec)
+
+    def core_state_spec(self):
+        from gdi import networks
+
+        return networks.core_state_spec(self.config)
+
+    def behaviour(self):
+        from gdi import acting
+
+        return acting.behaviour_spec(self.config)
+
+    def value_heads(self) -> int:
+        """A truncated game bootstraps each network in its own reward shaping's units."""
+        return len(self.config.reward_shapings)
+
+    def protocol(self):
+        from gdi import acting
+
+        return acting.protocol(self.config)
+
+    def evaluation(self) -> builder.Evaluation:
+        """Evaluation environments (§4.1's "additional environments"; which lambda they play is
+        our choice, docs/papers/gdi.md#departures-from-the-paper) never write to replay; they run
+        bandit ensembles of their own that learn from the evaluation games
+        (--eval_policy=bandits) or play the best played region of actor 0's saved bandits, never
+        updated (--eval_policy=best_region); never an argmax (`gdi.acting.behaviour_spec`)."""
+        return builder.Evaluation()
+
+    def frames_per_learner_step(self) -> int:
+        return self.config.frames_per_learner_step
+
+    def name(self) -> str:
+        return f"gdi-{self.config.variant} {self.config.env}"
+
+    def describe(self) -> str:
+        config = self.config
+        if config.fixed_behaviour:
+            behaviour = f"lambda fixed at {config.fixed_params}"
+        else:
+            behaviour = (
+                f"{', '.join(config.selected_params)} from {config.bandit_selection} "
+                f"({config.controller_scope})"
+            )
+        return (
+            f"GDI-{config.variant.upper()}, {config.num_actors} actors x {config.envs_per_actor} "
+            f"envs, {len(config.reward_shapings)} x {config.network} net, {behaviour}, batch "
+            f"{config.batch_size}x({config.burn_in}+{config.sequence_length}) "
+            f"x{config.times_sampled}, {config.total_frames:,} frames"
+        )
+
+
+PAPER = cli.Paper(
+    name="gdi",
+    config_class=config_lib.GdiConfig,
+    builder=GdiBuilder,
+    ablations=ablations.ABLATIONS,
+    default_ablation="gdi_i3",
+    env_defaults={
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    },
+    cartpole=True,
+)

@@ -1,0 +1,96 @@
+"""LBC on the shared stack: `LbcBuilder` (`common.builder.Builder`) and the command line's
+`PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+import dataclasses
+
+from common import builder
+from common import cli
+from lbc import ablations
+from lbc import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class LbcBuilder(builder.Builder[config_lib.LbcConfig]):
+    """LBC's pieces: burn-in sequences each sampled twice (Table 3), the hybrid behaviour
+    mapping sum_i omega_i softmax(tau_i A_i) (Eq. (10)) with psi from each environment's bandit
+    population (Algorithm 1), one V-trace / Retrace / policy-gradient learner per network of the
+    population (App. B)."""
+
+    config: config_lib.LbcConfig
+
+    def replay(self):
+        from common import burn_in_learning
+
+        return burn_in_learning.sample_k_replay(self.config)
+
+    def policy_factory(self):
+        from lbc import acting
+
+        return acting.make_policy(self.config)
+
+    def policy_extras(self, spec) -> dict:
+        from common import advantage_policy
+
+        return advantage_policy.policy_extras(spec)
+
+    def make_learner(self, spec):
+        """The learner process's parts (`lbc.learning.make_learner_parts`)."""
+        from lbc import learning
+
+        return learning.make_learner_parts(self.config, spec)
+
+    def core_state_spec(self):
+        from lbc import networks
+
+        return networks.core_state_spec(self.config)
+
+    def behaviour(self):
+        from lbc import acting
+
+        return acting.behaviour_spec(self.config)
+
+    def value_heads(self) -> int:
+        """A truncation stores V_i(x_final) of every network."""
+        return self.config.num_networks
+
+    def protocol(self):
+        from lbc import acting
+
+        return acting.protocol(self.config)
+
+    def evaluation(self) -> builder.Evaluation:
+        """§5.1.1: a separate evaluation process plays the bandits' behaviour (App. H.2: never
+        an argmax), or with eval_policy=best_arm the arms they rate best; with
+        eval_policy=training_episodes the training games' returns are the report (App. H.2; the
+        evaluator's behaviour is our reading: docs/papers/lbc.md#departures-from-the-paper)."""
+        return builder.Evaluation(enabled=self.config.eval_policy != "training_episodes")
+
+    def frames_per_learner_step(self) -> int:
+        return self.config.frames_per_learner_step
+
+    def name(self) -> str:
+        return f"lbc {self.config.env}"
+
+    def describe(self) -> str:
+        config = self.config
+        return (
+            f"{config.num_actors} actors x {config.envs_per_actor} envs, {config.num_networks} "
+            f"{config.network} nets, {config.bandit_num_policies}-component mixture, psi from "
+            f"{config.bandit_selection} ({config.controller_scope}), batch {config.batch_size}x"
+            f"({config.burn_in}+{config.sequence_length}) x{config.times_sampled}, "
+            f"{config.total_frames:,} frames"
+        )
+
+
+PAPER = cli.Paper(
+    name="lbc",
+    config_class=config_lib.LbcConfig,
+    builder=LbcBuilder,
+    ablations=ablations.ABLATIONS,
+    default_ablation="lbc",
+    env_defaults={
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    },
+    cartpole=True,
+)

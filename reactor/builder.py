@@ -1,0 +1,108 @@
+"""Reactor on the shared stack: `ReactorBuilder` (`common.builder.Builder`) and the command line's
+`PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+import dataclasses
+import functools
+
+from common import builder
+from common import cli
+from reactor import ablations
+from reactor import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
+    """Reactor's pieces: lazily prioritised sequence replay (§3.3, `reactor.replay`), the
+    eps-mixed policy of Table 3's network (App. 6.4), the distributional Retrace and beta-LOO
+    learner with a target network (§3)."""
+
+    config: config_lib.ReactorConfig
+
+    def replay(self):
+        from reactor import replay
+
+        return replay.make_pattern(self.config)
+
+    def policy_factory(self):
+        from reactor import acting
+
+        return functools.partial(acting.make_policy, self.config)
+
+    def policy_extras(self, spec) -> dict:
+        from reactor import acting
+
+        return acting.policy_extras(spec)
+
+    def make_learner(self, spec):
+        """Online and target networks, Adam, the priority state and the compiled train step.
+        The target network is checkpointed, never published (only the learner uses it)."""
+        import tensorflow as tf
+
+        from common import learning as common_learning
+        from reactor import learning
+        from reactor import networks
+
+        config = self.config
+        tf.random.set_seed(config.seed)
+        network = networks.make_network(config, spec.num_actions)
+        target = networks.make_network(config, spec.num_actions)
+        for net in (network, target):
+            net.create_variables(spec.observation_shape, spec.observation_dtype)
+        learning.copy_variables(network, target)
+        optimizer = learning.make_optimizer(config)
+        priority_state = learning.PriorityState()
+        train_step = learning.make_train_step(network, target, optimizer, priority_state, config)
+        return common_learning.LearnerParts(
+            train_step=train_step,
+            checkpointables={
+                "network": network,
+                "target": target,
+                "optimizer": optimizer,
+                "priorities": priority_state,
+            },
+            # The policy's weights, then the new-key estimate the actors' writers read.
+            acting_variables=[*network.variables, priority_state.insert_priority],
+        )
+
+    def core_state_spec(self):
+        from reactor import networks
+
+        return networks.core_state_spec(self.config)
+
+    def protocol(self):
+        from reactor import acting
+
+        return acting.protocol(self.config)
+
+    def evaluation(self) -> builder.Evaluation:
+        """The training protocol (§4.1), sampling pi unless --eval_policy=greedy (argmax Q)."""
+        return builder.Evaluation(greedy=self.config.eval_policy == "greedy")
+
+    def frames_per_learner_step(self) -> int:
+        return self.config.frames_per_learner_step
+
+    def name(self) -> str:
+        return f"reactor {self.config.env}"
+
+    def describe(self) -> str:
+        config = self.config
+        critic = "distributional" if config.distributional else "ND"
+        return (
+            f"{config.num_actors} actors x {config.envs_per_actor} envs, {critic} Retrace, "
+            f"{config.policy_gradient}, {config.prioritisation} replay, batch "
+            f"{config.batch_size}x{config.sequence_length - 1}, {config.total_frames:,} frames"
+        )
+
+
+PAPER = cli.Paper(
+    name="reactor",
+    config_class=config_lib.ReactorConfig,
+    builder=ReactorBuilder,
+    ablations=ablations.ABLATIONS,
+    default_ablation="reactor",
+    env_defaults={
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    },
+    cartpole=True,
+)
