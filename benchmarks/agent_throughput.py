@@ -19,8 +19,8 @@ functions, each over `--seconds` after `--warmup_s`:
   synthetic batch already in memory, with the shapes and dtypes of the batches its replay
   delivers (`throughput.synthetic_batch`; values do not change the cost, and a note says if the
   losses were not finite on it); updates/s, and frames/s = updates/s x the paper's new frames per
-  learner step (IMPALA and Reactor `frames_per_batch`, DiCE / GDI / LBC
-  `frames_per_learner_step`). The warm-up starts after the first step (tracing, compilation).
+  learner step (each config's `frames_per_learner_step`). The warm-up starts after the first
+  step (tracing, compilation).
 - F, the actor fleet alone (`throughput.measure_fleet`): the paper's actor processes acting with
   its network (a fresh learner's weights) and writing through its writer to sink tables of the
   same names and signatures that drop their oldest items and never rate-limit, so neither
@@ -148,7 +148,7 @@ def measure_agent(
         result.update(
             describe=paper.describe(config),
             tensorflow=throughput.tensorflow_line(experiment),
-            frames_per_update=experiment.learner.frames_per_batch,
+            frames_per_update=experiment.learner.frames_per_learner_step,
             trained_steps_per_update=steps_per_update,
             frames_per_step=frames_per_step,
         )

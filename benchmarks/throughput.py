@@ -17,7 +17,7 @@ Rows (environment frames per second, action repeats included):
    actions, nothing else (any env: ALE, MinAtar, CartPole);
 2. the learner alone, L (`measure_learner`): the paper's compiled train step on a synthetic
    batch already in memory (`synthetic_batch`: the shapes and dtypes of the replay's batches),
-   times the paper's new frames per learner step (`LearnerSettings.frames_per_batch`);
+   times the paper's new frames per learner step (`LearnerSettings.frames_per_learner_step`);
 3. the actor fleet alone, F (`measure_fleet`): the actor processes acting with the paper's
    network (initial weights, published once) and writing to Reverb through the paper's writer,
    no learner: each experience table is replaced by a sink of the same name and signature that
@@ -249,7 +249,7 @@ def measure_learner(
     if parts is None:
         parts = experiment.agent.make_learner(spec)
     batch = synthetic_batch(experiment, spec)
-    frames_per_step = experiment.learner.frames_per_batch
+    frames_per_step = experiment.learner.frames_per_learner_step
     steps_done = 0
 
     def train_step() -> dict:

@@ -5,8 +5,9 @@ builders: one object per agent that makes each of its pieces) and the paper's `c
 `PAPER`. The code that assembles the pieces is written once, here: `build_agent` turns a builder
 into the `common.agent.Agent` the actors and the learner run, and `build_experiment` adds the run
 settings of the config (`common.launch.Experiment`). A paper's builder states only its own pieces;
-the methods with a default (`behaviour`, `value_heads`, `evaluation`, `publish_lag`) are stated
-by the papers that need another.
+the methods with a default (`behaviour`, `value_heads`, `evaluation`, `frames_per_learner_step`,
+`publish_lag`) are stated by the papers that need another. DiCE, GDI and LBC share their replay
+and policy extras through `BurnInBuilder`.
 
 A builder is made from a validated config (`ImpalaBuilder(config)`) and is cheap: making one, and
 `describe()`, import nothing heavy, so the command line checks the flags and prints the startup
@@ -104,9 +105,10 @@ class Builder(Protocol[ConfigT]):
         """How the evaluator plays: by default the training protocol, sampling the policy."""
         return Evaluation()
 
-    @abc.abstractmethod
     def frames_per_learner_step(self) -> int:
-        """New frames one learner step counts (the frame budget and the schedules run on it)."""
+        """New frames one learner step counts (the frame budget and the schedules run on it): the
+        config's `frames_per_learner_step`, which every paper's config defines."""
+        return self.config.frames_per_learner_step
 
     def publish_lag(self) -> int:
         """Learner steps the published acting weights lag behind (IMPALA App. E.1)."""
@@ -120,6 +122,23 @@ class Builder(Protocol[ConfigT]):
     def describe(self) -> str:
         """One phrase about the config for the startup line, e.g. "2 actors x 16 envs, deep
         net, ..."; imports nothing heavy."""
+
+
+class BurnInBuilder(Builder[ConfigT]):
+    """The pieces DiCE, GDI and LBC share: burn-in sequences, each sampled `times_sampled` times
+    (`common.burn_in_learning.sample_k_replay`), and the behaviour log-probability stored with
+    every step (`common.advantage_policy`). Their configs compose
+    `common.config.BurnInLearnerSettings`."""
+
+    def replay(self) -> patterns.Pattern:
+        from common import burn_in_learning
+
+        return burn_in_learning.sample_k_replay(self.config)
+
+    def policy_extras(self, spec: EnvSpec) -> dict:
+        from common import advantage_policy
+
+        return advantage_policy.policy_extras(spec)
 
 
 def build_agent(builder: Builder) -> Agent:

@@ -110,7 +110,7 @@ def experiment_from_config(
         learner=learning.LearnerSettings(
             logdir=logdir,
             total_frames=config.total_frames,
-            frames_per_batch=frames_per_learner_step,
+            frames_per_learner_step=frames_per_learner_step,
             batch_size=config.batch_size,
             publish_interval=config.publish_interval,
             publish_lag=publish_lag,

@@ -17,11 +17,11 @@ importance weights and priorities); `learner_step` (int64, before this step). `f
 learner's frame count before this step (it sets schedules). A `priorities` entry `[B]` in the
 returned stats is written back to the pattern's `priority_table` and not logged.
 
-Frames: `frames` counts the environment frames the learner has consumed (`frames_per_batch` per
-step: a paper's definition of new frames per learner step, which sets the budget and the
-schedules). Items padded after an episode's end (`replay.MASK`) count only their real trained
-steps: `frames_per_batch` times the share of the batch's trained positions that are real, rounded
-to a whole frame, so a batch of full items counts exactly `frames_per_batch`. (Counting padding
+Frames: `frames` counts the environment frames the learner has consumed (`frames_per_learner_step`
+per step: a paper's definition of new frames per learner step, which sets the budget and the
+schedules). Items padded after an episode's end (`replay.MASK`) count only their real trained steps:
+`frames_per_learner_step` times the share of the batch's trained positions that are real, rounded to
+a whole frame, so a batch of full items counts exactly `frames_per_learner_step`. (Counting padding
 as frames would end a run whose games are short, MinAtar's early ones of about ten steps in an
 80-step item, several times too early.) `actor_frames` counts the frames the actors produced, as their reports say
 (`common.reports`). Each finished game is logged once, at the `actor_frames` count when its report
@@ -78,7 +78,7 @@ class LearnerParts(NamedTuple):
 class LearnerSettings:
     logdir: str
     total_frames: int
-    frames_per_batch: int  # environment frames one train step consumes
+    frames_per_learner_step: int  # environment frames one train step consumes
     batch_size: int
     publish_interval: int = 1  # learner steps between parameter publications
     # IMPALA App. E.1: actors act with weights this many learner steps old.
@@ -321,13 +321,13 @@ class Learner:
         return stats
 
     def _new_frames(self, steps: Mapping[str, tf.Tensor]) -> int:
-        """The frames this batch consumed: `frames_per_batch`, scaled by the share of its trained
-        positions that hold real steps when items are padded (see the module docstring)."""
+        """The frames this batch consumed: `frames_per_learner_step`, scaled by the share of its
+        trained positions that hold real steps when items are padded (see the module docstring)."""
         if replay.MASK not in steps:
-            return self.settings.frames_per_batch
+            return self.settings.frames_per_learner_step
         trained = steps[replay.MASK][self.pattern.trained_steps]
         share = float(tf.reduce_mean(tf.cast(trained, tf.float64)))
-        return round(self.settings.frames_per_batch * share)
+        return round(self.settings.frames_per_learner_step * share)
 
     def record_reports(self) -> None:
         """Adds the actors' produced frames and logs each finished game they reported, once."""

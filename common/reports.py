@@ -64,7 +64,7 @@ class Reporter:
     ):
         self._writer = client.trajectory_writer(num_keep_alive_refs=1)
         self._table = table
-        self._frames_per_batch = num_envs * frames_per_step
+        self._frames_per_env_step = num_envs * frames_per_step
         self._heartbeat_steps = heartbeat_steps
         self._pending_frames = 0
         self._steps_since_report = 0
@@ -82,7 +82,7 @@ class Reporter:
         with (`[num_envs, ...]` arrays, the same every step); `behaviour_entropy[i]`, where
         given, the game's mean behaviour entropy."""
         self._param_shapes = [np.shape(b)[1:] for b in behaviour]
-        self._pending_frames += self._frames_per_batch
+        self._pending_frames += self._frames_per_env_step
         self._steps_since_report += 1
         for env in np.flatnonzero(~np.isnan(episode_returns)):
             self._insert(

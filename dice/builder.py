@@ -1,4 +1,4 @@
-"""DiCE on the shared stack: `DiceBuilder` (`common.builder.Builder`) and the command line's
+"""DiCE on the shared stack: `DiceBuilder` (`common.builder.BurnInBuilder`) and the command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
@@ -10,26 +10,16 @@ from dice import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True)
-class DiceBuilder(builder.Builder[config_lib.DiceConfig]):
+class DiceBuilder(builder.BurnInBuilder[config_lib.DiceConfig]):
     """DiCE's pieces: burn-in sequences each sampled twice (Table 5), softmax(eta · A) with eta
     from each environment's bandits vote (§3.3, Algorithm 1), the tau-free learner (Eq. (8))."""
 
     config: config_lib.DiceConfig
 
-    def replay(self):
-        from common import burn_in_learning
-
-        return burn_in_learning.sample_k_replay(self.config)
-
     def policy_factory(self):
         from dice import acting
 
         return acting.make_policy(self.config)
-
-    def policy_extras(self, spec) -> dict:
-        from common import advantage_policy
-
-        return advantage_policy.policy_extras(spec)
 
     def make_learner(self, spec):
         """The learner process's parts (`dice.learning.make_learner_parts`)."""
@@ -56,9 +46,6 @@ class DiceBuilder(builder.Builder[config_lib.DiceConfig]):
         """The evaluator plays eta from the bandits of actor 0 (§3.3: sampled), or argmax A with
         --eval_policy=greedy."""
         return builder.Evaluation(greedy=self.config.eval_policy == "greedy")
-
-    def frames_per_learner_step(self) -> int:
-        return self.config.frames_per_learner_step
 
     def name(self) -> str:
         return f"dice {self.config.env}"

@@ -1,4 +1,4 @@
-"""GDI on the shared stack: `GdiBuilder` (`common.builder.Builder`) and the command line's
+"""GDI on the shared stack: `GdiBuilder` (`common.builder.BurnInBuilder`) and the command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
@@ -10,27 +10,17 @@ from gdi import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True)
-class GdiBuilder(builder.Builder[config_lib.GdiConfig]):
+class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
     """GDI's pieces: burn-in sequences each sampled twice, Eq. (2)'s mixture over one (GDI-I3)
     or two (GDI-H3) networks with lambda from each environment's bandits (App. G), each network's
     V-trace / Retrace / policy-gradient learner with its dynamics heads (App. B, Table 6)."""
 
     config: config_lib.GdiConfig
 
-    def replay(self):
-        from common import burn_in_learning
-
-        return burn_in_learning.sample_k_replay(self.config)
-
     def policy_factory(self):
         from gdi import acting
 
         return acting.make_policy(self.config)
-
-    def policy_extras(self, spec) -> dict:
-        from common import advantage_policy
-
-        return advantage_policy.policy_extras(spec)
 
     def make_learner(self, spec):
         """The learner process's parts (`gdi.learning.make_learner_parts`)."""
@@ -64,9 +54,6 @@ class GdiBuilder(builder.Builder[config_lib.GdiConfig]):
         (--eval_policy=bandits) or play the best played region of actor 0's saved bandits, never
         updated (--eval_policy=best_region); never an argmax (`gdi.acting.behaviour_spec`)."""
         return builder.Evaluation()
-
-    def frames_per_learner_step(self) -> int:
-        return self.config.frames_per_learner_step
 
     def name(self) -> str:
         return f"gdi-{self.config.variant} {self.config.env}"

@@ -104,9 +104,6 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
             greedy=self.config.eval_policy == "greedy",
         )
 
-    def frames_per_learner_step(self) -> int:
-        return self.config.frames_per_learner_step
-
     def publish_lag(self) -> int:
         return self.config.publish_lag
 

@@ -1,4 +1,4 @@
-"""LBC on the shared stack: `LbcBuilder` (`common.builder.Builder`) and the command line's
+"""LBC on the shared stack: `LbcBuilder` (`common.builder.BurnInBuilder`) and the command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
@@ -10,7 +10,7 @@ from lbc import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True)
-class LbcBuilder(builder.Builder[config_lib.LbcConfig]):
+class LbcBuilder(builder.BurnInBuilder[config_lib.LbcConfig]):
     """LBC's pieces: burn-in sequences each sampled twice (Table 3), the hybrid behaviour
     mapping sum_i omega_i softmax(tau_i A_i) (Eq. (10)) with psi from each environment's bandit
     population (Algorithm 1), one V-trace / Retrace / policy-gradient learner per network of the
@@ -18,20 +18,10 @@ class LbcBuilder(builder.Builder[config_lib.LbcConfig]):
 
     config: config_lib.LbcConfig
 
-    def replay(self):
-        from common import burn_in_learning
-
-        return burn_in_learning.sample_k_replay(self.config)
-
     def policy_factory(self):
         from lbc import acting
 
         return acting.make_policy(self.config)
-
-    def policy_extras(self, spec) -> dict:
-        from common import advantage_policy
-
-        return advantage_policy.policy_extras(spec)
 
     def make_learner(self, spec):
         """The learner process's parts (`lbc.learning.make_learner_parts`)."""
@@ -64,9 +54,6 @@ class LbcBuilder(builder.Builder[config_lib.LbcConfig]):
         eval_policy=training_episodes the training games' returns are the report (App. H.2; the
         evaluator's behaviour is our reading: docs/papers/lbc.md#departures-from-the-paper)."""
         return builder.Evaluation(enabled=self.config.eval_policy != "training_episodes")
-
-    def frames_per_learner_step(self) -> int:
-        return self.config.frames_per_learner_step
 
     def name(self) -> str:
         return f"lbc {self.config.env}"

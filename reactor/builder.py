@@ -78,9 +78,6 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
         """The training protocol (§4.1), sampling pi unless --eval_policy=greedy (argmax Q)."""
         return builder.Evaluation(greedy=self.config.eval_policy == "greedy")
 
-    def frames_per_learner_step(self) -> int:
-        return self.config.frames_per_learner_step
-
     def name(self) -> str:
         return f"reactor {self.config.env}"
 

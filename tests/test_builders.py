@@ -15,9 +15,11 @@ import pytest
 from absl import flags
 
 from common import acting
+from common import advantage_policy
 from common import builder as builder_lib
 from common import cli
 from common import learning
+from common import patterns
 from common import replay
 from common.agent import Agent, EnvSpec
 
@@ -172,6 +174,17 @@ def test_each_builder_makes_its_cartpole_agent_and_experiment(paper, tmp_path):
     assert (acting.CORE_STATE in first_step) == (builder.core_state_spec() is not None)
     tables = [table.name for table in agent.tables(CARTPOLE)]
     assert acting.PARAMS_TABLE in tables and len(tables) == len(set(tables)) >= 3
+    burn_in = paper in ("dice", "gdi", "lbc")
+    assert isinstance(builder, builder_lib.BurnInBuilder) == burn_in
+    if burn_in:  # the shared pieces read the paper's own config
+        config = builder.config
+        assert isinstance(agent.replay, patterns.SampleK)
+        assert (agent.replay.burn_in, agent.replay.length) == (
+            config.burn_in,
+            config.sequence_length,
+        )
+        assert agent.replay.times_sampled == config.times_sampled
+        assert set(builder.policy_extras(CARTPOLE)) == {advantage_policy.BEHAVIOUR_LOG_PROB}
     for picklable in (agent.replay, agent.make_policy, agent.behaviour):
         pickle.loads(pickle.dumps(picklable))  # what spawned actors receive
     parts = agent.make_learner(CARTPOLE)
@@ -183,7 +196,7 @@ def test_each_builder_makes_its_cartpole_agent_and_experiment(paper, tmp_path):
     assert experiment.agent.replay == agent.replay
     assert experiment.actor.env == "CartPole" and builder.name().endswith(" CartPole")
     assert experiment.learner.name == builder.name()
-    assert experiment.learner.frames_per_batch == builder.frames_per_learner_step()
+    assert experiment.learner.frames_per_learner_step == builder.frames_per_learner_step()
     assert experiment.learner.publish_lag == builder.publish_lag()
     evaluation = builder.evaluation()
     assert (experiment.evaluator is not None) == evaluation.enabled

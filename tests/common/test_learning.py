@@ -16,7 +16,7 @@ from common import replay
 from common import reports
 
 T, NUM_ENVS, STEPS_PER_ENV, BATCH = 5, 2, 16, 2
-FRAMES_PER_BATCH = BATCH * T * 4
+FRAMES_PER_STEP = BATCH * T * 4
 
 
 class Toy(tf.Module):
@@ -84,8 +84,8 @@ def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0):
     extra = tf.Variable(3.0)  # stands for an optimizer's state
     settings = learning.LearnerSettings(
         logdir=str(logdir),
-        total_frames=total_batches * FRAMES_PER_BATCH,
-        frames_per_batch=FRAMES_PER_BATCH,
+        total_frames=total_batches * FRAMES_PER_STEP,
+        frames_per_learner_step=FRAMES_PER_STEP,
         batch_size=BATCH,
         publish_interval=2,
         log_interval_s=log_interval_s,
@@ -103,10 +103,10 @@ def test_a_run_shorter_than_the_log_interval_logs_its_steps_when_it_ends(queue, 
     learner.run(max_steps=3)
     learner.close()
     # One line for the three steps: their mean, (0 + F + 2F) / 3 = F, and the step it ends at.
-    assert learner.last_stats["frames_seen"] == FRAMES_PER_BATCH
+    assert learner.last_stats["frames_seen"] == FRAMES_PER_STEP
     assert "[learner] step 3" in capsys.readouterr().out
     logged = runlog.read_scalars(str(tmp_path))["frames_seen"]
-    assert logged == [(3 * FRAMES_PER_BATCH, FRAMES_PER_BATCH)]
+    assert logged == [(3 * FRAMES_PER_STEP, FRAMES_PER_STEP)]
 
 
 def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):
@@ -114,10 +114,10 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     assert not learner.restored_from
     learner.run(max_steps=3)  # 6 unrolls = 3 batches
     assert int(learner.step.numpy()) == 3
-    assert int(learner.frames.numpy()) == 3 * FRAMES_PER_BATCH
+    assert int(learner.frames.numpy()) == 3 * FRAMES_PER_STEP
     np.testing.assert_allclose(net.w.numpy()[1], 3.0)
     # The train step sees the frame count before it (0, F, 2F); logged every step, the last is 2F.
-    assert learner.last_stats["frames_seen"] == 2 * FRAMES_PER_BATCH
+    assert learner.last_stats["frames_seen"] == 2 * FRAMES_PER_STEP
     step, weights = replay.ParamsSubscriber(learner.client).latest()
     assert step == 2  # published at start (0) and every 2 steps
     extra.assign(5.0)
@@ -151,7 +151,7 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     with open(tmp_path / "episodes.csv") as f:
         assert list(csv.DictReader(f)) == rows
     assert "dropped 1 games of episodes.csv" in capsys.readouterr().out
-    assert int(resumed.step.numpy()) == 3 and int(resumed.frames.numpy()) == 3 * FRAMES_PER_BATCH
+    assert int(resumed.step.numpy()) == 3 and int(resumed.frames.numpy()) == 3 * FRAMES_PER_STEP
     assert int(resumed.actor_frames.numpy()) == STEPS_PER_ENV * NUM_ENVS * 4
     np.testing.assert_allclose(net2.w.numpy(), net.w.numpy())
     assert extra2.numpy() == 5.0

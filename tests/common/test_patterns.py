@@ -125,7 +125,7 @@ def pattern_run(request, tmp_path_factory):
         learning.LearnerSettings(
             logdir=logdir,
             total_frames=10**9,
-            frames_per_batch=BATCH * pattern.length,  # a frame per trained position
+            frames_per_learner_step=BATCH * pattern.length,  # a frame per trained position
             batch_size=BATCH,
             log_interval_s=0.0,
             checkpoint_interval_s=1e9,
@@ -290,10 +290,10 @@ def test_replay_survives_a_restart_without_a_rate_limiter_deadlock(name, tmp_pat
     ],
 )
 def test_a_batch_counts_the_frames_of_its_real_trained_positions(pattern, real, frames):
-    """`Learner._new_frames` on fixed masks: frames_per_batch (120, a frame per trained position
-    of a batch of 2 items) times the share of trained positions that are real."""
+    """`Learner._new_frames` on fixed masks: frames_per_learner_step (120, a frame per trained
+    position of a batch of 2 items) times the share of trained positions that are real."""
     mask = tf.constant(np.stack([real, real], axis=1), tf.float32)  # [T, B] with B = 2 items
     learner = types.SimpleNamespace(
-        settings=types.SimpleNamespace(frames_per_batch=120), pattern=pattern
+        settings=types.SimpleNamespace(frames_per_learner_step=120), pattern=pattern
     )
     assert learning.Learner._new_frames(learner, {replay.MASK: mask}) == frames
