@@ -7,8 +7,8 @@ A paper's `builder.py` describes the paper with a `Paper` (`PAPER`, with the pap
   `common.config.field`): bool, int, float and str, and tuples of them written as comma lists
   (`--bandit_widths=1,2,3`); the help text shows the default;
 - adds the run flags every paper shares, the fields of `RunSettings` (--logdir, --role,
-  --replay_address, --replay_port, --ablation, --ablations, --seeds, --parallel, --check_flags,
-  --record_dir, --record_games);
+  --replay_address, --first_actor, --replay_port, --ablation, --ablations, --seeds, --parallel,
+  --check_flags, --record_dir, --record_games);
 - builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`: its
   family's, e.g. "MinAtar", then its own) < the named ablation's overrides < the flags given on
   the command line, with the env name normalised (`common.envs.canonical_env`: CartPole-v1, pong,
@@ -125,6 +125,13 @@ class RunSettings:
     replay_address: str | None = field(
         None, "host:port of the Reverb server a --role=replay started."
     )
+    # choice: 0, the index the local launcher's first actor has, so one actor host needs no flag.
+    first_actor: int = field(
+        0,
+        "With --role=actor: the cluster-wide index of this host's first actor; its actors are "
+        "first_actor..first_actor+num_actors-1 (seeds, behaviour state files, names). Each "
+        "actor host needs a range no live host holds; an overlapping one is refused.",
+    )
     replay_port: int = field(8000, "Port of --role=replay.")
     ablation: str | None = field(None, "One named variant of the paper's ablations.")
     ablations: tuple[str, ...] = field(
@@ -157,6 +164,7 @@ class RunSettings:
             check_choice("role", self.role, ROLES)
             check_all(self, "in [1, 65535]", lambda v: 1 <= v <= 65535, ("replay_port",))
             check_all(self, ">= 1", lambda v: v >= 1, ("parallel", "record_games"))
+            check_all(self, ">= 0", lambda v: v >= 0, ("first_actor",))
         except ValueError as error:
             raise FlagError(str(error)) from None
         if self.record_dir is not None:
@@ -170,6 +178,11 @@ class RunSettings:
         if self.role in ("learner", "actor") and not self.replay_address:
             raise FlagError(
                 f"--role={self.role} needs --replay_address=host:port (see --role=replay)"
+            )
+        if self.first_actor and self.role != "actor":
+            raise FlagError(
+                f"--first_actor={self.first_actor} numbers the actors of --role=actor; with "
+                f"--role={self.role} it must be 0"
             )
         if self.ablation and self.ablations:
             raise FlagError(
@@ -606,6 +619,7 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
 
 def run_one(paper: Paper, plan: Plan) -> None:
     """One role of one training run (imports TensorFlow and Reverb)."""
+    from common import actor_range
     from common import launch
 
     config, settings = plan.config, plan.settings
@@ -628,8 +642,9 @@ def run_one(paper: Paper, plan: Plan) -> None:
             role=settings.role,
             replay_address=settings.replay_address,
             record=record,
+            first_actor=settings.first_actor,
         )
-    except (ConnectionError, launch.CheckpointError) as error:
+    except (ConnectionError, launch.CheckpointError, actor_range.ActorRangeError) as error:
         fail(str(error), EXIT_FAILURE)
 
 

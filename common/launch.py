@@ -7,7 +7,7 @@
 | `local`   | Reverb server (embedded) + learner            | actors, evaluator         |
 | `replay`  | Reverb server only, until Ctrl-C              |                           |
 | `learner` | learner on a remote `--replay_address`        | evaluator                 |
-| `actor`   | supervisor of actors on `--replay_address`    | actors                    |
+| `actor`   | supervisor of actors on `--replay_address`    | actors `--first_actor`..  |
 | `evaluate`| the final evaluation protocol on the latest checkpoint, into `<logdir>/evaluate/` |    |
 
 Children are started with the multiprocessing 'spawn' context (never fork after TensorFlow is
@@ -28,7 +28,11 @@ import time
 import traceback
 from typing import Callable
 
+import reverb
+
 from common import acting
+from common import actor_range
+from common import behaviour as behaviour_lib
 from common import learning
 from common import patterns
 from common import replay
@@ -131,7 +135,9 @@ def replay_checkpoint_dir(experiment: Experiment) -> str | None:
 
 
 def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None):
-    """The Reverb server with every table of the run, restored from the run's replay checkpoint
+    """The Reverb server with every table of the run and the table where actor hosts claim their
+    indices (`common.actor_range`; on every server, so that a logdir whose replay one role
+    checkpointed resumes under any other), restored from the run's replay checkpoint
     if there is one; prints the experience table's capacity and estimated memory."""
     agent = experiment.agent
     pattern = agent.replay
@@ -143,9 +149,9 @@ def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None)
         f"compression)",
         flush=True,
     )
-    return replay.start_server(
-        agent.tables(spec), port=port, checkpoint_dir=replay_checkpoint_dir(experiment)
-    )
+    tables = list(agent.tables(spec))
+    tables.append(replay.params_table(actor_range.ACTOR_CLAIMS_TABLE))
+    return replay.start_server(tables, port=port, checkpoint_dir=replay_checkpoint_dir(experiment))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -267,16 +273,27 @@ def _reseed_actor(kwargs: dict, restarts: int) -> dict:
     )
 
 
-def start_actors(supervisor: Supervisor, experiment: Experiment, replay_address: str) -> None:
-    for i in range(experiment.num_actors):
-        settings = dataclasses.replace(
-            experiment.actor, seed=experiment.actor.seed + i * experiment.actor.num_envs, actor_id=i
-        )
+def actor_settings(experiment: Experiment, index: int) -> acting.ActorSettings:
+    """The settings of the actor with cluster-wide index `index`: its seed (one per env, distinct
+    across the cluster) and its behaviour state file (`actor_<index>.npz`)."""
+    base = experiment.actor
+    return dataclasses.replace(base, seed=base.seed + index * base.num_envs, actor_id=index)
+
+
+def start_actors(
+    supervisor: Supervisor, experiment: Experiment, replay_address: str, first_actor: int = 0
+) -> None:
+    """Starts actors `first_actor` .. `first_actor + num_actors - 1` (cluster-wide indices: the
+    local launcher's are 0..n-1, a hand-started actor host's `--first_actor` on), named
+    `actor_<index>`."""
+    if first_actor < 0:
+        raise ValueError(f"--first_actor={first_actor} must be >= 0")
+    for i in range(first_actor, first_actor + experiment.num_actors):
         supervisor.start(
             f"actor_{i}",
             acting.run_actor,
             dict(
-                settings=settings,
+                settings=actor_settings(experiment, i),
                 make_policy=experiment.agent.make_policy,
                 pattern=experiment.agent.replay,
                 replay_address=replay_address,
@@ -295,15 +312,21 @@ class _Terminated(Exception):
     """SIGTERM, turned into an exception so that shutdown checkpoints like Ctrl-C does."""
 
 
+# The stop signals this process has received (`_handle_stop_signals`).
+_stop_signals: list[int] = []
+
+
 def _handle_stop_signals() -> None:
     """Ctrl-C raises KeyboardInterrupt (even if started with SIGINT ignored, as `nohup` and
-    background jobs are); SIGTERM raises _Terminated. Both end in the same clean shutdown."""
+    background jobs are); SIGTERM raises _Terminated. Both end in the same clean shutdown, and
+    both are recorded in `_stop_signals`."""
 
-    def terminate(signum, frame):
-        raise _Terminated()
+    def stop(signum, frame):
+        _stop_signals.append(signum)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
 
 
 def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) -> learning.Learner:
@@ -443,16 +466,23 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> l
 
 
 def run(
-    experiment: Experiment, role: str = "local", replay_address: str | None = None, record=None
+    experiment: Experiment,
+    role: str = "local",
+    replay_address: str | None = None,
+    record=None,
+    first_actor: int = 0,
 ) -> None:
     """Runs `role` of the experiment (module docstring) until done or Ctrl-C / SIGTERM.
-    `record` (`common.recording.RecordSettings`): GIFs of `--role=evaluate`'s games."""
+    `record` (`common.recording.RecordSettings`): GIFs of `--role=evaluate`'s games.
+    `first_actor`: the cluster-wide index of an actor host's first actor (`start_actors`)."""
     if role not in ROLES:
         raise ValueError(f"--role={role!r} is not one of {', '.join(ROLES)}")
     if record is not None and role != "evaluate":
         raise ValueError(f"--record_dir records --role=evaluate's games, not --role={role}'s")
     if role in ("learner", "actor") and not replay_address:
         raise ValueError(f"--role={role} needs --replay_address=host:port of the replay role")
+    if first_actor and role != "actor":
+        raise ValueError(f"--first_actor={first_actor} numbers --role=actor's actors, not {role}'s")
     _handle_stop_signals()
     try:
         if role in ("learner", "actor"):
@@ -461,7 +491,7 @@ def run(
         if role == "evaluate":
             evaluate_checkpoint(experiment, spec, record)
         elif role == "actor":
-            _run_actor_fleet(experiment, replay_address)
+            _run_actor_fleet(experiment, replay_address, first_actor)
         elif role == "learner":
             run_learner_with_children(experiment, spec, replay_address, with_actors=False)
         else:
@@ -483,27 +513,41 @@ def run(
                 server.stop()
     except (KeyboardInterrupt, _Terminated):
         print(f"[launch] {role} interrupted; shut down", flush=True)
+    except RuntimeError:
+        # A stop signal that arrives as TensorFlow turns an error status into an exception (the
+        # sample timeout of a learner whose actors are gone) comes out of pybind11 as
+        # "RuntimeError: ... MISMATCH of original and normalized active exception types"; the
+        # learner has checkpointed on its way out all the same.
+        if not _stop_signals:
+            raise
+        print(f"[launch] {role} interrupted; shut down", flush=True)
 
 
 def _run_actor_fleet(
-    experiment: Experiment, replay_address: str, give_up_after_s: float = 60.0
+    experiment: Experiment, replay_address: str, first_actor: int, give_up_after_s: float = 60.0
 ) -> None:
-    """Actors against a remote Reverb server until Ctrl-C or it stays unreachable."""
+    """Actors first_actor.. against a remote Reverb server, once their range is claimed
+    (`actor_range.ActorRange`), until Ctrl-C, the server stays unreachable, or another host wins
+    the range (`actor_range.ActorRangeError`)."""
+    claim = actor_range.ActorRange(replay_address, first_actor, experiment.num_actors)
     supervisor = Supervisor()
-    start_actors(supervisor, experiment, replay_address)
-    print(
-        f"[actor] {experiment.num_actors} actors x {experiment.actor.num_envs} envs writing to "
-        f"{replay_address}",
-        flush=True,
-    )
     unreachable_since = None
     try:
+        claim.acquire()
+        start_actors(supervisor, experiment, replay_address, first_actor)
+        print(
+            f"[actor] actors {first_actor}..{first_actor + experiment.num_actors - 1} x "
+            f"{experiment.actor.num_envs} envs writing to {replay_address}",
+            flush=True,
+        )
+        for i in range(first_actor, first_actor + experiment.num_actors):
+            _print_actor(experiment, i)
         while True:
-            time.sleep(5.0)
+            time.sleep(actor_range.CLAIM_HEARTBEAT_S)
             try:
-                replay.connect(replay_address, timeout_s=5.0)
+                claim.heartbeat()
                 unreachable_since = None
-            except ConnectionError:
+            except (ConnectionError, reverb.DeadlineExceededError):
                 unreachable_since = unreachable_since or time.monotonic()
                 if time.monotonic() - unreachable_since > give_up_after_s:
                     print(
@@ -515,3 +559,14 @@ def _run_actor_fleet(
             supervisor.restart_dead()
     finally:
         supervisor.stop()
+        claim.release()
+
+
+def _print_actor(experiment: Experiment, index: int) -> None:
+    """The actor host's line about one actor: its name, seed and behaviour state file."""
+    settings = actor_settings(experiment, index)
+    line = f"[actor] actor_{index}: seed {settings.seed}"
+    if experiment.agent.behaviour is not None and settings.state_dir is not None:
+        path = behaviour_lib.state_path(settings.state_dir, index)
+        line += f", behaviour state {path} ({'restored' if os.path.exists(path) else 'new'})"
+    print(line, flush=True)

@@ -1,7 +1,8 @@
 """What several test modules share to drive real processes: `python -m <paper>.main` runs and
-their checkpoints and logs (the papers' system tests), the quick flag checks of every
-`<paper>/test_main.py`, and the children of `common.launch.Supervisor` (tests/common/test_launch.py;
-module-level here so that spawned processes import them without importing a test module).
+their checkpoints and logs (the papers' system tests, tests/common/test_multihost.py), the quick
+flag checks of every `<paper>/test_main.py`, waiting on processes, and the children of
+`common.launch.Supervisor` (tests/common/test_launch.py; module-level here so that spawned
+processes import them without importing a test module).
 
 Not a test module: pytest collects nothing here, and no test module imports another."""
 
@@ -18,16 +19,19 @@ from common import runlog
 # ------------------------------------------------------------------ `python -m <paper>.main` runs
 
 
-def run_main(logdir, *extra, flags, module="impala.main", **popen) -> tuple[subprocess.Popen, str]:
+def run_main(
+    logdir, *extra, flags, module="impala.main", prefix=(), **popen
+) -> tuple[subprocess.Popen, str]:
     """Starts `python -m <module> --logdir=<logdir>` with `flags` and `extra` (and
-    `subprocess.Popen`'s `popen` arguments); returns the process and the file its output goes to.
+    `subprocess.Popen`'s `popen` arguments), after the command `prefix` if any (e.g. `ip netns
+    exec <name>`, which runs it in place); returns the process and the file its output goes to.
 
     Output goes to a file, not a pipe: reading a pipe to its end waits for every process that
     inherited it, and a hung grandchild would then hang the test instead of failing it."""
     output_path = os.path.join(logdir, f"main_output_{time.monotonic_ns()}.txt")
     with open(output_path, "w") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", module, f"--logdir={logdir}", *flags, *extra],
+            [*prefix, sys.executable, "-m", module, f"--logdir={logdir}", *flags, *extra],
             stdout=output,
             stderr=subprocess.STDOUT,
             **popen,
@@ -69,10 +73,10 @@ def scalars(logdir) -> dict[str, list[float]]:
 # ------------------------------------------------------------ the bandits of DiCE, GDI and LBC runs
 
 
-def bandit_counts(logdir) -> np.ndarray:
-    """Games each of the 8 envs' bandits have learned from (actor 0's saved state)."""
-    with np.load(os.path.join(logdir, "behaviour", "actor_0.npz")) as state:
-        return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(8)])
+def bandit_counts(logdir, actor: int = 0, envs: int = 8) -> np.ndarray:
+    """Games each of the `envs` envs' bandits have learned from (actor `actor`'s saved state)."""
+    with np.load(os.path.join(logdir, "behaviour", f"actor_{actor}.npz")) as state:
+        return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(envs)])
 
 
 def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
@@ -120,6 +124,18 @@ def assert_one_line_error(module: str, flags, message: str) -> None:
 
 
 # ------------------------------------------------------------------------------------- processes
+
+
+def wait_until(condition, timeout_s: float = 60.0, what: str = "the condition"):
+    """Polls `condition()` until it returns something true, which it returns; fails after
+    `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
+        time.sleep(0.1)
 
 
 def alive(pid: int) -> bool:

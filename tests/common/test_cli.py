@@ -388,6 +388,9 @@ def test_one_run_of_a_variant_and_a_seed():
     assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_Breakout_no_correction"
     plan = _plan(impala_builder.PAPER, "--seed=4", "--role=learner", "--replay_address=a:1")
     assert plan.seeds == (4,) and plan.config.seed == 4 and plan.settings.role == "learner"
+    assert plan.settings.first_actor == 0
+    plan = _plan(impala_builder.PAPER, "--role=actor", "--replay_address=a:1", "--first_actor=4")
+    assert plan.settings.first_actor == 4
 
 
 def test_several_runs_go_to_the_ablation_runner(monkeypatch):
@@ -508,6 +511,18 @@ print(json.dumps(dict(status=status, imported=[m for m in ("tensorflow", "reverb
         ),
         ("impala", ["--learning_rat=1"], "unknown flag --learning_rat (did you mean"),
         ("impala", ["--role=replay", "--ablations=vtrace,no_correction"], "--role=replay runs one"),
+        ("impala", ["--first_actor=-1"], "--first_actor=-1 must be >= 0"),
+        (
+            "impala",
+            ["--first_actor=4"],
+            "--first_actor=4 numbers the actors of --role=actor; with --role=local it must be 0",
+        ),
+        (
+            "impala",
+            ["--role=learner", "--replay_address=a:1", "--first_actor=4"],
+            "--first_actor=4 numbers the actors of --role=actor; with --role=learner it must be 0",
+        ),
+        ("impala", ["--role=actor", "--first_actor=4"], "--role=actor needs --replay_address"),
         ("dice", ["--bandit_widths=1,x"], "--bandit_widths=1,x must be a comma list of integers"),
         ("dice", ["--bandit_widths=1,0"], "--bandit_widths=(1, 0) must be a non-empty tuple"),
         ("dice", ["--env=CartPole"], "--env='CartPole' is not an Atari game"),

@@ -1,27 +1,34 @@
 """common/launch.py: the process supervisor (spawned children, restarts, shutdown that never
-hangs) and the table layout. The full launcher runs end to end in tests/impala/test_system.py."""
+hangs), the table layout, and the actors' cluster-wide indices (--first_actor and the claims
+that keep two actor hosts' ranges apart). The full launcher runs end to end in
+tests/impala/test_system.py, across two network namespaces in tests/common/test_multihost.py."""
 
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
 
+import pytest
 import tensorflow as tf
 
 from common import acting
 from common import agent as agent_lib
+from common import actor_range
+from common import cli
 from common import launch
 from common import patterns
 from common import replay
 from common import reports
-from tests.system_helpers import alive, crash_once, ignore_stop
-
-
-def wait_until(condition, timeout_s=60.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
+from dice import builder as dice_builder
+from tests.system_helpers import (
+    alive,
+    crash_once,
+    ignore_stop,
+    run_main_logging_imports,
+    wait_until,
+)
 
 
 def test_supervisor_restarts_a_crashed_child_with_new_kwargs(tmp_path):
@@ -109,3 +116,159 @@ def test_tables_match_what_actors_write():
         assert signature[replay.FIRST_STEP_EXTRAS][acting.CORE_STATE][0].shape == (5,)
     finally:
         server.stop()
+
+
+# ------------------------------------------------------------------ actor indices across hosts
+
+
+class RecordingSupervisor:
+    """Records what `launch.start_actors` would start."""
+
+    def __init__(self):
+        self.started = {}
+
+    def start(self, name, target, kwargs, reseed=None):
+        self.started[name] = kwargs["settings"]
+
+
+def dice_experiment(logdir, num_actors=2):
+    config = cli.make_config(dice_builder.PAPER, dict(env="CartPole", num_actors=num_actors))
+    return dice_builder.PAPER.build_experiment(config, str(logdir))
+
+
+def test_an_actor_host_numbers_its_actors_from_first_actor(tmp_path, capsys):
+    experiment = dice_experiment(tmp_path)
+    seed, envs = experiment.actor.seed, experiment.actor.num_envs
+    local = RecordingSupervisor()
+    launch.start_actors(local, experiment, "a:1")  # the local launcher: 0..n-1
+    assert [(name, s.actor_id, s.seed) for name, s in local.started.items()] == [
+        ("actor_0", 0, seed),
+        ("actor_1", 1, seed + envs),
+    ]
+    host = RecordingSupervisor()
+    launch.start_actors(host, experiment, "a:1", first_actor=4)
+    assert [(name, s.actor_id, s.seed) for name, s in host.started.items()] == [
+        ("actor_4", 4, seed + 4 * envs),
+        ("actor_5", 5, seed + 5 * envs),
+    ]
+    # Distinct env seeds across the cluster: each actor seeds its envs seed, seed + 1, ...
+    assert host.started["actor_4"].seed >= local.started["actor_1"].seed + envs
+    paths = [
+        acting.make_behaviour(experiment.agent.behaviour, s).state_path
+        for s in host.started.values()
+    ]
+    assert paths == [str(tmp_path / "behaviour" / f"actor_{i}.npz") for i in (4, 5)]
+    # The actor host's line about each actor names its index, seed and state file.
+    launch._print_actor(experiment, 4)
+    os.makedirs(tmp_path / "behaviour")
+    open(paths[1], "wb").close()
+    launch._print_actor(experiment, 5)
+    assert capsys.readouterr().out.splitlines() == [
+        f"[actor] actor_4: seed {seed + 4 * envs}, behaviour state {paths[0]} (new)",
+        f"[actor] actor_5: seed {seed + 5 * envs}, behaviour state {paths[1]} (restored)",
+    ]
+    with pytest.raises(ValueError, match="--first_actor=-1 must be >= 0"):
+        launch.start_actors(RecordingSupervisor(), experiment, "a:1", first_actor=-1)
+    with pytest.raises(ValueError, match="--first_actor=4 numbers --role=actor's actors"):
+        launch.run(experiment, "learner", "a:1", first_actor=4)
+
+
+@pytest.fixture
+def claims_address():
+    server = replay.start_server([replay.params_table(actor_range.ACTOR_CLAIMS_TABLE)])
+    yield replay.address_of(server)
+    server.stop()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait(60)
+    return process.pid
+
+
+def test_an_overlapping_range_of_a_live_host_is_refused(claims_address):
+    holder = actor_range.ActorRange(claims_address, 4, 2, host="host-a")
+    holder.acquire(settle_s=0)
+    for first, count in [(5, 1), (0, 5), (3, 4)]:
+        with pytest.raises(actor_range.ActorRangeError) as error:
+            actor_range.ActorRange(claims_address, first, count, host="host-b").acquire(settle_s=0)
+        (line,) = str(error.value).splitlines()
+        assert line.startswith(f"--first_actor={first} with --num_actors={count}: actors ")
+        assert "overlap actors 4..5 of the live actor host host-a" in line
+        assert "from --first_actor=6 on all are free" in line
+    # Ranges that touch but do not overlap share the server.
+    below = actor_range.ActorRange(claims_address, 0, 4, host="host-b")
+    above = actor_range.ActorRange(claims_address, 6, 2, host="host-c")
+    below.acquire(settle_s=0)
+    above.acquire(settle_s=0)
+    assert sorted((c.first, c.host) for c in holder.claims()) == [
+        (0, "host-b"),
+        (4, "host-a"),
+        (6, "host-c"),
+    ]
+    holder.heartbeat()  # still holds its range
+    # Released on a clean exit: another host takes the range at once.
+    holder.release()
+    actor_range.ActorRange(claims_address, 4, 2, host="host-d").acquire(settle_s=0)
+
+
+def test_a_dead_host_s_range_is_taken_back_once_its_claim_expired(claims_address):
+    now = [1000.0]
+    clock = lambda: now[0]  # noqa: E731
+    actor_range.ActorRange(claims_address, 4, 2, clock=clock, host="host-a").heartbeat()
+    restarted = actor_range.ActorRange(claims_address, 4, 2, clock=clock, host="host-b")
+    now[0] += actor_range.CLAIM_EXPIRY_S  # the last heartbeat is exactly as old as the expiry
+    with pytest.raises(actor_range.ActorRangeError, match="heartbeat 30 s ago"):
+        restarted.heartbeat()
+    now[0] += 1.0  # host-a missed its heartbeats: its claim expired
+    restarted.heartbeat()
+    assert [(c.first, c.host) for c in restarted.claims()] == [(4, "host-b")]
+
+
+def test_a_supervisor_restarted_on_the_same_host_takes_its_range_back_at_once(claims_address):
+    host = socket.gethostname()
+    killed = actor_range.ActorRange(claims_address, 4, 2, host=host, pid=dead_pid())
+    killed.heartbeat()  # then kill -9: no release
+    actor_range.ActorRange(claims_address, 4, 2, host=host).acquire(settle_s=0)
+    # A supervisor of this host that still runs (this process) keeps its range.
+    holder = re.escape(f"live actor host {host} (pid {os.getpid()},")
+    with pytest.raises(actor_range.ActorRangeError, match=holder):
+        actor_range.ActorRange(claims_address, 5, 2, host=host, pid=dead_pid()).heartbeat()
+
+
+def test_a_supervisor_whose_claim_a_concurrent_host_overwrote_stops(claims_address):
+    # Both read the empty list; x wrote first, y's write (of what it read, plus its own claim)
+    # replaced x's. x notices at its next check, y keeps the range.
+    x = actor_range.ActorRange(claims_address, 4, 2, host="host-x")
+    y = actor_range.ActorRange(claims_address, 5, 2, host="host-y")
+    x.heartbeat()
+    y_claim = actor_range.ActorClaim(5, 2, "host-y", y.pid, time.time())
+    y._write(replay.connect(claims_address), [y_claim])
+    with pytest.raises(
+        actor_range.ActorRangeError, match="overlap actors 5..6 of the live actor host"
+    ):
+        x.heartbeat()
+    y.heartbeat()
+    x.release()  # holds nothing: writes nothing
+    assert [c.host for c in y.claims()] == ["host-y"]
+
+
+def test_an_actor_host_on_a_held_range_fails_on_one_line_before_writing(claims_address, tmp_path):
+    actor_range.ActorRange(claims_address, 4, 2, host="host-a").heartbeat()
+    logdir = tmp_path / "run"
+    result, messages, _ = run_main_logging_imports(
+        "--env=CartPole",
+        "--role=actor",
+        f"--replay_address={claims_address}",
+        "--num_actors=2",
+        "--first_actor=5",
+        f"--logdir={logdir}",
+        timeout=240,
+    )
+    assert result.returncode == cli.EXIT_FAILURE, result.stderr
+    errors = [line for line in messages if line.startswith("error: ")]
+    assert len(errors) == 1, messages
+    assert errors[0].startswith("error: --first_actor=5 with --num_actors=2: actors 5..6 overlap")
+    assert "[actor] actor_5" not in result.stdout  # refused before any actor started
+    assert not logdir.exists()  # nothing written

@@ -66,7 +66,7 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
 
     output = run(logdir, steps=40)
     assert f"resumed {logdir}/checkpoints/ckpt-{first_step} (step {first_step}" in output
-    assert "Successfully loaded 3 tables" in output  # the replay came back
+    assert "Successfully loaded 4 tables" in output  # the replay came back
     assert system_helpers.checkpoint_step(logdir) >= max(40, first_step + 1)
     second = bandit_counts(logdir)
     # The bandits continued from their saved statistics rather than starting over.

@@ -83,7 +83,7 @@ def test_sample_k_trains_and_resume_restores_the_replay_and_the_counters(tmp_pat
     output = run_to_budget(
         logdir, "--replay=sample_k", "--burn_in=4", f"--total_frames={2 * budget}"
     )
-    assert "Successfully loaded 3 tables" in output  # experience, params and reports restored
+    assert "Successfully loaded 4 tables" in output  # experience, params, reports, actor claims
     # The actors' frame count continues from the checkpoint instead of restarting at 0.
     resumed = f"resumed {checkpoint} (step {step}, {frames} frames; actors had produced"
     assert f"{resumed} {produced} frames)" in output

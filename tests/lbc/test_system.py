@@ -84,7 +84,7 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
 
     output = run(logdir, steps=20)
     assert f"resumed {logdir}/checkpoints/ckpt-{first_step} (step {first_step}" in output
-    assert "Successfully loaded 3 tables" in output  # the replay came back
+    assert "Successfully loaded 4 tables" in output  # the replay came back
     last_step = system_helpers.checkpoint_step(logdir)
     assert last_step >= max(20, first_step + 1)
     second = games_learned(logdir)

@@ -56,7 +56,7 @@ def test_main_trains_checkpoints_and_resumes_with_the_replay(tmp_path):
     assert system_helpers.checkpoint_step(logdir) == 6
     assert os.path.isdir(os.path.join(logdir, "replay"))
     output = run_to_budget(logdir, 10)
-    assert "Successfully loaded 3 tables" in output  # experience, params and reports
+    assert "Successfully loaded 4 tables" in output  # experience, params, reports, actor claims
     assert f"resumed {logdir}/checkpoints/ckpt-6 (step 6, 30 frames;" in output
     assert system_helpers.checkpoint_step(logdir) == 10
 

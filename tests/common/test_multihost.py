@@ -1,0 +1,306 @@
+"""Hosts that are really separate: two network namespaces joined by a veth pair, each with its own
+network stack and address. Namespace A runs `--role=replay` and `--role=learner`, namespace B an
+actor host (`--role=actor --first_actor=4`) that reaches the replay server only over the veth
+pair. IMPALA and DiCE (a burn-in agent with per-game behaviour state) train on CartPole to a
+checkpoint; then the actor host's whole process group is SIGKILLed and started again with the
+same command. The learner keeps its step and frames, the new actors are actors 4 and 5 again
+(names, seeds, behaviour state files), DiCE's bandits continue from the killed actors' files, and
+episodes.csv counts each game once.
+
+Creating namespaces needs root and iproute2's `ip`; without them the test skips and says which
+is missing, or, where the kernel refuses `ip netns add` even so, what it answered."""
+
+import collections
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+
+from common import runlog
+from tests.system_helpers import (
+    alive,
+    bandit_counts,
+    checkpoint_step,
+    finish,
+    run_main,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+ADDRESS_A, ADDRESS_B = "10.231.0.1", "10.231.0.2"  # choice: a private /24 unlikely to be in use
+FIRST_ACTOR, NUM_ACTORS, ENVS, SEED = 4, 2, 4, 3
+COMMON = [
+    "--env=CartPole",
+    f"--seed={SEED}",
+    f"--num_actors={NUM_ACTORS}",
+    f"--envs_per_actor={ENVS}",
+    "--batch_size=8",
+    "--total_frames=100000000",  # stopped by the test, never by the budget
+    "--checkpoint_interval_s=1",
+    "--log_interval_s=1",
+    "--eval_interval_s=0",  # no evaluator: the machine has 2 cores
+]
+AGENTS = {
+    "impala": ["--queue_capacity=8"],
+    # tests/dice/test_system.py's small DiCE.
+    "dice": [
+        "--lstm_units=16",
+        "--burn_in=4",
+        "--sequence_length=8",
+        "--replay_capacity=256",
+        "--warmup_steps=2",
+    ],
+}
+STARTUP_S = 300  # choice: generous; TensorFlow imports and compiles on a loaded 2-core machine
+# The learner's console line (common.runlog): its step and the lag of its last batch, the step
+# minus one minus the batch's mean params step (common.learning).
+PROGRESS = re.compile(r"\] step (\d+) \|.* \| lag (-?[\d.]+) \|")
+
+IP = shutil.which("ip")  # iproute2; usually /usr/sbin/ip
+
+
+def _ip(*args: str) -> str:
+    return subprocess.run(
+        [IP, *args], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+
+
+def _missing_for_namespaces() -> str | None:
+    if os.geteuid() != 0:
+        return (
+            f"network namespaces need root (`ip netns add`); this test runs as uid {os.geteuid()}"
+        )
+    if IP is None:
+        return "network namespaces need iproute2's `ip` command, which is not on PATH"
+    return None
+
+
+@pytest.fixture(scope="module")
+def namespaces(request) -> tuple[str, str]:
+    """Namespaces A (10.231.0.1) and B (10.231.0.2), joined by a veth pair, each with its own
+    loopback up; deleted (and their veth ends with them) when the module's tests end."""
+    missing = _missing_for_namespaces()
+    if missing:
+        pytest.skip(missing)
+    tag = os.getpid()  # parallel runs on one machine do not clash
+    a, b = f"rl_a{tag}", f"rl_b{tag}"
+
+    def delete():  # a namespace that was never made fails to delete, silently
+        for ns in (a, b):
+            subprocess.run([IP, "netns", "del", ns], check=False, capture_output=True, timeout=60)
+
+    # Registered first: whatever fails below, both namespaces (and the veth pair) are deleted.
+    request.addfinalizer(delete)
+    try:
+        _ip("netns", "add", a)
+    except subprocess.CalledProcessError as error:
+        pytest.skip(f"`ip netns add` failed although run as root: {error.stderr.strip()}")
+    _ip("netns", "add", b)
+    _ip("link", "add", f"va{tag}", "type", "veth", "peer", "name", f"vb{tag}")
+    for ns, end, address in ((a, f"va{tag}", ADDRESS_A), (b, f"vb{tag}", ADDRESS_B)):
+        _ip("link", "set", end, "netns", ns)
+        _ip("-n", ns, "addr", "add", f"{address}/24", "dev", end)
+        _ip("-n", ns, "link", "set", end, "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+    return a, b
+
+
+def listening_addresses(namespace: str, port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp{,6} write them) of the sockets listening on
+    `port` in `namespace`."""
+    addresses = []
+    for table in ("tcp", "tcp6"):
+        for line in _ip("netns", "exec", namespace, "cat", f"/proc/net/{table}").splitlines()[1:]:
+            local, _, state = line.split()[1:4]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: TCP_LISTEN
+                addresses.append(address)
+    return addresses
+
+
+def process_group(pgid: int) -> list[int]:
+    """The running processes of process group `pgid`."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and alive(int(entry)):
+                members.append(int(entry))
+    return members
+
+
+def read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def episodes(logdir: str) -> list[tuple[str, ...]]:
+    """The rows of episodes.csv (none before the learner created it)."""
+    path = os.path.join(logdir, runlog.EPISODES_CSV)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = [tuple(row) for row in csv.reader(f)]
+    assert rows[0] == runlog.EPISODES_HEADER
+    return rows[1:]
+
+
+def progress(output: str) -> list[tuple[int, float]]:
+    """(learner step, mean params step of its last batch) of each console line in `output`."""
+    return [(int(step), int(step) - 1 - float(lag)) for step, lag in PROGRESS.findall(output)]
+
+
+def trained_on_new_experience(output: str) -> bool:
+    """Whether the learner, after its first console line in `output` (at step s), trained on a
+    batch acted with weights published after step s: experience no earlier actor acted on."""
+    lines = progress(output)
+    return bool(lines) and any(params_step >= lines[0][0] + 1 for _, params_step in lines[1:])
+
+
+def stop(process: subprocess.Popen, output_path: str) -> str:
+    """Ctrl-C, as a user stops a role; returns its output once it exited cleanly."""
+    process.send_signal(signal.SIGINT)
+    output = finish(process, output_path, timeout_s=120)
+    assert process.returncode == 0, output
+    return output
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(
+    namespaces, tmp_path, agent
+):
+    a, b = namespaces
+    logdir = str(tmp_path)
+    flags = COMMON + AGENTS[agent]
+    module = f"{agent}.main"
+    port = 8000 + sorted(AGENTS).index(agent)  # choice: the namespaces' own ports, all free
+    address = f"--replay_address={ADDRESS_A}:{port}"
+
+    def start(namespace, *extra):
+        # Each in a session of its own: the test kills an actor host's whole process group, as a
+        # lost host loses all its processes at once.
+        return run_main(
+            logdir,
+            *extra,
+            flags=flags,
+            module=module,
+            prefix=[IP, "netns", "exec", namespace],
+            start_new_session=True,
+        )
+
+    def start_actor_host():
+        return start(b, "--role=actor", address, f"--first_actor={FIRST_ACTOR}")
+
+    def check_running():
+        for process, output_path in started:
+            assert process.poll() is None, read(output_path)
+
+    behaviour = [
+        os.path.join(logdir, "behaviour", f"actor_{i}.npz")
+        for i in range(FIRST_ACTOR, FIRST_ACTOR + NUM_ACTORS)
+    ]
+    started = []
+    try:
+        replay_role = start(a, "--role=replay", f"--replay_port={port}")
+        started.append(replay_role)
+        wait_until(
+            lambda: check_running() or "[replay] serving on port" in read(replay_role[1]),
+            STARTUP_S,
+            "the replay role to serve",
+        )
+        # The server listens on every interface of namespace A (the wildcard address), so
+        # namespace B reaches it at 10.231.0.1.
+        listening = listening_addresses(a, port)
+        assert listening and all(set(hex_address) == {"0"} for hex_address in listening)
+        learner = start(a, "--role=learner", address)
+        host = start_actor_host()
+        started += [learner, host]
+
+        def trained_and_saved():
+            check_running()
+            saved = agent == "impala" or all(os.path.exists(path) for path in behaviour)
+            return checkpoint_step(logdir) >= 2 and episodes(logdir) and saved
+
+        # DiCE's actors save their bandits every 30 s (common.behaviour): the test waits for it.
+        wait_until(trained_and_saved, STARTUP_S, "a checkpoint, games (and behaviour state)")
+        os.killpg(host[0].pid, signal.SIGKILL)
+        first_output = finish(*host, timeout_s=60)
+        wait_until(lambda: not process_group(host[0].pid), 60, "the actor host to die")
+        killed_step = checkpoint_step(logdir)
+        killed_games = len(episodes(logdir))
+        if agent == "dice":
+            killed_counts = [bandit_counts(logdir, i, ENVS) for i in (4, 5)]
+        started.remove(host)
+        check_running()  # the replay role and the learner live on
+        after_kill = len(read(learner[1]))  # the learner's console from here on
+
+        host = start_actor_host()
+        started.append(host)
+
+        def rejoined():
+            check_running()
+            # The killed actors acted only with weights published before the kill; a batch
+            # acted with later ones holds the new actors' experience.
+            trained = trained_on_new_experience(read(learner[1])[after_kill:])
+            # Each new actor has played games and saved its bandits (every 30 s) past the state
+            # it started from.
+            played = agent == "impala" or all(
+                bandit_counts(logdir, i, ENVS).sum() > killed.sum()
+                for i, killed in zip((4, 5), killed_counts)
+            )
+            return trained and played
+
+        wait_until(rejoined, STARTUP_S, "the new actors' experience (and saved behaviour state)")
+        second_output = stop(*host)
+        learner_output = stop(*learner)
+        stop(*replay_role)
+    finally:
+        for process, _ in started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(60)
+
+    # Both incarnations of the host are actors 4 and 5: names, seeds and state files.
+    for output in (first_output, second_output):
+        assert f"[actor] actors 4..5 x {ENVS} envs writing to {ADDRESS_A}:{port}" in output
+        for i, path in zip((4, 5), behaviour):
+            line = f"[actor] actor_{i}: seed {SEED + i * ENVS}"
+            if agent == "dice":
+                state = "new" if output is first_output else "restored"
+                line += f", behaviour state {path} ({state})"
+            assert line in output.splitlines(), output
+    assert "actor_0" not in first_output + second_output
+
+    # The learner never restarted: one process, its step and frames only grew.
+    assert "resumed" not in learner_output
+    points = runlog.read_scalars(logdir)["progress/learner_step"]  # (frames, step)
+    frames, steps = np.array(points).T
+    assert (np.diff(frames) >= 0).all() and (np.diff(steps) >= 0).all()
+    assert steps[-1] > killed_step
+
+    # Each game once: the frames count never goes back, and rows repeat only as ties. Every game
+    # report adds the frames its actor produced since its last one, so a game logged twice would
+    # sit at a later count; games that end on one actor step share a count (the second brings no
+    # new frames: common.reports), and CartPole's often share their length and return too, so
+    # identical rows are ties, at most one game per env of the host at one count.
+    rows = episodes(logdir)
+    produced = [int(row[0]) for row in rows]
+    assert produced == sorted(produced)
+    assert max(collections.Counter(produced).values()) <= NUM_ACTORS * ENVS
+    assert len(rows) > killed_games > 0
+
+    if agent == "dice":
+        # The restarted actors loaded their predecessors' bandits and went on from them.
+        for i, before in zip((4, 5), killed_counts):
+            after = bandit_counts(logdir, i, ENVS)
+            assert (after >= before).all() and after.sum() > before.sum(), (i, before, after)
