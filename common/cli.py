@@ -7,8 +7,8 @@ A paper's `builder.py` describes the paper with a `Paper` (`PAPER`, with the pap
   `common.config.field`): bool, int, float and str, and tuples of them written as comma lists
   (`--bandit_widths=1,2,3`); the help text shows the default;
 - adds the run flags every paper shares, the fields of `RunSettings` (--logdir, --role,
-  --replay_address, --first_actor, --replay_port, --ablation, --ablations, --seeds, --parallel,
-  --check_flags, --record_dir, --record_games);
+  --replay_address, --first_actor, --launcher, --ray_address, --replay_port, --ablation,
+  --ablations, --seeds, --parallel, --check_flags, --record_dir, --record_games);
 - builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`: its
   family's, e.g. "MinAtar", then its own) < the named ablation's overrides < the flags given on
   the command line, with the env name normalised (`common.envs.canonical_env`: CartPole-v1, pong,
@@ -27,6 +27,7 @@ imports absl's flags and nothing heavier.
 import dataclasses
 import difflib
 import functools
+import importlib.util
 import os
 import sys
 import types
@@ -41,6 +42,8 @@ from common.config import check_all, check_choice, field
 # common.launch.ROLES, written out: importing common.launch imports TensorFlow (a test asserts
 # both agree).
 ROLES = ("local", "replay", "learner", "actor", "evaluate")
+# How `--role=local` places its processes: `common.launch` (this machine) or `common.ray_launch`.
+LAUNCHERS = ("local", "ray")
 EXIT_USAGE = 2  # status of a bad command line
 EXIT_FAILURE = 1  # status of a run that failed (unreachable replay, a failed ablation run)
 
@@ -132,6 +135,17 @@ class RunSettings:
         "first_actor..first_actor+num_actors-1 (seeds, behaviour state files, names). Each "
         "actor host needs a range no live host holds; an overlapping one is refused.",
     )
+    # choice: local, so the default commands need no Ray (an optional extra).
+    launcher: str = field(
+        "local",
+        "local (the processes of --role=local on this machine) or ray (the same roles as Ray "
+        "actors on a Ray cluster: pip install -e .[ray]; docs/several_machines.md).",
+    )
+    ray_address: str | None = field(
+        None,
+        "With --launcher=ray: the Ray cluster to join, host:port of its head or auto (default: "
+        "start a Ray cluster on this machine).",
+    )
     replay_port: int = field(8000, "Port of --role=replay.")
     ablation: str | None = field(None, "One named variant of the paper's ablations.")
     ablations: tuple[str, ...] = field(
@@ -162,6 +176,7 @@ class RunSettings:
         """Raises FlagError naming the first flag whose value is not allowed."""
         try:
             check_choice("role", self.role, ROLES)
+            check_choice("launcher", self.launcher, LAUNCHERS)
             check_all(self, "in [1, 65535]", lambda v: 1 <= v <= 65535, ("replay_port",))
             check_all(self, ">= 1", lambda v: v >= 1, ("parallel", "record_games"))
             check_all(self, ">= 0", lambda v: v >= 0, ("first_actor",))
@@ -184,6 +199,22 @@ class RunSettings:
                 f"--first_actor={self.first_actor} numbers the actors of --role=actor; with "
                 f"--role={self.role} it must be 0"
             )
+        if self.ray_address is not None and self.launcher != "ray":
+            raise FlagError(
+                f"--ray_address={self.ray_address} names the Ray cluster of --launcher=ray, "
+                f"not of --launcher={self.launcher}"
+            )
+        if self.launcher == "ray":
+            if self.role != "local":
+                raise FlagError(
+                    f"--launcher=ray places every role of --role=local on a Ray cluster; with "
+                    f"--role={self.role} start each role by hand (docs/several_machines.md)"
+                )
+            if importlib.util.find_spec("ray") is None:
+                raise FlagError(
+                    "--launcher=ray needs Ray, which is not installed: pip install -e '.[ray]' "
+                    "-c constraints.txt"
+                )
         if self.ablation and self.ablations:
             raise FlagError(
                 f"--ablation={self.ablation} and --ablations="
@@ -624,6 +655,9 @@ def run_one(paper: Paper, plan: Plan) -> None:
 
     config, settings = plan.config, plan.settings
     logdir = settings.logdir or default_logdir(paper, plan)
+    if settings.launcher == "ray":
+        # Ray actors run in other directories, on other nodes (common/ray_launch.py).
+        logdir = os.path.abspath(logdir)
     if settings.role in ("local", "learner"):
         os.makedirs(logdir, exist_ok=True)
         print(f"[{paper.name}] {config.env}: {paper.describe(config)} -> {logdir}", flush=True)
@@ -636,14 +670,20 @@ def run_one(paper: Paper, plan: Plan) -> None:
             settings.record_games,
             recording.agent_name(paper.name, plan.ablation),
         )
+    experiment = paper.build_experiment(config, logdir, settings.replay_port)
     try:
-        launch.run(
-            paper.build_experiment(config, logdir, settings.replay_port),
-            role=settings.role,
-            replay_address=settings.replay_address,
-            record=record,
-            first_actor=settings.first_actor,
-        )
+        if settings.launcher == "ray":
+            from common import ray_launch
+
+            ray_launch.run(experiment, settings.ray_address)
+        else:
+            launch.run(
+                experiment,
+                role=settings.role,
+                replay_address=settings.replay_address,
+                record=record,
+                first_actor=settings.first_actor,
+            )
     except (ConnectionError, launch.CheckpointError, actor_range.ActorRangeError) as error:
         fail(str(error), EXIT_FAILURE)
 

@@ -265,7 +265,8 @@ class Supervisor:
                 child.process.join(2.0)
 
 
-def _reseed_actor(kwargs: dict, restarts: int) -> dict:
+def reseed_actor(kwargs: dict, restarts: int) -> dict:
+    """The kwargs of an actor's `restarts`-th restart: its env seeds moved on."""
     settings = kwargs["settings"]
     # choice: a restarted actor must not replay its predecessor's episodes (ALE is deterministic)
     return dict(
@@ -280,6 +281,18 @@ def actor_settings(experiment: Experiment, index: int) -> acting.ActorSettings:
     return dataclasses.replace(base, seed=base.seed + index * base.num_envs, actor_id=index)
 
 
+def actor_kwargs(experiment: Experiment, index: int, replay_address: str) -> dict:
+    """The arguments of `acting.run_actor` (but `stop`) for actor `index` of the experiment."""
+    return dict(
+        settings=actor_settings(experiment, index),
+        make_policy=experiment.agent.make_policy,
+        pattern=experiment.agent.replay,
+        replay_address=replay_address,
+        behaviour=experiment.agent.behaviour,
+        intra_op_threads=experiment.actor_threads,
+    )
+
+
 def start_actors(
     supervisor: Supervisor, experiment: Experiment, replay_address: str, first_actor: int = 0
 ) -> None:
@@ -292,15 +305,8 @@ def start_actors(
         supervisor.start(
             f"actor_{i}",
             acting.run_actor,
-            dict(
-                settings=actor_settings(experiment, i),
-                make_policy=experiment.agent.make_policy,
-                pattern=experiment.agent.replay,
-                replay_address=replay_address,
-                behaviour=experiment.agent.behaviour,
-                intra_op_threads=experiment.actor_threads,
-            ),
-            reseed=_reseed_actor,
+            actor_kwargs(experiment, i, replay_address),
+            reseed=reseed_actor,
         )
 
 
@@ -346,9 +352,14 @@ def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) ->
 
 
 def run_learner_with_children(
-    experiment: Experiment, spec: EnvSpec, replay_address: str, with_actors: bool
+    experiment: Experiment,
+    spec: EnvSpec,
+    replay_address: str,
+    with_actors: bool,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> None:
-    """The learner in this process, with actors (local role) and the evaluator as children."""
+    """The learner in this process, with actors (local role) and the evaluator as children,
+    until the frame budget, Ctrl-C / SIGTERM, or `should_stop()` (`common.ray_launch`)."""
     learner = build_learner(experiment, spec, replay_address)
     if learner.done:
         print(
@@ -379,7 +390,7 @@ def run_learner_with_children(
                     intra_op_threads=experiment.actor_threads,
                 ),
             )
-        learner.run(on_idle=supervisor.restart_dead)
+        learner.run(should_stop, on_idle=supervisor.restart_dead)
         if learner.done and evaluating:
             print(
                 "[launch] frame budget reached: final evaluation "

@@ -167,3 +167,36 @@ def block_after_ready(path: str, stop) -> None:
     with open(path, "w") as f:
         f.write(f"{os.getpid()}\n")
     time.sleep(600)
+
+
+# The fleet tests (tests/common/test_multihost.py, test_ray_launch.py): a CartPole run that the
+# test stops, IMPALA's and a small DiCE (tests/dice/test_system.py's), each agent's extra flags.
+FLEET_AGENTS = {
+    "impala": ["--queue_capacity=8"],
+    "dice": [
+        "--lstm_units=16",
+        "--burn_in=4",
+        "--sequence_length=8",
+        "--replay_capacity=256",
+        "--warmup_steps=2",
+    ],
+}
+FLEET_STARTUP_S = (
+    300  # choice: generous; TensorFlow imports and compiles on a loaded 2-core machine
+)
+
+
+def fleet_flags(seed: int, num_actors: int, envs_per_actor: int) -> list[str]:
+    """The flags both fleet tests share: checkpoints and console lines every second, a budget the
+    test never reaches, and no evaluator (the machine has 2 cores)."""
+    return [
+        "--env=CartPole",
+        f"--seed={seed}",
+        f"--num_actors={num_actors}",
+        f"--envs_per_actor={envs_per_actor}",
+        "--batch_size=8",
+        "--total_frames=100000000",
+        "--checkpoint_interval_s=1",
+        "--log_interval_s=1",
+        "--eval_interval_s=0",
+    ]

@@ -26,7 +26,10 @@ from tests.system_helpers import (
     alive,
     bandit_counts,
     checkpoint_step,
+    FLEET_AGENTS,
+    FLEET_STARTUP_S,
     finish,
+    fleet_flags,
     run_main,
     wait_until,
 )
@@ -35,29 +38,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ADDRESS_A, ADDRESS_B = "10.231.0.1", "10.231.0.2"  # choice: a private /24 unlikely to be in use
 FIRST_ACTOR, NUM_ACTORS, ENVS, SEED = 4, 2, 4, 3
-COMMON = [
-    "--env=CartPole",
-    f"--seed={SEED}",
-    f"--num_actors={NUM_ACTORS}",
-    f"--envs_per_actor={ENVS}",
-    "--batch_size=8",
-    "--total_frames=100000000",  # stopped by the test, never by the budget
-    "--checkpoint_interval_s=1",
-    "--log_interval_s=1",
-    "--eval_interval_s=0",  # no evaluator: the machine has 2 cores
-]
-AGENTS = {
-    "impala": ["--queue_capacity=8"],
-    # tests/dice/test_system.py's small DiCE.
-    "dice": [
-        "--lstm_units=16",
-        "--burn_in=4",
-        "--sequence_length=8",
-        "--replay_capacity=256",
-        "--warmup_steps=2",
-    ],
-}
-STARTUP_S = 300  # choice: generous; TensorFlow imports and compiles on a loaded 2-core machine
+COMMON = fleet_flags(SEED, NUM_ACTORS, ENVS)
 # The learner's console line (common.runlog): its step and the lag of its last batch, the step
 # minus one minus the batch's mean params step (common.learning).
 PROGRESS = re.compile(r"\] step (\d+) \|.* \| lag (-?[\d.]+) \|")
@@ -175,15 +156,15 @@ def stop(process: subprocess.Popen, output_path: str) -> str:
     return output
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", sorted(FLEET_AGENTS))
 def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(
     namespaces, tmp_path, agent
 ):
     a, b = namespaces
     logdir = str(tmp_path)
-    flags = COMMON + AGENTS[agent]
+    flags = COMMON + FLEET_AGENTS[agent]
     module = f"{agent}.main"
-    port = 8000 + sorted(AGENTS).index(agent)  # choice: the namespaces' own ports, all free
+    port = 8000 + sorted(FLEET_AGENTS).index(agent)  # choice: the namespaces' own ports, all free
     address = f"--replay_address={ADDRESS_A}:{port}"
 
     def start(namespace, *extra):
@@ -215,7 +196,7 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(
         started.append(replay_role)
         wait_until(
             lambda: check_running() or "[replay] serving on port" in read(replay_role[1]),
-            STARTUP_S,
+            FLEET_STARTUP_S,
             "the replay role to serve",
         )
         # The server listens on every interface of namespace A (the wildcard address), so
@@ -232,7 +213,7 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(
             return checkpoint_step(logdir) >= 2 and episodes(logdir) and saved
 
         # DiCE's actors save their bandits every 30 s (common.behaviour): the test waits for it.
-        wait_until(trained_and_saved, STARTUP_S, "a checkpoint, games (and behaviour state)")
+        wait_until(trained_and_saved, FLEET_STARTUP_S, "a checkpoint, games (and behaviour state)")
         os.killpg(host[0].pid, signal.SIGKILL)
         first_output = finish(*host, timeout_s=60)
         wait_until(lambda: not process_group(host[0].pid), 60, "the actor host to die")
@@ -260,7 +241,9 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(
             )
             return trained and played
 
-        wait_until(rejoined, STARTUP_S, "the new actors' experience (and saved behaviour state)")
+        wait_until(
+            rejoined, FLEET_STARTUP_S, "the new actors' experience (and saved behaviour state)"
+        )
         second_output = stop(*host)
         learner_output = stop(*learner)
         stop(*replay_role)
