@@ -6,6 +6,8 @@ processes import them without importing a test module).
 
 Not a test module: pytest collects nothing here, and no test module imports another."""
 
+import collections
+import csv
 import os
 import subprocess
 import sys
@@ -200,3 +202,32 @@ def fleet_flags(seed: int, num_actors: int, envs_per_actor: int) -> list[str]:
         "--log_interval_s=1",
         "--eval_interval_s=0",
     ]
+
+
+def episodes(logdir: str) -> list[tuple[str, ...]]:
+    """The rows of episodes.csv (none before the learner created it)."""
+    path = os.path.join(logdir, runlog.EPISODES_CSV)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = [tuple(row) for row in csv.reader(f)]
+    assert rows[0] == runlog.EPISODES_HEADER
+    return rows[1:]
+
+
+def assert_the_run_went_on(logdir: str, since_step: int, since_games: int, ties: int) -> None:
+    """After an interruption at learner step `since_step` with `since_games` games logged: the
+    learner's step and frames only grew, past `since_step`, and episodes.csv counts each game
+    once. Every game report adds the frames its actor produced since its last one, so a game
+    logged twice would sit at a later count; games that end on one actor step share a count (the
+    second brings no new frames: common.reports), and CartPole's often share their length and
+    return too, so identical rows are ties, at most `ties` (one game per env) at one count."""
+    points = runlog.read_scalars(logdir)["progress/learner_step"]  # (frames, step)
+    frames, steps = np.array(points).T
+    assert (np.diff(frames) >= 0).all() and (np.diff(steps) >= 0).all()
+    assert steps[-1] > since_step
+    rows = episodes(logdir)
+    produced = [int(row[0]) for row in rows]
+    assert produced == sorted(produced)
+    assert max(collections.Counter(produced).values()) <= ties
+    assert len(rows) > since_games > 0

@@ -10,19 +10,17 @@ episodes.csv counts each game once.
 Creating namespaces needs root and iproute2's `ip`; without them the test skips and says which
 is missing, or, where the kernel refuses `ip netns add` even so, what it answered."""
 
-import collections
-import csv
 import os
 import re
 import shutil
 import signal
 import subprocess
 
-import numpy as np
 import pytest
 
-from common import runlog
 from tests.system_helpers import (
+    assert_the_run_went_on,
+    episodes,
     alive,
     bandit_counts,
     checkpoint_step,
@@ -123,17 +121,6 @@ def process_group(pgid: int) -> list[int]:
 def read(path: str) -> str:
     with open(path) as f:
         return f.read()
-
-
-def episodes(logdir: str) -> list[tuple[str, ...]]:
-    """The rows of episodes.csv (none before the learner created it)."""
-    path = os.path.join(logdir, runlog.EPISODES_CSV)
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        rows = [tuple(row) for row in csv.reader(f)]
-    assert rows[0] == runlog.EPISODES_HEADER
-    return rows[1:]
 
 
 def progress(output: str) -> list[tuple[int, float]]:
@@ -266,21 +253,7 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(
 
     # The learner never restarted: one process, its step and frames only grew.
     assert "resumed" not in learner_output
-    points = runlog.read_scalars(logdir)["progress/learner_step"]  # (frames, step)
-    frames, steps = np.array(points).T
-    assert (np.diff(frames) >= 0).all() and (np.diff(steps) >= 0).all()
-    assert steps[-1] > killed_step
-
-    # Each game once: the frames count never goes back, and rows repeat only as ties. Every game
-    # report adds the frames its actor produced since its last one, so a game logged twice would
-    # sit at a later count; games that end on one actor step share a count (the second brings no
-    # new frames: common.reports), and CartPole's often share their length and return too, so
-    # identical rows are ties, at most one game per env of the host at one count.
-    rows = episodes(logdir)
-    produced = [int(row[0]) for row in rows]
-    assert produced == sorted(produced)
-    assert max(collections.Counter(produced).values()) <= NUM_ACTORS * ENVS
-    assert len(rows) > killed_games > 0
+    assert_the_run_went_on(logdir, killed_step, killed_games, ties=NUM_ACTORS * ENVS)
 
     if agent == "dice":
         # The restarted actors loaded their predecessors' bandits and went on from them.
