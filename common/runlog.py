@@ -238,20 +238,40 @@ class EvalLogger:
         self._csv.close()
 
 
-def read_scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
-    """Every TensorBoard scalar written under `logdir` (not its subdirectories): {tag: [(step,
-    value), ...]} in the order written (an events file's incomplete last record is left out)."""
-    import tensorflow as tf
+def _scalar_points(logdir: str) -> Iterator[tuple]:
+    """(event, value) for every scalar value written under `logdir` (not its subdirectories), in
+    the order written (an events file's incomplete last record is left out)."""
     from tensorflow.core.util import event_pb2
 
-    points: dict[str, list[tuple[int, float]]] = collections.defaultdict(list)
     for path in _events_files(logdir):
         for record in _records(path):
             event = event_pb2.Event.FromString(record)
             for value in event.summary.value:
                 if value.metadata.plugin_data.plugin_name == "scalars":
-                    points[value.tag].append((event.step, float(tf.make_ndarray(value.tensor))))
+                    yield event, value
+
+
+def read_scalars(logdir: str) -> dict[str, list[tuple[int, float]]]:
+    """Every TensorBoard scalar written under `logdir` (not its subdirectories): {tag: [(step,
+    value), ...]} in the order written (an events file's incomplete last record is left out)."""
+    import tensorflow as tf
+
+    points: dict[str, list[tuple[int, float]]] = collections.defaultdict(list)
+    for event, value in _scalar_points(logdir):
+        points[value.tag].append((event.step, float(tf.make_ndarray(value.tensor))))
     return dict(points)
+
+
+def read_points(logdir: str, tag: str) -> list[tuple[float, int, float]]:
+    """[(wall time, step, value), ...] of scalar `tag` under `logdir`, in the order written: for
+    rates over a window of wall time (the learner writes its summaries at its frames)."""
+    import tensorflow as tf
+
+    return [
+        (event.wall_time, event.step, float(tf.make_ndarray(value.tensor)))
+        for event, value in _scalar_points(logdir)
+        if value.tag == tag
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
