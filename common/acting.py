@@ -461,7 +461,7 @@ class EvaluatorSettings:
     # 0..noop_max-1 and is only faster, which an evaluator of a few envs does not need.
     backend: str = "gym"
     # Agents with a behaviour selector: the run directory of the controllers' saved state
-    # (actor 0's, or the evaluator's own: common.behaviour.evaluation_selector).
+    # (the first actor's, or the evaluator's own: common.behaviour.evaluation_selector).
     state_dir: str | None = None
 
 

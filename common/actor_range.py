@@ -19,12 +19,19 @@ supervisor adds its claim only to a list in which no live claim overlaps it, so 
 holds two overlapping live claims; a supervisor whose claim is missing from the list while an
 overlapping live claim is in it has lost the race and stops with the same error, at its
 settle check (before any actor starts) or at the latest at its next heartbeat.
+
+The launchers that start actors themselves claim their range too (`ActorRange.held`, from a
+thread beside the learner's loop or Ray's driver): `--role=local` and `--launcher=ray` hold
+actors 0..num_actors-1 on their own server, so an actor host started by hand against it with an
+overlapping --first_actor is refused, as against another actor host.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
 import socket
+import threading
 import time
 from typing import Callable
 
@@ -100,6 +107,7 @@ class ActorRange:
         self.clock = clock
         self.host = socket.gethostname() if host is None else host
         self.pid = os.getpid() if pid is None else pid
+        self.lost: str | None = None  # `held`: why another host won the range
 
     def _mine(self, claim: ActorClaim) -> bool:
         return (claim.host, claim.pid) == (self.host, self.pid)
@@ -176,3 +184,32 @@ class ActorRange:
                 self._write(client, [c for c in claims if not self._mine(c)])
         except (ConnectionError, reverb.DeadlineExceededError):
             pass
+
+    @contextlib.contextmanager
+    def held(self, interval_s: float = CLAIM_HEARTBEAT_S):
+        """Claims the range (`acquire`), renews it from a thread every `interval_s` while the
+        block runs, and releases it after. For a launcher whose own loop is busy elsewhere (the
+        learner's, Ray's driver): if another host wins the range, the thread stops renewing and
+        `self.lost` holds the refusal, which that loop checks. A server that stops answering
+        is not an error here: the run that owns it is ending."""
+        self.acquire()
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(interval_s):
+                try:
+                    self.heartbeat()
+                except (ConnectionError, reverb.DeadlineExceededError):
+                    pass
+                except ActorRangeError as error:
+                    self.lost = str(error)
+                    return
+
+        thread = threading.Thread(target=renew, name="actor-range", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            thread.join()
+            self.release()

@@ -16,7 +16,8 @@ Controller state survives restarts: `Behaviour` saves every controller's `state_
 it, so a restarted actor or a resumed run continues the bandits' statistics.
 
 The evaluator plays one of `EVALUATIONS` (`BehaviourSpec.evaluation`): "best" and "training"
-load actor 0's saved state and never update it ("best" draws each controller's best choice,
+load the first actor's saved state (actor 0's on one machine, `first_actor_state`) and never
+update it ("best" draws each controller's best choice,
 `propose_best`, where the controller has one, e.g. DiCE's best region of §4.1; "training"
 draws as the actors do); "own" gives the evaluator controllers of its own that learn from the
 evaluation games and persist across rounds and restarts in their own file (our reading of GDI
@@ -25,6 +26,7 @@ evaluation games and persist across rounds and restarts in their own file (our r
 
 import dataclasses
 import os
+import re
 import time
 from typing import Any, Callable, Mapping
 
@@ -171,6 +173,9 @@ class Behaviour:
         self._last_save = time.monotonic()
 
 
+_ACTOR_STATE = re.compile(r"actor_(\d+)\.npz")  # `state_path`'s file name
+
+
 def state_path(directory: str, actor_id: int) -> str:
     """Where actor `actor_id` keeps its controllers' state under a run directory."""
     return os.path.join(directory, "behaviour", f"actor_{actor_id}.npz")
@@ -186,12 +191,22 @@ def evaluation_selector(
 ) -> Behaviour:
     """The selector an evaluation round plays (module docstring). "own": `current` (the last
     round's) or, in the first round, the evaluator's controllers, restored from their file if a
-    resumed run left one; they learn from every evaluation game. "best" / "training": actor 0's
-    latest saved state, loaded anew each round, frozen."""
+    resumed run left one; they learn from every evaluation game. "best" / "training": the first
+    actor's latest saved state (`first_actor_state`), loaded anew each round, frozen."""
     if spec.evaluation == "own":
         if current is None:
             path = None if directory is None else evaluator_state_path(directory)
             current = Behaviour(spec, num_envs, seed, path)
         return current
-    path = None if directory is None else state_path(directory, 0)
+    path = None if directory is None else first_actor_state(directory)
     return Behaviour(spec, num_envs, seed, path, evaluation=True)
+
+
+def first_actor_state(directory: str) -> str:
+    """The state file of the lowest-index actor that saved one under `directory`: actor 0's
+    on one machine; on a cluster whose actor hosts start at --first_actor=4, actor 4's. Actor
+    0's path (absent) if none has saved yet."""
+    folder = os.path.dirname(state_path(directory, 0))
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    indices = [int(match.group(1)) for match in map(_ACTOR_STATE.fullmatch, names) if match]
+    return state_path(directory, min(indices, default=0))

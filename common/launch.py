@@ -18,6 +18,7 @@ has a timeout: writers flush in short slices, the learner samples with a timeout
 escalates from a stop event to SIGTERM to SIGKILL.
 """
 
+import contextlib
 import ctypes
 import dataclasses
 import multiprocessing
@@ -372,34 +373,41 @@ def run_learner_with_children(
     supervisor = Supervisor()
     finished = supervisor.event()
     evaluating = experiment.evaluator is not None and experiment.evaluator.interval_s > 0
+    # The local role's actors are 0..num_actors-1: claimed on the server like an actor host's.
+    claim = actor_range.ActorRange(replay_address, 0, experiment.num_actors)
     try:
-        if with_actors:
-            start_actors(supervisor, experiment, replay_address)
-        if evaluating:
-            supervisor.start(
-                "evaluator",
-                acting.run_evaluator,
-                dict(
-                    settings=experiment.evaluator,
-                    make_policy=experiment.agent.make_policy,
-                    replay_address=replay_address,
-                    logdir=experiment.learner.logdir,
-                    behaviour=experiment.agent.behaviour,
-                    finished=finished,
-                    start_time=time.time() - float(learner.elapsed_s.numpy()),
-                    intra_op_threads=experiment.actor_threads,
-                ),
+        with claim.held() if with_actors else contextlib.nullcontext():
+            if with_actors:
+                start_actors(supervisor, experiment, replay_address)
+            if evaluating:
+                supervisor.start(
+                    "evaluator",
+                    acting.run_evaluator,
+                    dict(
+                        settings=experiment.evaluator,
+                        make_policy=experiment.agent.make_policy,
+                        replay_address=replay_address,
+                        logdir=experiment.learner.logdir,
+                        behaviour=experiment.agent.behaviour,
+                        finished=finished,
+                        start_time=time.time() - float(learner.elapsed_s.numpy()),
+                        intra_op_threads=experiment.actor_threads,
+                    ),
+                )
+            learner.run(
+                lambda: should_stop() or claim.lost is not None, on_idle=supervisor.restart_dead
             )
-        learner.run(should_stop, on_idle=supervisor.restart_dead)
-        if learner.done and evaluating:
-            print(
-                "[launch] frame budget reached: final evaluation "
-                f"({experiment.evaluator.final_episodes} episodes)",
-                flush=True,
-            )
-            learner.publish()  # the final weights, whatever the publish interval
-            finished.set()
-            supervisor.process("evaluator").join()
+            if claim.lost is not None:
+                raise actor_range.ActorRangeError(claim.lost)
+            if learner.done and evaluating:
+                print(
+                    "[launch] frame budget reached: final evaluation "
+                    f"({experiment.evaluator.final_episodes} episodes)",
+                    flush=True,
+                )
+                learner.publish()  # the final weights, whatever the publish interval
+                finished.set()
+                supervisor.process("evaluator").join()
     finally:
         supervisor.stop()
         learner.close()

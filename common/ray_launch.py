@@ -28,11 +28,16 @@ Storage: the learner writes the logdir (checkpoints, replay checkpoints, episode
 TensorBoard) on its node; it need not be shared, but since the learner is placed on the driver's
 node it lands where the command was typed. Each actor writes its behaviour state
 (`<logdir>/behaviour/actor_<i>.npz`, DiCE, GDI and LBC) on the node it runs on, and reads it there
-when it restarts, and the evaluator reads actor 0's on the learner's node. So for the agents with
+when it restarts, and the evaluator reads the first actor's on the learner's node. So for the agents with
 behaviour state the logdir must be on storage every node mounts at the same path (NFS, a
 cluster file system); otherwise an actor that moves to another node starts new bandits and the
 evaluator sees none. IMPALA and Reactor actors write nothing. The logdir is made absolute
 (`common.cli.run_one`) because Ray's workers do not run in the driver's directory.
+
+Actor indices: the driver claims actors 0..num_actors-1 on the Reverb server
+(`actor_range.ActorRange.held`), so an actor host started by hand against this run's server
+(`--role=actor --replay_address=<the address printed>`) must take --first_actor=num_actors or
+above, as it must against any other actor host.
 
 Shutdown: Ctrl-C or SIGTERM of the driver (or the learner's frame budget) stops the learner, which
 checkpoints as under the local launcher, then every actor (their stop events; they save their
@@ -40,12 +45,14 @@ behaviour state), then the Reverb server; every wait has a timeout, after which 
 killed. A cluster this module started is shut down with it.
 """
 
+import contextlib
 import signal
 import threading
 
 import ray
 
 from common import acting
+from common import actor_range
 from common import launch
 from common.agent import probe_env
 
@@ -240,6 +247,7 @@ def run(experiment: launch.Experiment, address: str | None = None) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):  # after ray.init, which installs its own
         signal.signal(signum, lambda *_: stopping.set())
     learner = learning = fleet = None
+    claims = contextlib.ExitStack()  # the fleet's claim on actors 0..num_actors-1
     try:
         options = learner_options(
             experiment, ray.cluster_resources(), ray.get_runtime_context().get_node_id()
@@ -255,16 +263,29 @@ def run(experiment: launch.Experiment, address: str | None = None) -> None:
             flush=True,
         )
         learning = learner.run.remote()
+        claim = claims.enter_context(
+            actor_range.ActorRange(replay_address, 0, experiment.num_actors).held()
+        )
         fleet = _Fleet(experiment, replay_address)
-        if _wait(learning, stopping, fleet.poll):
+
+        def poll() -> None:
+            fleet.poll()
+            if claim.lost is not None:
+                stopping.set()
+
+        if _wait(learning, stopping, poll):
             _get_learner(learning)
             return
-        print("[ray] interrupted; shutting down", flush=True)
+        why = "interrupted" if claim.lost is None else "another host took actors of this run"
+        print(f"[ray] {why}; shutting down", flush=True)
         learner.stop.remote()  # the learner checkpoints on its way out
         ray.wait([learning], timeout=LEARNER_STOP_S)
+        if claim.lost is not None:
+            raise actor_range.ActorRangeError(claim.lost)
     finally:
         if fleet is not None:
             fleet.stop()
+        claims.close()  # before the server stops with the learner
         if learner is not None:
             try:
                 ray.get(learner.close.remote(), timeout=ACTOR_STOP_S)

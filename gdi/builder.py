@@ -51,7 +51,7 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
         """Evaluation environments (§4.1's "additional environments"; which lambda they play is
         our choice, docs/papers/gdi.md#departures-from-the-paper) never write to replay; they run
         bandit ensembles of their own that learn from the evaluation games
-        (--eval_policy=bandits) or play the best played region of actor 0's saved bandits, never
+        (--eval_policy=bandits) or play the best played region of the first actor's saved bandits, never
         updated (--eval_policy=best_region); never an argmax (`gdi.acting.behaviour_spec`)."""
         return builder.Evaluation()
 

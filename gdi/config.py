@@ -184,7 +184,7 @@ class GdiConfig(BanditSettings, BurnInLearnerSettings):
     eval_policy: str = field(
         "bandits",
         "bandits: the evaluator runs its own bandit ensembles, learning from its games; "
-        "best_region: lambda from the best block of actor 0's ensembles, frozen.",
+        "best_region: lambda from the best block of the first actor's ensembles, frozen.",
         one_of(EVAL_POLICIES),
     )
     # choice (docs/papers/gdi.md#departures-from-the-paper): the paper evaluates in "additional

@@ -153,3 +153,15 @@ def test_summary_reports_the_learned_region():
         functools.partial(bandits.FixedController, {"eta": 1.0}), {"eta": ()}
     )
     assert behaviour_lib.Behaviour(fixed, 2, seed=0, state_path=None).summary() == {}
+
+
+def test_the_evaluator_reads_the_lowest_index_actor_s_state(tmp_path):
+    directory = str(tmp_path)
+    # No actor saved yet: actor 0's path, which does not exist (fresh controllers).
+    assert behaviour_lib.first_actor_state(directory) == behaviour_lib.state_path(directory, 0)
+    # A cluster whose actor hosts start at --first_actor=5: actor 5's, by index, not by name
+    # (actor_12 sorts first as text); an interrupted save's temporary file does not count.
+    os.makedirs(os.path.dirname(behaviour_lib.state_path(directory, 0)))
+    for name in ["actor_12.npz", "actor_5.npz", "actor_3.npz.tmp.npz", "evaluator.npz"]:
+        open(os.path.join(directory, "behaviour", name), "w").close()
+    assert behaviour_lib.first_actor_state(directory) == behaviour_lib.state_path(directory, 5)

@@ -22,6 +22,8 @@ from common import patterns
 from common import replay
 from common import reports
 from dice import builder as dice_builder
+from impala import builder as impala_builder
+from impala import config as impala_config
 from tests.system_helpers import (
     alive,
     crash_once,
@@ -252,6 +254,53 @@ def test_a_supervisor_whose_claim_a_concurrent_host_overwrote_stops(claims_addre
     y.heartbeat()
     x.release()  # holds nothing: writes nothing
     assert [c.host for c in y.claims()] == ["host-y"]
+
+
+def test_a_held_range_is_renewed_until_released_and_lost_to_a_winning_host(claims_address):
+    fleet = actor_range.ActorRange(claims_address, 0, 2, host="launcher")
+    with fleet.held(interval_s=0.05):
+        with pytest.raises(
+            actor_range.ActorRangeError, match="overlap actors 0..1 of the live actor host launcher"
+        ):
+            actor_range.ActorRange(claims_address, 1, 2, host="by-hand").acquire(settle_s=0)
+        (claim,) = fleet.claims()
+        wait_until(lambda: fleet.claims()[0].heartbeat > claim.heartbeat, what="a renewal")
+        assert fleet.lost is None
+    assert fleet.claims() == []  # released when the block ends
+    # A concurrent host's write replaced the claim with its own overlapping one: the renewing
+    # thread reports the loss to the launcher's loop and leaves the winner's claim alone.
+    with fleet.held(interval_s=0.05):
+        winner = actor_range.ActorClaim(1, 2, "winner", os.getpid(), time.time())
+        fleet._write(replay.connect(claims_address), [winner])
+        wait_until(lambda: fleet.lost is not None, what="the loss")
+        assert "overlap actors 1..2 of the live actor host winner" in fleet.lost
+    assert [c.host for c in fleet.claims()] == ["winner"]
+
+
+def test_the_local_role_holds_its_actors_range_while_it_runs(tmp_path):
+    config = impala_config.default_config(
+        "CartPole", num_actors=2, envs_per_actor=2, total_frames=10**8, eval_interval_s=0
+    ).validate()
+    experiment = impala_builder.PAPER.build_experiment(config, str(tmp_path))
+    spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
+    server = launch.start_server(experiment, spec)
+    address = replay.address_of(server)
+    held = []
+
+    def should_stop() -> bool:  # asked before the learner's first step: its actors are started
+        held.extend(actor_range.ActorRange(address, 0, 1).claims())
+        with pytest.raises(actor_range.ActorRangeError, match="overlap actors 0..1 of the live"):
+            actor_range.ActorRange(address, 1, 1, host="by-hand").acquire(settle_s=0)
+        return True
+
+    try:
+        launch.run_learner_with_children(
+            experiment, spec, address, with_actors=True, should_stop=should_stop
+        )
+        assert [(c.first, c.count, c.pid) for c in held] == [(0, 2, os.getpid())]
+        assert actor_range.ActorRange(address, 0, 1).claims() == []  # released on the way out
+    finally:
+        server.stop()
 
 
 def test_an_actor_host_on_a_held_range_fails_on_one_line_before_writing(claims_address, tmp_path):

@@ -15,6 +15,7 @@ import types
 
 import pytest
 
+from common import actor_range
 from common import cli
 from common import ray_launch
 from tests.system_helpers import (
@@ -95,6 +96,7 @@ def test_the_default_commands_do_not_import_ray():
 
 NUM_ACTORS, ENVS, SEED = 2, 4, 5
 COMMON = fleet_flags(SEED, NUM_ACTORS, ENVS)
+SERVING = re.compile(r"^\[ray\] Reverb server and learner on node \w+, serving (\S+)$", re.M)
 ACTING = re.compile(r"^\[ray\] actor_(\d+) acting on node (\w+)$", re.MULTILINE)
 STOPPED = re.compile(r"^\[ray\] actor_(\d+) stopped: (\d+) steps", re.MULTILINE)
 NODE_ARGS = dict(object_store_memory=100 * 2**20)  # choice: Ray's small end; nothing big travels
@@ -150,6 +152,9 @@ def test_actors_on_two_worker_nodes_survive_losing_one(cluster, tmp_path, agent)
         placed = dict(wait_until(lambda: len(acting()) == NUM_ACTORS and acting(), FLEET_STARTUP_S))
         worker_ids = {worker.node_id for worker in workers}
         assert set(placed.values()) == worker_ids, (placed, worker_ids)
+        # The driver holds actors 0.. on the run's server, as an actor host holds its range.
+        (claim,) = actor_range.ActorRange(SERVING.search(output()).group(1), 0, 1).claims()
+        assert (claim.first, claim.count) == (0, NUM_ACTORS)
 
         def trained_and_saved():
             # DiCE's actors save their bandits every 30 s (common.behaviour): the test waits.
