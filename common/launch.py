@@ -525,6 +525,12 @@ def run(
                     )
                     server.wait()
                 else:
+                    print(
+                        f"[launch] Reverb server on port {server.port}; more actor hosts join "
+                        f"with --role=actor --replay_address=<this host>:{server.port} "
+                        f"--first_actor={experiment.num_actors} (or above)",
+                        flush=True,
+                    )
                     run_learner_with_children(
                         experiment, spec, replay.address_of(server), with_actors=True
                     )
