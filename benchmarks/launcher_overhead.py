@@ -36,15 +36,24 @@ from benchmarks.machine import cpu_line
 from common import runlog
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("paper", "impala", "The paper whose main runs: impala, reactor, dice, ...")
-flags.DEFINE_string("env", "Pong", "Game, as the paper's --env takes it.")
-flags.DEFINE_list("launchers", ["local", "ray"], "Launchers, in turn.")
-flags.DEFINE_integer("repeats", 2, "Runs per launcher.")
-flags.DEFINE_float("seconds", 120.0, "Measured seconds per run.")
-flags.DEFINE_float("warmup_s", 60.0, "Seconds after the learner's first summary, not measured.")
-flags.DEFINE_float("log_interval_s", 5.0, "The runs' summary interval: the window's resolution.")
-flags.DEFINE_float("start_timeout_s", 600.0, "A run without a learner summary by then fails.")
-flags.DEFINE_string("logdir", None, "Where the runs write (default: a new temporary directory).")
+
+
+def define_flags() -> None:
+    """The benchmark's flags, defined when it runs (not on import, so tests import it freely)."""
+    flags.DEFINE_string("paper", "impala", "The paper whose main runs: impala, reactor, dice, ...")
+    flags.DEFINE_string("env", "Pong", "Game, as the paper's --env takes it.")
+    flags.DEFINE_list("launchers", ["local", "ray"], "Launchers, in turn.")
+    flags.DEFINE_integer("repeats", 2, "Runs per launcher.")
+    flags.DEFINE_float("seconds", 120.0, "Measured seconds per run.")
+    flags.DEFINE_float("warmup_s", 60.0, "Seconds after the learner's first summary, not measured.")
+    flags.DEFINE_float(
+        "log_interval_s", 5.0, "The runs' summary interval: the window's resolution."
+    )
+    flags.DEFINE_float("start_timeout_s", 600.0, "A run without a learner summary by then fails.")
+    flags.DEFINE_string(
+        "logdir", None, "Where the runs write (default: a new temporary directory)."
+    )
+
 
 STEPS = "progress/learner_step"  # written at the learner's frames
 ACTOR_FRAMES = "progress/actor_frames"  # written at the learner's frames; its value: acted
@@ -117,13 +126,13 @@ def measure(launcher: str, logdir: str, extra: list[str], log) -> dict:
     )
 
 
-def table(results: list[dict]) -> str:
+def table(results: list[dict], launchers: list[str]) -> str:
     lines = [
         "| launcher | run | start (s) | learner frames/s | actors' frames/s |",
         "|---|---|---|---|---|",
     ]
     means = {}
-    for launcher in FLAGS.launchers:
+    for launcher in launchers:
         runs = [r for r in results if r["launcher"] == launcher]
         for i, r in enumerate(runs):
             lines.append(
@@ -136,8 +145,8 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"| {launcher} | mean | {m['start']:.0f} | {m['learner']:.0f} | {m['actors']:.0f} |"
         )
-    base = FLAGS.launchers[0]
-    for launcher in FLAGS.launchers[1:]:
+    base = launchers[0]
+    for launcher in launchers[1:]:
         share = {k: means[launcher][k] / means[base][k] for k in ("learner", "actors")}
         lines.append(
             f"| {launcher} / {base} | | | {share['learner']:.3f} | {share['actors']:.3f} |"
@@ -168,8 +177,9 @@ def main(argv):
                 f"frames/s, actors {result['actors']:.0f} frames/s",
                 flush=True,
             )
-    print(table(results))
+    print(table(results, FLAGS.launchers))
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

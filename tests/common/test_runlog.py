@@ -7,6 +7,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -169,3 +170,20 @@ def test_rewind_cuts_csv_rows_and_tensorboard_points_at_their_own_frames(tmp_pat
     assert open(tmp_path / runlog.EPISODES_CSV).read().splitlines() == [
         ",".join(runlog.EPISODES_HEADER)
     ]
+
+
+def test_read_points_gives_each_point_s_wall_time_step_and_value(tmp_path):
+    logdir = str(tmp_path)
+    logger = runlog.RunLogger(logdir, total_frames=1000)
+    before = time.time()
+    for frames, step in ((100, 1), (200, 2), (300, 3)):
+        logger.scalars({"progress/learner_step": step, "loss/total": -step}, frames)
+        time.sleep(0.05)
+    logger.close()
+    points = runlog.read_points(logdir, "progress/learner_step")
+    assert [(step, value) for _, step, value in points] == [(100, 1.0), (200, 2.0), (300, 3.0)]
+    times = [t for t, _, _ in points]
+    assert before <= times[0] < times[1] < times[2] <= time.time()
+    assert times[2] - times[0] >= 0.1  # the sleeps between the writes
+    assert [v for _, _, v in runlog.read_points(logdir, "loss/total")] == [-1.0, -2.0, -3.0]
+    assert runlog.read_points(logdir, "no/such_tag") == []
