@@ -17,11 +17,10 @@ it, so a restarted actor or a resumed run continues the bandits' statistics.
 
 The evaluator plays one of `EVALUATIONS` (`BehaviourSpec.evaluation`): "best" and "training"
 load the first actor's saved state (actor 0's on one machine, `first_actor_state`) and never
-update it ("best" draws each controller's best choice,
-`propose_best`, where the controller has one, e.g. DiCE's best region of §4.1; "training"
-draws as the actors do); "own" gives the evaluator controllers of its own that learn from the
-evaluation games and persist across rounds and restarts in their own file (our reading of GDI
-§4.1's evaluation environments: docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
+update it ("best" draws each controller's best choice, `propose_best`, where the controller has
+one, e.g. DiCE's best region of §4.1; "training" draws as the actors do); "own" gives the
+evaluator controllers of its own that learn from the evaluation games and persist across rounds
+and restarts in their own file (our reading of GDI §4.1's evaluation environments: docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
 """
 
 import dataclasses

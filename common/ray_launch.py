@@ -28,9 +28,9 @@ Storage: the learner writes the logdir (checkpoints, replay checkpoints, episode
 TensorBoard) on its node; it need not be shared, but since the learner is placed on the driver's
 node it lands where the command was typed. Each actor writes its behaviour state
 (`<logdir>/behaviour/actor_<i>.npz`, DiCE, GDI and LBC) on the node it runs on, and reads it there
-when it restarts, and the evaluator reads the first actor's on the learner's node. So for the agents with
-behaviour state the logdir must be on storage every node mounts at the same path (NFS, a
-cluster file system); otherwise an actor that moves to another node starts new bandits and the
+when it restarts, and the evaluator reads the first actor's on the learner's node. So for the
+agents with behaviour state the logdir must be on storage every node mounts at the same path
+(NFS, a cluster file system); otherwise an actor that moves to another node starts new bandits and the
 evaluator sees none. IMPALA and Reactor actors write nothing. The logdir is made absolute
 (`common.cli.run_one`) because Ray's workers do not run in the driver's directory.
 
