@@ -33,6 +33,7 @@ Command line (absl flags, see `--help`; the arguments after `--` go to every run
 A paper's main runs it for `--ablations` / `--seeds` (common.cli).
 """
 
+import contextlib
 import csv
 import dataclasses
 import logging
@@ -42,6 +43,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -70,8 +72,9 @@ GRID_POINTS = 100
 SMOOTHING_FRACTION = 0.05
 # How much of a failed run's stderr the error message quotes.
 STDERR_TAIL_LINES = 25
-# Seconds a stopped run gets to exit on SIGTERM before SIGKILL.
-STOP_GRACE_SECONDS = 10.0
+# choice: seconds the stopped runs get, together, to exit on SIGTERM before SIGKILL: a run checkpoints
+# on its way out, and the papers that replay write their replay buffer too.
+STOP_GRACE_SECONDS = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -487,20 +490,52 @@ def _stderr_tail(path: str) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:]) or "(empty)"
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """Stop a run that is still going, and the processes it started (it leads its own process group)."""
-    if process.poll() is not None:
-        return
+def _stop(processes: Sequence[subprocess.Popen]) -> None:
+    """Stop the runs still going, and the processes they started (each leads its own process
+    group): SIGTERM to all at once, then SIGKILL to any still there after STOP_GRACE_SECONDS."""
+    going = [p for p in processes if p.poll() is None]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
+        for process in going:
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for process in going:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        going = [p for p in going if p.poll() is None]
+        if not going:
             return
-        try:
-            process.wait(timeout=STOP_GRACE_SECONDS)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+
+
+@contextlib.contextmanager
+def _stop_signals_interrupt():
+    """Within the block, SIGTERM and SIGINT raise KeyboardInterrupt once; later ones are ignored
+    while the runs stop.
+
+    Without this, `kill <runner>` would end the runner at once and leave its runs training on
+    alone (they lead their own sessions), and a runner started with SIGINT ignored (`nohup`, a
+    script's `&`) would not hear Ctrl-C or `kill -INT` at all. Signal handlers can only be set from
+    the main thread; elsewhere the block runs with the process's handlers as they are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        if len(received) == 1:
+            raise KeyboardInterrupt()
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _start(command: list[str], directory: str, append: bool = False) -> subprocess.Popen:
@@ -599,29 +634,29 @@ def run_all(
         if skip is None or not skip(variant, seed)
     ]
     running: dict[subprocess.Popen, tuple[str, int, str]] = {}
-    try:
-        while pending or running:
-            while pending and len(running) < parallel:
-                variant, seed = pending.pop(0)
-                directory = run_logdir(logdir, variant, seed)
-                argv = command(variant, seed)
-                log.info("starting %s seed %d: %s", variant, seed, shlex.join(argv))
-                running[_start(argv, directory, append_logs)] = (variant, seed, directory)
-                if on_event is not None:
-                    on_event("start", variant, seed)
-            finished = [p for p in running if p.poll() is not None]
-            for process in finished:
-                variant, seed, directory = running.pop(process)
-                name = label(variant, seed) if label is not None else None
-                _check_finished(process, variant, seed, directory, name)
-                log.info("finished %s seed %d", variant, seed)
-                if on_event is not None:
-                    on_event("end", variant, seed)
-            if not finished:
-                time.sleep(0.05)
-    finally:
-        for process in running:
-            _stop(process)
+    with _stop_signals_interrupt():
+        try:
+            while pending or running:
+                while pending and len(running) < parallel:
+                    variant, seed = pending.pop(0)
+                    directory = run_logdir(logdir, variant, seed)
+                    argv = command(variant, seed)
+                    log.info("starting %s seed %d: %s", variant, seed, shlex.join(argv))
+                    running[_start(argv, directory, append_logs)] = (variant, seed, directory)
+                    if on_event is not None:
+                        on_event("start", variant, seed)
+                finished = [p for p in running if p.poll() is not None]
+                for process in finished:
+                    variant, seed, directory = running.pop(process)
+                    name = label(variant, seed) if label is not None else None
+                    _check_finished(process, variant, seed, directory, name)
+                    log.info("finished %s seed %d", variant, seed)
+                    if on_event is not None:
+                        on_event("end", variant, seed)
+                if not finished:
+                    time.sleep(0.05)
+        finally:
+            _stop(list(running))
 
 
 @dataclasses.dataclass(frozen=True)

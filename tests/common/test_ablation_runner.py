@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 import struct
+import subprocess
 import sys
 import time
 
@@ -422,7 +423,7 @@ def test_stopping_a_run_stops_the_processes_it_started(tmp_path):
             time.sleep(0.01)
         child = int(stdout.read_text())
         assert _alive(process.pid) and _alive(child)
-        ablation_runner._stop(process)
+        ablation_runner._stop([process])
         assert process.returncode == -signal.SIGTERM
         for _ in range(500):  # the child got SIGTERM too; give it a moment to exit
             if not _alive(child):
@@ -435,3 +436,67 @@ def test_stopping_a_run_stops_the_processes_it_started(tmp_path):
             process.wait()
         if child is not None and _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+# A run that prints its pid, then on SIGTERM writes stopped_by in its directory (argv[1]) and exits 0,
+# as a real run checkpoints on SIGTERM.
+_STOPPABLE_RUN = """
+import os, signal, sys, time
+def stop(signum, frame):
+    with open(os.path.join(sys.argv[1], "stopped_by"), "w") as f:
+        f.write(signal.Signals(signum).name)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print(os.getpid(), flush=True)
+time.sleep(120)
+"""
+
+# A grid runner as `nohup ... &` starts it: SIGINT ignored. Two runs, both going at once.
+_RUNNER = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from common import ablation_runner
+logdir, run = sys.argv[1], sys.argv[2]
+def command(variant, seed):
+    return [sys.executable, "-c", run, ablation_runner.run_logdir(logdir, variant, seed)]
+try:
+    ablation_runner.run_all(command, ["a", "b"], [0], logdir, parallel=2)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_runner_started_with_sigint_ignored_stops_its_runs_on_either_stop_signal(
+    tmp_path, stop_signal
+):
+    # Before: SIGINT did nothing to such a runner, and SIGTERM ended it at once with its runs
+    # training on alone (each leads its own session). Now either one stops the runs with SIGTERM.
+    runner = subprocess.Popen(
+        [sys.executable, "-c", _RUNNER, str(tmp_path), _STOPPABLE_RUN],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    runs = [pathlib.Path(ablation_runner.run_logdir(str(tmp_path), v, 0)) for v in ("a", "b")]
+    pids = []
+    try:
+        for _ in range(3000):  # both runs started and printed their pid (their handler is set)
+            pids = [(d / ablation_runner.STDOUT_LOG) for d in runs]
+            if all(p.is_file() and p.read_text().strip() for p in pids):
+                break
+            assert runner.poll() is None, "the runner ended before its runs started"
+            time.sleep(0.01)
+        pids = [int(p.read_text()) for p in pids]
+        assert all(_alive(pid) for pid in pids)
+        runner.send_signal(stop_signal)
+        out, _ = runner.communicate(timeout=30)
+        assert out.strip() == "interrupted" and runner.returncode == 0
+        assert [(d / "stopped_by").read_text() for d in runs] == ["SIGTERM", "SIGTERM"]
+        assert not any(_alive(pid) for pid in pids)
+    finally:  # if the test failed, leave nothing running
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        for pid in pids:
+            if isinstance(pid, int) and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
