@@ -20,7 +20,8 @@ load the first actor's saved state (actor 0's on one machine, `first_actor_state
 update it ("best" draws each controller's best choice, `propose_best`, where the controller has
 one, e.g. DiCE's best region of §4.1; "training" draws as the actors do); "own" gives the
 evaluator controllers of its own that learn from the evaluation games and persist across rounds
-and restarts in their own file (our reading of GDI §4.1's evaluation environments: docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
+and restarts in their own file (our reading of GDI §4.1's evaluation environments:
+docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
 """
 
 import dataclasses

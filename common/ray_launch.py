@@ -30,8 +30,8 @@ node it lands where the command was typed. Each actor writes its behaviour state
 (`<logdir>/behaviour/actor_<i>.npz`, DiCE, GDI and LBC) on the node it runs on, and reads it there
 when it restarts, and the evaluator reads the first actor's on the learner's node. So for the
 agents with behaviour state the logdir must be on storage every node mounts at the same path
-(NFS, a cluster file system); otherwise an actor that moves to another node starts new bandits and the
-evaluator sees none. IMPALA and Reactor actors write nothing. The logdir is made absolute
+(NFS, a cluster file system); otherwise an actor that moves to another node starts new bandits
+and the evaluator sees none. IMPALA and Reactor actors write nothing. The logdir is made absolute
 (`common.cli.run_one`) because Ray's workers do not run in the driver's directory.
 
 Actor indices: the driver claims actors 0..num_actors-1 on the Reverb server
