@@ -61,7 +61,7 @@ case "$cmd" in
     .venv/bin/python -c "import tensorflow as tf; print('GPUs:', tf.config.list_physical_devices('GPU'))" ;;
   train) setup_venv; exec .venv/bin/python -m impala.main --env=Pong "$@" ;;
   # One pytest worker per core (pytest-xdist); the end-to-end tests, which start processes of
-  # their own, run one after another on one worker (tests/conftest.py). `-n 0`: no workers.
+  # their own, run at most two at a time (tests/conftest.py). `-n 0`: no workers.
   test)  setup_venv; exec .venv/bin/python -m pytest -n auto --dist loadgroup "$@" ;;
   *) echo "usage: ./dev.sh train|test|setup|setup-gpu [args]" >&2; exit 2 ;;
 esac

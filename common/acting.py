@@ -197,6 +197,7 @@ class ActorSettings:
     protocol: Any = "impala"  # a common.envs protocol name or AtariProtocol
     actor_id: int = 0  # names the behaviour state file; the launcher numbers its actors
     state_dir: str | None = None  # run directory where behaviour controllers keep their state
+    state_save_interval_s: float = behaviour_lib.SAVE_INTERVAL_S  # at most this long between saves
     flush_timeout_ms: int = 1000  # choice: short waits, so a stop request is seen within ~1 s
     wait_for_params_s: float = 600.0  # choice: the learner's first publish may follow a compile
     niceness: int = 0  # os.nice increment: > 0 lets a learner on the same cores go first
@@ -284,7 +285,9 @@ def make_behaviour(
         if settings.state_dir is None
         else behaviour_lib.state_path(settings.state_dir, settings.actor_id)
     )
-    return behaviour_lib.Behaviour(spec, settings.num_envs, settings.seed, path, evaluation)
+    return behaviour_lib.Behaviour(
+        spec, settings.num_envs, settings.seed, path, evaluation, settings.state_save_interval_s
+    )
 
 
 def run_actor(

@@ -35,6 +35,10 @@ import numpy as np
 from common import bandits
 
 SCOPES = ("per_env", "global")
+# choice: a crashed actor loses at most this much bandit experience; saving is cheap. An actor
+# saves more often when the run checkpoints more often (`launch.experiment_from_config`), so that a
+# resumed run's bandits are never older than its networks.
+SAVE_INTERVAL_S = 30.0
 EVALUATIONS = ("best", "training", "own")
 
 
@@ -76,13 +80,12 @@ class Behaviour:
         seed: int,
         state_path: str | None,
         evaluation: bool = False,
-        save_interval_s: float = 30.0,
+        save_interval_s: float = SAVE_INTERVAL_S,
     ):
         self.spec = spec
         self.num_envs = num_envs
         self.evaluation = evaluation
         self.state_path = state_path
-        # choice: a crashed actor loses at most this much bandit experience; saving is cheap.
         self._save_interval_s = save_interval_s
         self._last_save = time.monotonic()
         count = num_envs if spec.scope == "per_env" else 1

@@ -109,6 +109,7 @@ def experiment_from_config(
             params_pull_interval=config.params_pull_interval,
             protocol=protocol,
             state_dir=logdir,
+            state_save_interval_s=min(behaviour_lib.SAVE_INTERVAL_S, config.checkpoint_interval_s),
             niceness=config.actor_niceness,
         ),
         num_actors=config.num_actors,

@@ -10,11 +10,13 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from common import acting
 from common import agent as agent_lib
+from common import behaviour as behaviour_lib
 from common import actor_range
 from common import cli
 from common import launch
@@ -136,6 +138,24 @@ class RecordingSupervisor:
 def dice_experiment(logdir, num_actors=2):
     config = cli.make_config(dice_builder.PAPER, dict(env="CartPole", num_actors=num_actors))
     return dice_builder.PAPER.build_experiment(config, str(logdir))
+
+
+def test_actors_save_their_bandits_as_often_as_the_run_checkpoints(tmp_path):
+    def saved_after(checkpoint_interval_s, wait_s):
+        config = dict(env="CartPole", checkpoint_interval_s=checkpoint_interval_s)
+        logdir = str(tmp_path / f"{checkpoint_interval_s}_{wait_s}")
+        experiment = dice_builder.PAPER.build_experiment(
+            cli.make_config(dice_builder.PAPER, config), logdir
+        )
+        settings = launch.actor_settings(experiment, 0)
+        selector = acting.make_behaviour(experiment.agent.behaviour, settings)
+        time.sleep(wait_s)
+        selector.end_games(np.ones(settings.num_envs))  # an actor saves when games end
+        return settings.state_save_interval_s, os.path.exists(selector.state_path)
+
+    assert saved_after(300.0, 0.0) == (behaviour_lib.SAVE_INTERVAL_S, False)  # every 30 s
+    assert saved_after(0.2, 0.0) == (0.2, False)  # not yet
+    assert saved_after(0.2, 0.3) == (0.2, True)  # one checkpoint interval later
 
 
 def test_an_actor_host_numbers_its_actors_from_first_actor(tmp_path, capsys):

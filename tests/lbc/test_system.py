@@ -77,7 +77,7 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     with open(os.path.join(logdir, "eval.csv")) as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation, with the bandits' behaviour
     # The evaluator logs what the bandit populations it loaded have learned (how many games
-    # depends on when actor 0 last saved them, every 30 s and on exit).
+    # depends on when actor 0 last saved them: every 30 s here, and on exit).
     logged_eval = scalars(os.path.join(logdir, "eval"))
     assert logged_eval["bandits/games"]
     assert all(0.0 <= w <= 1.0 for w in logged_eval["bandits/omega1/most_pulled"])
