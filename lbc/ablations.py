@@ -1,6 +1,8 @@
-"""Named LBC variants: Table 12's ablations (§5.4, App. K), each mapping to the config fields it
-overrides; all keep Table 3's hyper-parameters (App. K.1). Run them side by side with
-`python -m lbc.main --env=ChopperCommand --ablations=lbc,reducing_h,reducing_h_psi,random_selection`.
+"""Named LBC variants: Table 12's ablations (§5.4, App. K) and App. K.3's run without the UCB
+term, each mapping to the config fields it overrides; all keep Table 3's hyper-parameters (App.
+K.1). Run them side by side with
+`python -m lbc.main --env=ChopperCommand --ablations=lbc,reducing_h,reducing_h_psi,random_selection`
+(Table 12) and `--ablations=lbc,without_ucb` (App. K.3).
 """
 
 import typing
@@ -20,4 +22,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # main algorithm's range, omega normalised as in the main algorithm: our reading, the
     # Random Selection row of docs/papers/lbc.md#departures-from-the-paper), no bandit learning.
     "random_selection": dict(bandit_selection="uniform"),
+    # App. K.3 (Fig. 7 (b)), "w/o UCB item": every bandit's UCB coefficient c = 0, so the arms are
+    # ranked by their mean return alone and nothing else drives the behaviours apart.
+    "without_ucb": dict(bandit_ucb_range=(0.0, 0.0)),
 }

@@ -1,5 +1,5 @@
 """`python -m lbc.main` rejects bad flags on one line naming the flag, before TensorFlow; every
-Table 12 variant is a valid config."""
+Table 12 variant (and App. K.3's without UCB) is a valid config."""
 
 import pytest
 
@@ -19,7 +19,8 @@ from tests.system_helpers import assert_one_line_error
         (["--aux_hidden=-1"], "--aux_hidden=-1 must be >= 0"),
         (
             ["--ablation=greedy"],
-            "--ablation='greedy' is not one of lbc, reducing_h, reducing_h_psi, random_selection",
+            "--ablation='greedy' is not one of lbc, reducing_h, reducing_h_psi, random_selection, "
+            "without_ucb",
         ),
     ],
 )
@@ -31,15 +32,20 @@ def test_every_ablation_is_a_valid_config():
     from lbc import ablations
     from lbc import config as config_lib
 
-    assert set(ablations.ABLATIONS) == {"lbc", "reducing_h", "reducing_h_psi", "random_selection"}
     sizes = {}
     for name, overrides in ablations.ABLATIONS.items():
         config = config_lib.LbcConfig(**overrides).validate()
-        sizes[name] = (config.num_networks, config.bandit_num_policies, config.bandit_selection)
-    # Table 12: |H| and the dimension of psi, and the meta-controller.
+        sizes[name] = (
+            config.num_networks,
+            config.bandit_num_policies,
+            config.bandit_selection,
+            config.bandit_ucb_range,
+        )
+    # Table 12: |H|, the dimension of psi and the meta-controller; App. K.3: UCB's c = 0.
     assert sizes == {
-        "lbc": (3, 3, "bandits"),
-        "reducing_h": (1, 3, "bandits"),
-        "reducing_h_psi": (1, 1, "bandits"),
-        "random_selection": (3, 3, "uniform"),
+        "lbc": (3, 3, "bandits", (0.5, 1.5)),
+        "reducing_h": (1, 3, "bandits", (0.5, 1.5)),
+        "reducing_h_psi": (1, 1, "bandits", (0.5, 1.5)),
+        "random_selection": (3, 3, "uniform", (0.5, 1.5)),
+        "without_ucb": (3, 3, "bandits", (0.0, 0.0)),
     }
