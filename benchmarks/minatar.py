@@ -19,8 +19,9 @@ the seed, the budget and the logdir:
         --logdir=<logdir>/<agent>/<game>/seed<S> --env=MinAtar/<Game>-v0 --total_frames=<budget>
         <the arguments after -->
 
-with the agents impala, reactor, dice, lbc (`<paper>.main`) and gdi_h3, gdi_i3 (`gdi.main
---ablation=gdi_h3` / `gdi_i3`) and the games asterix, breakout, freeway, seaquest, space_invaders
+with the agents impala, reactor, dice, lbc (`<paper>.main`), gdi_h3, gdi_i3 (`gdi.main
+--ablation=gdi_h3` / `gdi_i3`) and `<paper>.<ablation>` for any ablation a paper names (`python -m
+<paper>.main --ablation=<ablation>`, e.g. impala.no_correction), and the games asterix, breakout, freeway, seaquest, space_invaders
 (`all`); `-v0` is MinAtar's full set of 6 actions, as in the published curves. An argument after
 `--` written `<agent or paper>:--flag=value` goes to that agent's runs only (common.compare's
 rule). Before the first run starts, every agent's command is checked with `--check_flags`, so a
@@ -29,7 +30,7 @@ agents on all games with seed 0 first, so a partial grid already compares the ag
 with the runs done / running / left and an ETA is printed whenever a run starts or ends. A run
 that fails stops the grid with one error naming its agent, game and seed and the tail of its
 stderr; the runs still going are stopped (SIGTERM, on which a paper's main checkpoints;
-common.ablation_runner sends SIGKILL after 10 s). `--seeds=3` means seeds 0, 1, 2; `--seeds=3,4`
+common.ablation_runner sends SIGKILL after 60 s). `--seeds=3` means seeds 0, 1, 2; `--seeds=3,4`
 those two.
 
 Finished and resumed runs. The same command run again skips the runs that finished and resumes
@@ -72,7 +73,17 @@ What is measured:
 * aggregate = the interquartile mean (IQM) of the normalised scores of all runs and games of an
   agent, with a 95% stratified-bootstrap confidence interval (runs resampled within each game;
   `rliable.library.get_interval_estimates` with `rliable.metrics.aggregate_iqm`, 2000 repetitions,
-  random state 0), over the seeds whose runs reached the budget on every game of the report.
+  random state 0), over the seeds whose runs reached the budget on every game of the report;
+* orderings: where the agents include two variants of one paper that its `ablations.py` orders
+  (ORDERINGS: the paper's claim that one beats the other, and where it says so), the
+  probability of improvement P(X > Y) over those seeds' normalised scores (rliable's: per game,
+  the share of pairs of runs where X scores higher, ties one half; then the mean over games),
+  with the same kind of interval, and a verdict: holds (the interval above 0.5), reversed
+  (below) or unresolved, with the seeds that would resolve it if the measured P held (the
+  interval narrows as 1/√seeds). A paper's ablation study is thus a grid of its variants:
+
+    python -m benchmarks.minatar --agents=lbc.lbc,lbc.reducing_h,lbc.reducing_h_psi,\
+        lbc.random_selection --games=breakout,space_invaders --seeds=5 --total_frames=5e5
 
 The references (`benchmarks/data/minatar_references.csv`): DQN and AC(lambda=0.8), the published
 MinAtar learning curves (Young & Tian 2019, arXiv:1903.03176; the MinAtar README figure
@@ -85,6 +96,7 @@ actions), playing whole games until 1000 games or 1M frames, whichever comes fir
 
 import csv
 import dataclasses
+import importlib
 import importlib.metadata
 import logging
 import math
@@ -138,6 +150,9 @@ AGENTS: dict[str, AgentSpec] = {
     "lbc": AgentSpec("lbc"),
 }
 DEFAULT_AGENTS = ("impala", "reactor", "dice", "gdi_h3", "lbc")
+# Any paper's named ablation is an agent too, `<paper>.<ablation>` (`agent_spec`): a grid of one
+# paper's variants is that paper's ablation study, reported with the orderings it claims.
+PAPERS = ("impala", "reactor", "dice", "gdi", "lbc")
 
 # The published budget of the MinAtar curves (Young & Tian 2019, Figure: 5 million frames).
 PUBLISHED_FRAMES = 5_000_000
@@ -187,6 +202,30 @@ class GridRunError(ablation_runner.AblationRunError):
 
 # ---------------------------------------------------------------------------------------------
 # Commands.
+
+
+def paper_ablations(paper: str):
+    """`<paper>/ablations.py`: its ABLATIONS and the ORDERINGS its paper claims among them."""
+    return importlib.import_module(f"{paper}.ablations")
+
+
+def agent_spec(name: str) -> AgentSpec:
+    """An agent of --agents: one of AGENTS, or `<paper>.<ablation>` for an ablation its paper
+    names (e.g. `impala.no_correction`); cli.FlagError naming --agents otherwise."""
+    if name in AGENTS:
+        return AGENTS[name]
+    paper, dot, ablation = name.partition(".")
+    if not (dot and paper in PAPERS):
+        raise cli.FlagError(
+            f"--agents: {name!r} is not one of {', '.join(AGENTS)} or <paper>.<ablation> with a "
+            f"paper of {', '.join(PAPERS)} (e.g. impala.no_correction)"
+        )
+    ablations = paper_ablations(paper).ABLATIONS
+    if ablation not in ablations:
+        raise cli.FlagError(
+            f"--agents: {name!r}: {paper} has no ablation {ablation!r} (of: {', '.join(ablations)})"
+        )
+    return AgentSpec(paper, ablation)
 
 
 def cell(agent: str, game: str) -> str:
@@ -265,7 +304,7 @@ class GridRun(compare.AgentRun):
 
     @classmethod
     def of(cls, agent: str, game: str) -> "GridRun":
-        spec = AGENTS[agent]
+        spec = agent_spec(agent)
         return cls(agent, spec.paper, spec.ablation, game, spec.module)
 
     def command(self, seed: int, logdir: str, argv: Sequence[str]) -> list[str]:
@@ -680,6 +719,120 @@ def _aggregate(
     return Aggregate(tuple(complete), scores, *interquartile_mean(scores))
 
 
+def probability_of_improvement(
+    x: np.ndarray, y: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float, float]:
+    """(P(X > Y), CI low, CI high) of two [runs, games] score matrices: the probability that a run
+    of X scores above a run of Y on a game drawn uniformly (ties count one half), rliable's
+    `probability_of_improvement`, with its stratified-bootstrap 95% confidence interval (each
+    agent's runs resampled within each game)."""
+    from rliable import library as rly
+    from rliable import metrics as rly_metrics
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
+        points, intervals = rly.get_interval_estimates(
+            {"pair": (np.asarray(x, dtype=float), np.asarray(y, dtype=float))},
+            lambda a, b: np.array([rly_metrics.probability_of_improvement(a, b)]),
+            reps=reps,
+            confidence_interval_size=CONFIDENCE,
+            random_state=np.random.RandomState(seed),
+        )
+    return float(points["pair"][0]), float(intervals["pair"][0, 0]), float(intervals["pair"][1, 0])
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderingResult:
+    """An ordering a paper claims between two agents of the grid, `better` > `worse`, measured by
+    the probability of improvement over the normalised scores of their aggregates' seeds."""
+
+    better: str
+    worse: str
+    source: str  # the paper, and where it makes the claim
+    probability: float
+    low: float
+    high: float
+    seeds: int  # the fewer of the two agents' seeds
+
+    @property
+    def verdict(self) -> str:
+        """holds: the interval lies above 0.5; reversed: below 0.5; unresolved: it holds 0.5."""
+        if self.low > 0.5:
+            return "holds"
+        if self.high < 0.5:
+            return "reversed"
+        return "unresolved"
+
+    def seeds_to_resolve(self) -> float:
+        """The seeds per agent at which the interval would leave 0.5 if the measured probability
+        held: the interval's half-width shrinks as 1/√seeds, so seeds · (half-width /
+        |P − 0.5|)², rounded up; inf where P = 0.5 (no difference measured)."""
+        gap = abs(self.probability - 0.5)
+        if gap == 0:
+            return math.inf
+        needed = self.seeds * ((self.high - self.low) / 2 / gap) ** 2
+        return float(math.ceil(round(needed, 9)))  # 3 · 4.000000000000001 is 12 seeds
+
+
+def orderings(report: "GridReport") -> list[OrderingResult]:
+    """Every ordering of `<paper>/ablations.py`'s ORDERINGS whose two variants are agents of the
+    report (as `<paper>.<ablation>` or an alias such as gdi_h3) with an aggregate each."""
+    named: dict[tuple[str, str], str] = {}
+    for agent in report.agents:
+        spec = agent_spec(agent)
+        if spec.ablation and spec.module is None:
+            named.setdefault((spec.paper, spec.ablation), agent)
+    results = []
+    for paper in dict.fromkeys(paper for paper, _ in named):
+        for better, worse, source in paper_ablations(paper).ORDERINGS:
+            agents = named.get((paper, better)), named.get((paper, worse))
+            if None in agents:
+                continue
+            aggregates = [report.aggregates[a] for a in agents]
+            if None in aggregates:
+                continue
+            x, y = (a.scores for a in aggregates)
+            results.append(
+                OrderingResult(
+                    *agents,
+                    f"{paper} {source}",
+                    *probability_of_improvement(x, y),
+                    min(len(a.seeds) for a in aggregates),
+                )
+            )
+    return results
+
+
+def _orderings_markdown(results: Sequence[OrderingResult]) -> list[str]:
+    lines = [
+        "",
+        (
+            "Orderings the papers claim among these agents (each paper's `ablations.py`, "
+            "ORDERINGS). P(X > Y): the probability that a run of X scores above a run of Y on a "
+            "game drawn at random (rliable `probability_of_improvement` over the normalised "
+            "scores of the IQM's seeds, ties count ½; 0.5 = no difference), with its "
+            f"{CONFIDENCE:.0%} stratified-bootstrap confidence interval ({BOOTSTRAP_REPS} "
+            "repetitions). holds: the interval lies above 0.5; reversed: below; unresolved: it "
+            "holds 0.5, and the last column estimates the seeds per agent that would resolve "
+            "it if the measured P held (the interval narrows as 1/√seeds: seeds · (half-width "
+            "/ |P − 0.5|)²)."
+        ),
+        "",
+        "| claim X > Y | where | P(X > Y) [95% CI] | seeds | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        verdict = r.verdict
+        if verdict == "unresolved":
+            needed = r.seeds_to_resolve()
+            verdict += " (no difference)" if math.isinf(needed) else f" (~{needed:.0f} seeds)"
+        lines.append(
+            f"| {r.better} > {r.worse} | {r.source} | {r.probability:.2f} "
+            f"[{r.low:.2f}, {r.high:.2f}] | {r.seeds} | {verdict} |"
+        )
+    return lines
+
+
 def _cell_text(values: Sequence[float], short: bool, digits: int = 2) -> str:
     if not len(values):
         return "—"
@@ -718,10 +871,11 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
     if command:
         lines += [f"Grid (the same command resumes it): `{command}`", ""]
     if template:
+        specs = {a: agent_spec(a) for a in report.agents}
         mapping = ", ".join(
-            f"{a}: `{AGENTS[a].module or AGENTS[a].paper + '.main'}"
-            f"{' --ablation=' + AGENTS[a].ablation if AGENTS[a].ablation else ''}`"
-            for a in report.agents
+            f"{a}: `{spec.module or spec.paper + '.main'}"
+            f"{' --ablation=' + spec.ablation if spec.ablation else ''}`"
+            for a, spec in specs.items()
         )
         lines += [f"Each run: `{template}` ({mapping}).", ""]
     lines += [
@@ -790,6 +944,9 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
                 ", ".join(map(str, aggregate.seeds)),
             ]
         lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
+    measured = orderings(report)
+    if measured:
+        lines += _orderings_markdown(measured)
     short = [r for r in report.results if not r.reached]
     missing = [
         f"{a}/{g}/seed{s}"
@@ -1131,7 +1288,11 @@ def _names(values: Sequence[str], allowed: Sequence[str], flag: str) -> tuple[st
 class CommandLine:
     """The flags of `python -m benchmarks.minatar`."""
 
-    agents: tuple[str, ...] = field(DEFAULT_AGENTS, f"Agents, of: {', '.join(AGENTS)}.")
+    agents: tuple[str, ...] = field(
+        DEFAULT_AGENTS,
+        f"Agents, of: {', '.join(AGENTS)}; or <paper>.<ablation>, any ablation of a paper's "
+        "--ablations (e.g. impala.no_correction).",
+    )
     games: tuple[str, ...] = field((ALL,), f"Games, of: {', '.join(GAMES)}; or {ALL}.")
     seeds: tuple[int, ...] = field((3,), "Number of seeds N (seeds 0..N-1) or a list of seeds.")
     total_frames: int = field(
@@ -1153,7 +1314,11 @@ class CommandLine:
     def validate(self) -> "CommandLine":
         """Raises cli.FlagError naming the flag; returns the command line with the games and
         seeds spelt out."""
-        agents = _names(self.agents, tuple(AGENTS), "agents")
+        if not self.agents:
+            raise cli.FlagError(f"--agents names at least one of {', '.join(AGENTS)}")
+        for agent in self.agents:
+            agent_spec(agent)  # FlagError on an unknown agent
+        agents = _names(self.agents, self.agents, "agents")
         games = (
             tuple(GAMES)
             if tuple(self.games) == (ALL,)

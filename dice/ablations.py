@@ -19,3 +19,13 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # (docs/papers/dice.md#departures-from-the-paper); evaluated with the same Omega.
     "random": dict(bandit_selection="uniform_coordinate", eval_policy="bandits"),
 }
+
+# The orderings the paper claims among these variants, (better, worse, where), for the grid's
+# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §4.3 on Fig. 2:
+# "random" is worst on both games (Adaptive Trade-off is critical). DiCE against "entropy" is
+# left out: the paper finds no significant difference and draws no conclusion.
+ORDERINGS = (
+    ("dice", "random", "§4.3, Fig. 2"),
+    ("entropy", "random", "§4.3, Fig. 2"),
+    ("baseline", "random", "§4.3, Fig. 2"),
+)

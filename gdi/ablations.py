@@ -36,3 +36,17 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
         variant="i3", selected_params=("epsilon",), fixed_eta1=0.0, fixed_eta2=1e4
     ),
 }
+
+# The orderings the paper claims among these variants, (better, worse, where), for the grid's
+# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §4.3: the
+# operator E matters (GDI-I3 ahead of Fix and Random Selection) and so does the size of Lambda
+# (GDI-I3 ahead of the one-parameter Boltzmann and eps-greedy Selections); Table 21's aggregates
+# order GDI-H3 > GDI-I3 > Boltzmann > Fix.
+ORDERINGS = (
+    ("gdi_h3", "gdi_i3", "Table 21"),
+    ("gdi_i3", "fix_selection", "§4.3, Tables 20-21"),
+    ("gdi_i3", "random_selection", "§4.3, Fig. 18"),
+    ("gdi_i3", "boltzmann_selection", "§4.3, Table 21"),
+    ("gdi_i3", "epsilon_greedy_selection", "§4.3, Fig. 18"),
+    ("boltzmann_selection", "fix_selection", "Table 21"),
+)

@@ -49,6 +49,28 @@ ABLATIONS.update(
 )
 
 
+# The orderings the paper claims among these variants, (better, worse, where), for the grid's
+# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §5.2.2, Table 2:
+# "V-trace performs best on 3 out of 5 tasks, followed by 1-step importance sampling,
+# ε-correction and No-correction" (1-step IS won the other two tasks); with replay V-trace is
+# best on 4 of 5. The pairs are that order's neighbours and V-trace against each.
+ORDERINGS = tuple(
+    (
+        f"{better}{suffix}",
+        f"{worse}{suffix}",
+        f"§5.2.2, Table 2{' (with replay)' if suffix else ''}",
+    )
+    for suffix in ("", "_replay")
+    for better, worse in [
+        ("vtrace", "one_step_is"),
+        ("vtrace", "eps_correction"),
+        ("vtrace", "no_correction"),
+        ("one_step_is", "eps_correction"),
+        ("eps_correction", "no_correction"),
+    ]
+)
+
+
 def overrides_for(name: str) -> dict[str, typing.Any]:
     """The config overrides of ablation `name`; ValueError lists the known names."""
     if name not in ABLATIONS:

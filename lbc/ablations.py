@@ -26,3 +26,13 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # ranked by their mean return alone and nothing else drives the behaviours apart.
     "without_ucb": dict(bandit_ucb_range=(0.0, 0.0)),
 }
+
+# The orderings the paper claims among these variants, (better, worse, where), for the grid's
+# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §5.4, Fig. 5:
+# Main > Reducing H > Reducing H and Psi (the order of the behaviour spaces' sizes), and Random
+# Selection "significantly" below Main. App. K.3 shows diversity without UCB, not returns.
+ORDERINGS = (
+    ("lbc", "reducing_h", "§5.4, Fig. 5"),
+    ("reducing_h", "reducing_h_psi", "§5.4, Fig. 5"),
+    ("lbc", "random_selection", "§5.4, Fig. 5"),
+)

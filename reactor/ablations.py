@@ -34,3 +34,15 @@ ABLATIONS.update({f"beta_loo_c{c}": dict(beta_loo_c=float(c)) for c in (2, 5, 10
 # §4.1 uses lambda = 1; choice: 0 (one-step expected SARSA, Test 4 of
 # docs/papers/reactor.md#worked-test-numbers) and 0.5.
 ABLATIONS.update({"lambda0": dict(retrace_lambda=0.0), "lambda0_5": dict(retrace_lambda=0.5)})
+
+# The orderings the paper claims among these variants, (better, worse, where), for the grid's
+# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §4 on Fig. 3
+# (left): "each of the algorithmic improvements (Distributional retrace, beta-LOO and prioritized
+# replay) contributed", "Beta-LOO clearly outperformed TISLR"; App. 6.5: lazy initial priorities
+# "anecdotally" beat a maximum priority.
+ORDERINGS = (
+    ("reactor", "no_prioritisation", "§4, Fig. 3 (left)"),
+    ("reactor", "tislr", "§4, Fig. 3 (left)"),
+    ("reactor", "reactor_nd", "§4, Fig. 3 (left)"),
+    ("reactor", "max_priority", "App. 6.5 (anecdotal)"),
+)

@@ -570,6 +570,119 @@ def test_interquartile_mean_against_numpy():
     assert low < iqm < high
 
 
+def _pairwise_oracle(x, y):
+    """P(X > Y) from its definition: per game, the share of (run of X, run of Y) pairs where X's
+    score is higher, ties counting one half; then the mean over games."""
+    per_game = [
+        np.mean([(a > b) + 0.5 * (a == b) for a in x[:, g] for b in y[:, g]])
+        for g in range(x.shape[1])
+    ]
+    return float(np.mean(per_game))
+
+
+def test_probability_of_improvement_against_its_definition():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.3, 1.0, size=(5, 4))
+    y = np.round(rng.normal(0.0, 1.0, size=(4, 4)), 0)  # ties with x are possible
+    x[0, 0] = y[0, 0]  # and one for sure
+    p, low, high = minatar.probability_of_improvement(x, y)
+    assert p == pytest.approx(_pairwise_oracle(x, y))
+    assert low <= p <= high and low < high
+    assert minatar.probability_of_improvement(x, x)[0] == 0.5
+    assert minatar.probability_of_improvement(x + 100, x) == (1.0, 1.0, 1.0)
+
+
+def test_an_orderings_verdict_and_the_seeds_that_would_resolve_it():
+    def result(p, low, high, seeds=3):
+        return minatar.OrderingResult("a", "b", "paper §1", p, low, high, seeds)
+
+    assert result(0.8, 0.6, 0.95).verdict == "holds"
+    assert result(0.2, 0.05, 0.4).verdict == "reversed"
+    unresolved = result(0.6, 0.4, 0.8)
+    assert unresolved.verdict == "unresolved"
+    # Half-width 0.2 against a gap of 0.1: (0.2 / 0.1)^2 = 4 times the 3 seeds.
+    assert unresolved.seeds_to_resolve() == 12
+    assert result(0.5, 0.3, 0.7).seeds_to_resolve() == math.inf
+
+
+# Final returns by (agent, game): one per seed 0, 1, 2 (every game of a run scores it).
+ABLATION_FINALS = {
+    ("dice.dice", "breakout"): (5.0, 6.0, 7.0),
+    ("dice.dice", "freeway"): (30.0, 31.0, 32.0),
+    ("dice.random", "breakout"): (1.0, 2.0, 3.0),
+    ("dice.random", "freeway"): (10.0, 11.0, 12.0),
+    ("dice.baseline", "breakout"): (1.0, 2.0, 3.0),  # random's: P = 1/2
+    ("dice.baseline", "freeway"): (11.0, 10.0, 12.0),  # pairs: 4.5 of 9 wins
+    ("dice.entropy", "breakout"): (0.0, 0.0, 0.0),
+    ("dice.entropy", "freeway"): (0.0, 0.0, 0.0),
+}
+
+
+def test_a_papers_ablation_grid_reports_the_orderings_it_claims(tmp_path):
+    logdir = tmp_path / "grid"
+    agents = ["dice.dice", "dice.random", "dice.baseline", "dice.entropy"]
+    for (agent, game), finals in ABLATION_FINALS.items():
+        for seed, final in enumerate(finals):
+            frames = np.linspace(1_000, 100_000, 150).astype(int)
+            _write_csv(
+                logdir / agent / game / f"seed{seed}" / "episodes.csv",
+                ablation_runner.EPISODES_COLUMNS,
+                [(int(f), final, 7, 1.0) for f in frames],
+            )
+    report = minatar.write_reports(
+        str(logdir),
+        agents,
+        list(GAMES),
+        [0, 1, 2],
+        dict.fromkeys(agents, 100_000),
+        references=_references(tmp_path / "references.csv"),
+    )
+    measured = {(r.better, r.worse): r for r in minatar.orderings(report)}
+    # dice/ablations.py's three claims, all present here, in its order.
+    assert list(measured) == [
+        ("dice.dice", "dice.random"),
+        ("dice.entropy", "dice.random"),
+        ("dice.baseline", "dice.random"),
+    ]
+    holds, reversed_, tie = measured.values()
+    assert (holds.probability, holds.low, holds.high, holds.verdict) == (1.0, 1.0, 1.0, "holds")
+    assert (reversed_.probability, reversed_.verdict) == (0.0, "reversed")
+    assert tie.probability == pytest.approx(0.5) and tie.verdict == "unresolved"
+    assert holds.seeds == 3 and holds.source == "dice §4.3, Fig. 2"
+    summary = pathlib.Path(report.summary_md).read_text()
+    assert "| dice.dice > dice.random | dice §4.3, Fig. 2 | 1.00 [1.00, 1.00] | 3 | holds |" in (
+        summary
+    )
+    assert (
+        "| dice.entropy > dice.random | dice §4.3, Fig. 2 | 0.00 [0.00, 0.00] | 3 | reversed |"
+        in (summary)
+    )
+    assert "| dice.baseline > dice.random | dice §4.3, Fig. 2 | 0.50 [" in summary
+    assert "unresolved (no difference) |" in summary
+    # Each run is its paper's main with the ablation.
+    assert minatar.GridRun.of("dice.random", "breakout").command(0, "g", [])[2:4] == [
+        "dice.main",
+        "--ablation=random",
+    ]
+
+
+def test_a_grid_of_the_default_agents_claims_no_ordering(tmp_path):
+    report = minatar.GridReport(
+        str(tmp_path), ("impala", "reactor"), ("breakout",), (0,), {}, (), {}, {}
+    )
+    assert minatar.orderings(report) == []
+
+
+def test_every_papers_orderings_name_its_ablations():
+    for paper in minatar.PAPERS:
+        module = minatar.paper_ablations(paper)
+        assert module.ORDERINGS, paper
+        for better, worse, source in module.ORDERINGS:
+            assert {better, worse} <= set(module.ABLATIONS) and better != worse, (paper, better)
+            assert source
+        assert minatar.agent_spec(f"{paper}.{better}") == minatar.AgentSpec(paper, better)
+
+
 def test_seed_mean_curve_has_a_standard_error_band():
     grid = np.array([1.0, 2.0, 3.0])
     runs = [
@@ -818,6 +931,9 @@ def test_a_resumed_runs_rate_counts_from_its_logged_games_not_its_checkpoint():
         (["--agent_frames=reactor=0"], "error: --agent_frames: reactor=0 must be > 0"),
         (["--agent_frames=dice=-1e6"], "error: --agent_frames: dice=-1000000 must be > 0"),
         (["--agent_frames=dice=1e6,dice=2e6"], "error: --agent_frames names dice twice"),
+        (["--agents=impala.greedy"], "error: --agents: 'impala.greedy': impala has no ablation"),
+        (["--agents=atari.vtrace"], "error: --agents: 'atari.vtrace' is not one of impala,"),
+        (["--agents=lbc.lbc,lbc.lbc"], "error: --agents=lbc.lbc,lbc.lbc names one twice"),
     ],
 )
 def test_bad_flags_are_one_line_and_write_nothing(flags, message, tmp_path, capsys):
