@@ -73,7 +73,7 @@ What is measured:
 * aggregate = the interquartile mean (IQM) of the normalised scores of all runs and games of an
   agent, with a 95% stratified-bootstrap confidence interval (runs resampled within each game;
   `rliable.library.get_interval_estimates` with `rliable.metrics.aggregate_iqm`, 2000 repetitions,
-  random state 0), over the seeds whose runs reached the budget on every game of the report;
+  numpy's generator seeded with 0), over the seeds whose runs reached the budget on every game of the report;
 * orderings: where the agents include two variants of one paper that its `ablations.py` orders
   (ORDERINGS: the paper's claim that one beats the other, and where it says so), the
   probability of improvement P(X > Y) over those seeds' normalised scores (rliable's: per game,
@@ -165,7 +165,7 @@ LAST_GAMES = 100
 CURVE_POINTS = 100
 # choice: rliable's stratified bootstrap with 2000 repetitions (its default is 50000, ~25 times
 # slower; on three random 3 x 5 score matrices in [0, 1.2] the bounds of 2000 were within 0.005 of
-# those of 50000) and a fixed random state, so a report is reproducible.
+# those of 50000) and a fixed seed, so a report is reproducible (`bootstrap_interval`).
 BOOTSTRAP_REPS = 2000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
@@ -674,27 +674,46 @@ def mean_and_standard_error(values: Sequence[float]) -> tuple[float, float]:
     return float(values.mean()), math.nan
 
 
-def interquartile_mean(scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED):
-    """(IQM, CI low, CI high) of a [runs, games] score matrix: rliable's point estimate and its
-    stratified-bootstrap 95% confidence interval."""
+def bootstrap_interval(
+    scores: tuple[np.ndarray, ...],
+    statistic,
+    reps: int = BOOTSTRAP_REPS,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float, float]:
+    """(statistic, CI low, CI high) of `statistic(*scores)`, each score matrix [runs, games]:
+    rliable's `get_interval_estimates`, a stratified bootstrap (runs resampled within each game,
+    each matrix on its own) with a 95% percentile interval. rliable 1.2 draws its resamples from
+    numpy's global generator and ignores the `random_state` it passes on, so the global generator
+    is seeded with `seed` for the call (and given its state back after): the same scores give the
+    same interval."""
     from rliable import library as rly
+
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():
+            # arch 7 warns that rliable passes it a RandomState by its old keyword.
+            warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
+            arrays = tuple(np.asarray(m, dtype=float) for m in scores)
+            points, intervals = rly.get_interval_estimates(
+                # one matrix: rliable's StratifiedBootstrap; several: StratifiedIndependent...
+                {"x": arrays[0] if len(arrays) == 1 else arrays},
+                lambda *matrices: np.array([statistic(*matrices)]),
+                reps=reps,
+                confidence_interval_size=CONFIDENCE,
+                random_state=np.random.RandomState(seed),
+            )
+    finally:
+        np.random.set_state(saved)
+    return float(points["x"][0]), float(intervals["x"][0, 0]), float(intervals["x"][1, 0])
+
+
+def interquartile_mean(scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED):
+    """(IQM, CI low, CI high) of a [runs, games] score matrix: rliable's `aggregate_iqm` and its
+    stratified-bootstrap 95% confidence interval (`bootstrap_interval`)."""
     from rliable import metrics as rly_metrics
 
-    with warnings.catch_warnings():
-        # arch 7 warns that rliable passes it a RandomState by its old keyword; it is used.
-        warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
-        points, intervals = rly.get_interval_estimates(
-            {"agent": np.asarray(scores, dtype=float)},
-            lambda x: np.array([rly_metrics.aggregate_iqm(x)]),
-            reps=reps,
-            confidence_interval_size=CONFIDENCE,
-            random_state=np.random.RandomState(seed),
-        )
-    return (
-        float(points["agent"][0]),
-        float(intervals["agent"][0, 0]),
-        float(intervals["agent"][1, 0]),
-    )
+    return bootstrap_interval((scores,), rly_metrics.aggregate_iqm, reps, seed)
 
 
 def _aggregate(
@@ -719,26 +738,22 @@ def _aggregate(
     return Aggregate(tuple(complete), scores, *interquartile_mean(scores))
 
 
+def _improvement(x: np.ndarray, y: np.ndarray) -> float:
+    """rliable's `metrics.probability_of_improvement` (the Mann-Whitney U statistic over n·m per
+    game, then the mean over games) as one array expression: the same numbers, and the bootstrap
+    calls it thousands of times, where scipy's test per game took ~10 s per ordering."""
+    pairs = x[:, None, :] - y[None, :, :]  # [runs of x, runs of y, games]
+    return float(np.mean((pairs > 0) + 0.5 * (pairs == 0)))
+
+
 def probability_of_improvement(
     x: np.ndarray, y: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float, float, float]:
     """(P(X > Y), CI low, CI high) of two [runs, games] score matrices: the probability that a run
-    of X scores above a run of Y on a game drawn uniformly (ties count one half), rliable's
-    `probability_of_improvement`, with its stratified-bootstrap 95% confidence interval (each
-    agent's runs resampled within each game)."""
-    from rliable import library as rly
-    from rliable import metrics as rly_metrics
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
-        points, intervals = rly.get_interval_estimates(
-            {"pair": (np.asarray(x, dtype=float), np.asarray(y, dtype=float))},
-            lambda a, b: np.array([rly_metrics.probability_of_improvement(a, b)]),
-            reps=reps,
-            confidence_interval_size=CONFIDENCE,
-            random_state=np.random.RandomState(seed),
-        )
-    return float(points["pair"][0]), float(intervals["pair"][0, 0]), float(intervals["pair"][1, 0])
+    of X scores above a run of Y on a game drawn uniformly (ties count one half; rliable's
+    `probability_of_improvement`, `_improvement`), with its stratified-bootstrap 95% confidence
+    interval (`bootstrap_interval`: each agent's runs resampled within each game)."""
+    return bootstrap_interval((x, y), _improvement, reps, seed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -922,7 +937,7 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
             "interquartile mean (the mean of the middle 50%) of the normalised scores of all the "
             f"agent's runs on all games, with its {CONFIDENCE:.0%} stratified-bootstrap "
             "confidence interval (rliable `get_interval_estimates` with `aggregate_iqm`, "
-            f"{BOOTSTRAP_REPS} repetitions resampling the runs within each game, random state "
+            f"{BOOTSTRAP_REPS} repetitions resampling the runs within each game, seed "
             f"{BOOTSTRAP_SEED}), over the seeds whose runs reached their budget on every game."
         ),
         "",

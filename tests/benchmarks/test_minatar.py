@@ -570,6 +570,22 @@ def test_interquartile_mean_against_numpy():
     assert low < iqm < high
 
 
+def test_intervals_are_reproducible_and_leave_numpys_generator_as_it_was():
+    # rliable 1.2 resamples with numpy's global generator whatever random_state it is given: a
+    # report's intervals differed from one run to the next until bootstrap_interval seeded it.
+    scores = np.random.default_rng(1).normal(size=(3, 5))
+    np.random.seed(123)
+    first = minatar.interquartile_mean(scores, reps=200)
+    after = np.random.random()
+    np.random.seed(7)
+    assert minatar.interquartile_mean(scores, reps=200) == first
+    pair = [minatar.probability_of_improvement(scores, scores[::-1] - 0.1, reps=200)]
+    pair += [minatar.probability_of_improvement(scores, scores[::-1] - 0.1, reps=200)]
+    assert pair[0] == pair[1]
+    np.random.seed(123)
+    assert np.random.random() == after  # the caller's draws are untouched
+
+
 def _pairwise_oracle(x, y):
     """P(X > Y) from its definition: per game, the share of (run of X, run of Y) pairs where X's
     score is higher, ties counting one half; then the mean over games."""
@@ -581,15 +597,30 @@ def _pairwise_oracle(x, y):
 
 
 def test_probability_of_improvement_against_its_definition():
+    from rliable import library as rly
+    from rliable import metrics as rly_metrics
+
     rng = np.random.default_rng(3)
     x = rng.normal(0.3, 1.0, size=(5, 4))
     y = np.round(rng.normal(0.0, 1.0, size=(4, 4)), 0)  # ties with x are possible
     x[0, 0] = y[0, 0]  # and one for sure
     p, low, high = minatar.probability_of_improvement(x, y)
     assert p == pytest.approx(_pairwise_oracle(x, y))
+    assert p == pytest.approx(rly_metrics.probability_of_improvement(x, y))  # rliable's own
     assert low <= p <= high and low < high
     assert minatar.probability_of_improvement(x, x)[0] == 0.5
     assert minatar.probability_of_improvement(x + 100, x) == (1.0, 1.0, 1.0)
+    # Its interval: rliable's bootstrap of rliable's statistic on the same resamples (rliable
+    # draws them from numpy's global generator, which bootstrap_interval seeds with 0).
+    np.random.seed(0)
+    _, intervals = rly.get_interval_estimates(
+        {"pair": (x, y)},
+        lambda a, b: np.array([rly_metrics.probability_of_improvement(a, b)]),
+        reps=200,
+    )
+    assert minatar.probability_of_improvement(x, y, reps=200)[1:] == pytest.approx(
+        tuple(intervals["pair"][:, 0])
+    )
 
 
 def test_an_orderings_verdict_and_the_seeds_that_would_resolve_it():
