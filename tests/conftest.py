@@ -13,8 +13,7 @@ import pytest
 import common  # noqa: F401
 
 # choice: two, one per core of the 2-core machines the suite is sized for. With one group (until
-# 2026-11-27) the slow tests were the suite's critical path: ~29 min, most of it with the other
-# worker idle once the in-process tests were done.
+# 2026-11-26) the slow tests were the suite's critical path (~29 min of a 29-minute suite).
 SLOW_GROUPS = 2
 
 

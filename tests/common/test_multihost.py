@@ -9,8 +9,8 @@ episodes.csv counts each game once.
 
 Creating namespaces needs root and iproute2's `ip`; without them the test skips and says which
 is missing, or, where the kernel refuses `ip netns add` even so, what it answered. CI's machine
-runs as root with `ip` and creates them: the clean-clone `.ci/run`s of 2026-11-26 ran both cases
-(1,438, 1,444 and 1,447 passed, none skipped)."""
+runs as root with `ip` and creates them: the clean-clone `.ci/run`s of 2026-11-26 ran it (1,438,
+1,444, 1,447 and 1,456 passed, none skipped)."""
 
 import os
 import re
