@@ -21,17 +21,17 @@ the seed, the budget and the logdir:
 
 with the agents impala, reactor, dice, lbc (`<paper>.main`), gdi_h3, gdi_i3 (`gdi.main
 --ablation=gdi_h3` / `gdi_i3`) and `<paper>.<ablation>` for any ablation a paper names (`python -m
-<paper>.main --ablation=<ablation>`, e.g. impala.no_correction), and the games asterix, breakout, freeway, seaquest, space_invaders
-(`all`); `-v0` is MinAtar's full set of 6 actions, as in the published curves. An argument after
-`--` written `<agent or paper>:--flag=value` goes to that agent's runs only (common.compare's
-rule). Before the first run starts, every agent's command is checked with `--check_flags`, so a
-flag one paper refuses stops the grid at once. `--parallel` runs go at a time, seed by seed (all
-agents on all games with seed 0 first, so a partial grid already compares the agents), and a line
-with the runs done / running / left and an ETA is printed whenever a run starts or ends. A run
-that fails stops the grid with one error naming its agent, game and seed and the tail of its
-stderr; the runs still going are stopped (SIGTERM, on which a paper's main checkpoints;
-common.ablation_runner sends SIGKILL after 60 s). `--seeds=3` means seeds 0, 1, 2; `--seeds=3,4`
-those two.
+<paper>.main --ablation=<ablation>`, e.g. impala.no_correction), and the games asterix, breakout,
+freeway, seaquest, space_invaders (`all`); `-v0` is MinAtar's full set of 6 actions, as in the
+published curves. An argument after `--` written `<agent or paper>:--flag=value` goes to that
+agent's runs only (common.compare's rule). Before the first run starts, every agent's command is
+checked with `--check_flags`, so a flag one paper refuses stops the grid at once. `--parallel`
+runs go at a time, seed by seed (all agents on all games with seed 0 first, so a partial grid
+already compares the agents), and a line with the runs done / running / left and an ETA is printed
+whenever a run starts or ends. A run that fails stops the grid with one error naming its agent,
+game and seed and the tail of its stderr; the runs still going are stopped (SIGTERM, on which a
+paper's main checkpoints; common.ablation_runner sends SIGKILL after 60 s). `--seeds=3` means
+seeds 0, 1, 2; `--seeds=3,4` those two.
 
 Finished and resumed runs. The same command run again skips the runs that finished and resumes
 the others: a paper's main restores the latest checkpoint under its logdir (`<run>/checkpoints`,
@@ -73,7 +73,8 @@ What is measured:
 * aggregate = the interquartile mean (IQM) of the normalised scores of all runs and games of an
   agent, with a 95% stratified-bootstrap confidence interval (runs resampled within each game;
   `rliable.library.get_interval_estimates` with `rliable.metrics.aggregate_iqm`, 2000 repetitions,
-  numpy's generator seeded with 0), over the seeds whose runs reached the budget on every game of the report;
+  numpy's generator seeded with 0), over the seeds whose runs reached the budget on every game of
+  the report;
 * orderings: where the agents include two variants of one paper that its `ablations.py` orders
   (ORDERINGS: the paper's claim that one beats the other, and where it says so), the
   probability of improvement P(X > Y) over those seeds' normalised scores (rliable's: per game,
@@ -676,7 +677,7 @@ def mean_and_standard_error(values: Sequence[float]) -> tuple[float, float]:
 
 def bootstrap_interval(
     scores: tuple[np.ndarray, ...],
-    statistic,
+    statistic: Callable[..., float],
     reps: int = BOOTSTRAP_REPS,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float, float]:
@@ -795,7 +796,7 @@ def orderings(report: "GridReport") -> list[OrderingResult]:
     named: dict[tuple[str, str], str] = {}
     for agent in report.agents:
         spec = agent_spec(agent)
-        if spec.ablation and spec.module is None:
+        if spec.ablation and spec.module is None:  # a paper's variant, not a test stand-in
             named.setdefault((spec.paper, spec.ablation), agent)
     results = []
     for paper in dict.fromkeys(paper for paper, _ in named):
@@ -1329,10 +1330,12 @@ class CommandLine:
     def validate(self) -> "CommandLine":
         """Raises cli.FlagError naming the flag; returns the command line with the games and
         seeds spelt out."""
+        # --agents is open-ended (any <paper>.<ablation>): agent_spec knows the names, and
+        # _names checks only that none is named twice.
         if not self.agents:
             raise cli.FlagError(f"--agents names at least one of {', '.join(AGENTS)}")
         for agent in self.agents:
-            agent_spec(agent)  # FlagError on an unknown agent
+            agent_spec(agent)
         agents = _names(self.agents, self.agents, "agents")
         games = (
             tuple(GAMES)

@@ -2,10 +2,10 @@
 network stack and address. Namespace A runs `--role=replay` and `--role=learner`, namespace B an
 actor host (`--role=actor --first_actor=4`) that reaches the replay server only over the veth
 pair. DiCE (a burn-in agent with per-game behaviour state; `system_helpers.FLEET_FLAGS` says why
-this agent) trains on CartPole to a checkpoint; then the actor host's whole process group is SIGKILLed and started again with the
-same command. The learner keeps its step and frames, the new actors are actors 4 and 5 again
-(names, seeds, behaviour state files), their bandits continue from the killed actors' files, and
-episodes.csv counts each game once.
+this agent) trains on CartPole to a checkpoint; then the actor host's whole process group is
+SIGKILLed and started again with the same command. The learner keeps its step and frames, the new
+actors are actors 4 and 5 again (names, seeds, behaviour state files), their bandits continue from
+the killed actors' files, and episodes.csv counts each game once.
 
 Creating namespaces needs root and iproute2's `ip`; without them the test skips and says which
 is missing, or, where the kernel refuses `ip netns add` even so, what it answered. CI's machine

@@ -1,10 +1,10 @@
-"""`--launcher=ray` (common/ray_launch.py): the placement decisions and the flag errors, then
-DiCE (a burn-in agent with per-game behaviour state; `system_helpers.FLEET_FLAGS` says why this
-agent) trained on CartPole on a Ray cluster of three nodes on this machine (`ray.cluster_utils.Cluster`): a head node with room for
-the learner only, and two worker nodes with room for two actors each. The actors act on both
-workers; one worker node is removed while they run, and its actor comes back on the other
-worker with its index and its behaviour state; SIGTERM to the driver then stops the
-run with a checkpoint, and episodes.csv counts each game once."""
+"""`--launcher=ray` (common/ray_launch.py): the placement decisions and the flag errors, then DiCE
+(a burn-in agent with per-game behaviour state; `system_helpers.FLEET_FLAGS` says why this agent)
+trained on CartPole on a Ray cluster of three nodes on this machine (`ray.cluster_utils.Cluster`):
+a head node with room for the learner only, and two worker nodes with room for two actors each.
+The actors act on both workers; one worker node is removed while they run, and its actor comes
+back on the other worker with its index and its behaviour state; SIGTERM to the driver then stops
+the run with a checkpoint, and episodes.csv counts each game once."""
 
 import os
 import re
