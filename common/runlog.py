@@ -355,7 +355,21 @@ def truncate_csv(path: str, max_frames: float) -> int:
 
 
 def _events_files(directory: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(directory, EVENTS_GLOB)))
+    """The events files in `directory` in the order they were written: by the wall time of their
+    first point (microseconds; the file-version record a writer starts with has whole seconds).
+    Not by name: a process's writers end their names in a counter, and "10" sorts before "9"."""
+    from tensorflow.core.util import event_pb2
+
+    def written(path: str) -> float:
+        start = math.inf  # an empty file goes last
+        for record in _records(path):
+            event = event_pb2.Event.FromString(record)
+            if event.HasField("summary"):
+                return event.wall_time
+            start = min(start, event.wall_time)
+        return start
+
+    return sorted(glob.glob(os.path.join(directory, EVENTS_GLOB)), key=lambda p: (written(p), p))
 
 
 _RECORD_HEADER = struct.Struct("<QI")  # a TFRecord: data length, its masked CRC

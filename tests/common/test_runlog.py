@@ -172,6 +172,27 @@ def test_rewind_cuts_csv_rows_and_tensorboard_points_at_their_own_frames(tmp_pat
     ]
 
 
+def test_events_files_are_read_in_the_order_they_were_written(tmp_path):
+    """A process's writers end their files' names in a counter: its tenth file, written after
+    its ninth in the same second, has the name that sorts first ("10" < "9"). The points come
+    back in the order they were written (this ordering made CI fail once)."""
+    logdir = str(tmp_path)
+    for counter, frames in ((9, 100), (10, 200)):
+        logger = runlog.RunLogger(logdir, total_frames=1000)
+        logger.scalars({"loss/total": 1.0}, frames)
+        logger.close()
+        (written,) = [
+            name for name in os.listdir(logdir) if "tfevents" in name and ".vm.1." not in name
+        ]
+        os.rename(
+            tmp_path / written, tmp_path / f"events.out.tfevents.1700000000.vm.1.{counter}.v2"
+        )
+    assert sorted(name for name in os.listdir(logdir) if "tfevents" in name)[0].endswith(".10.v2")
+    assert steps(logdir)["loss/total"] == [100, 200]
+    assert runlog.rewind(logdir, frames=150, actor_frames=150)["tensorboard"] == 1
+    assert steps(logdir)["loss/total"] == [100]
+
+
 def test_read_points_gives_each_point_s_wall_time_step_and_value(tmp_path):
     logdir = str(tmp_path)
     logger = runlog.RunLogger(logdir, total_frames=1000)
