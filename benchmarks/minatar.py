@@ -46,6 +46,13 @@ episodes.csv row instead. A run that exits 0 short of the budget (it was stopped
 is an error naming it; the same command resumes it. stdout.log and stderr.log of a run are
 appended to, so a resumed run keeps the logs of its earlier starts.
 
+Runs finished elsewhere. A grid outlives the machine it started on through its curves.csv (below,
+small enough to commit as runs finish): with `--curves_from=<an earlier report's curves.csv>`, a
+run without a run directory here whose curve in that file reaches its agent's budget (its last
+point is at the budget, the grid's points spaced as this grid's) counts as finished: it is not
+run again, and the report takes its curve and final return (the curve's point at the budget, the
+same number) from the file and lists it. A run directory here always wins over the file.
+
 Reports (written at the end, or by `--report_only` from the run directories alone, also while a
 grid runs; the arguments after `--` are then only quoted in summary.md's commands):
 
@@ -350,6 +357,7 @@ def grid_command(
     parallel: int,
     extra_argv: Sequence[str] = (),
     budgets: Mapping[str, int] | None = None,
+    curves_from: str = "",
 ) -> str:
     """The command line of this tool that runs (and resumes) the grid: `budgets` that differ from
     `total_frames` are its --agent_frames."""
@@ -367,6 +375,7 @@ def grid_command(
         *([f"--agent_frames={','.join(f'{a}={f}' for a, f in own.items())}"] if own else []),
         f"--logdir={logdir}",
         f"--parallel={parallel}",
+        *([f"--curves_from={curves_from}"] if curves_from else []),
     ]
     return shlex.join([*argv, "--", *extra_argv] if extra_argv else argv)
 
@@ -454,6 +463,7 @@ class RunResult:
     final: float  # mean of the last 100 games at or before the agent's budget
     curve_frames: np.ndarray
     curve: np.ndarray
+    elsewhere: bool = False  # taken from --curves_from (`finished_elsewhere`)
 
 
 def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> RunResult:
@@ -478,6 +488,55 @@ def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> R
         final=float(last_games_curve(episodes, [budget])[0]),
         curve_frames=grid[known],
         curve=curve[known],
+    )
+
+
+Curves = dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]
+
+
+def read_curves(path: str) -> Curves:
+    """{(agent, game, seed): (frames, return_last_100)} of a curves.csv this tool wrote, each in
+    frame order; ValueError naming the file and row on a bad one."""
+    points: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != CURVES_COLUMNS:
+            raise ValueError(
+                f"{path}: columns {reader.fieldnames}, expected {','.join(CURVES_COLUMNS)}"
+            )
+        for line, row in enumerate(reader, start=2):
+            try:
+                key = (row["agent"], row["game"], int(row["seed"]))
+                point = (float(row["frames"]), float(row["return_last_100"]))
+            except (TypeError, ValueError):
+                raise ValueError(f"{path} line {line}: not a curve point: {row}") from None
+            points.setdefault(key, []).append(point)
+    return {
+        key: (np.array([f for f, _ in rows]), np.array([v for _, v in rows]))
+        for key, rows in ((key, sorted(rows)) for key, rows in points.items())
+    }
+
+
+def finished_elsewhere(
+    curves: Curves, agent: str, game: str, seed: int, budget: int
+) -> RunResult | None:
+    """The run's result from `curves` if its curve there reaches `budget` on this grid's points
+    (`curve_grid`); None otherwise (not there, short of the budget, or another budget's grid)."""
+    if (agent, game, seed) not in curves:
+        return None
+    frames, values = curves[agent, game, seed]
+    if frames[-1] != budget or not np.isin(frames, curve_grid(budget)).all():
+        return None
+    return RunResult(
+        agent=agent,
+        game=game,
+        seed=seed,
+        frames=budget,
+        reached=True,
+        final=float(values[-1]),  # the curve's point at the budget is the final return
+        curve_frames=frames,
+        curve=values,
+        elsewhere=True,
     )
 
 
@@ -639,6 +698,7 @@ class GridReport:
     results: tuple[RunResult, ...]
     references: dict[str, dict[str, float]]
     aggregates: dict[str, Aggregate | None]
+    curves_from: str | None = None  # where the runs finished elsewhere come from
 
     @property
     def short_budget(self) -> list[str]:
@@ -984,6 +1044,12 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
         notes.append(f"† Short of the budget (frames trained): {listed}.")
     if missing:
         notes.append(f"Not run yet: {', '.join(missing)}.")
+    elsewhere = [f"{r.agent}/{r.game}/seed{r.seed}" for r in report.results if r.elsewhere]
+    if elsewhere:
+        notes.append(
+            f"Finished elsewhere (their curves from {report.curves_from}; no run directory "
+            f"here): {', '.join(elsewhere)}."
+        )
     if notes:
         lines += ["", *notes]
     return "\n".join(lines) + "\n"
@@ -1070,25 +1136,33 @@ def write_reports(
     command: str | None = None,
     template: str | None = None,
     references: str = REFERENCES_CSV,
+    curves_from: str | None = None,
 ) -> GridReport:
     """curves.csv, summary.md and <game>.png in `logdir` from the run directories of the grid
-    that exist (module docstring); ValueError if none does."""
+    that exist and the runs of `curves_from` finished elsewhere (module docstring); ValueError if
+    there is none."""
     if not os.path.isdir(logdir):
         raise ValueError(f"logdir {logdir!r} is not a directory")
     table = read_references(references)
     for game in games:
         normaliser(table, game)  # every game has its references
-    results = tuple(
-        read_result(logdir, a, g, s, budgets[a])
-        for s in seeds
-        for g in games
-        for a in agents
-        if os.path.isfile(os.path.join(run_dir(logdir, a, g, s), ablation_runner.EPISODES_CSV))
-    )
+    elsewhere = read_curves(curves_from) if curves_from else {}
+    results = []
+    for s in seeds:
+        for g in games:
+            for a in agents:
+                directory = run_dir(logdir, a, g, s)
+                if os.path.isfile(os.path.join(directory, ablation_runner.EPISODES_CSV)):
+                    results.append(read_result(logdir, a, g, s, budgets[a]))
+                elif not os.path.isdir(directory):  # a run directory here wins over the file
+                    result = finished_elsewhere(elsewhere, a, g, s, budgets[a])
+                    results += [result] if result else []
+    results = tuple(results)
     if not results:
         raise ValueError(
             f"no {ablation_runner.EPISODES_CSV} of the grid under {logdir!r}; expected "
             f"<logdir>/<agent>/<game>/seed<S>/{ablation_runner.EPISODES_CSV}"
+            + (f", or runs finished in {curves_from}" if curves_from else "")
         )
     report = GridReport(
         logdir=logdir,
@@ -1099,6 +1173,7 @@ def write_reports(
         results=results,
         references=table,
         aggregates={a: _aggregate(results, a, games, seeds, table) for a in agents},
+        curves_from=curves_from,
     )
     _write_curves_csv(report)
     with open(report.summary_md, "w") as f:
@@ -1223,24 +1298,33 @@ def run_grid(
     extra_argv: Sequence[str] = (),
     parallel: int = 2,
     check_flags: bool = True,
+    curves: Curves | None = None,
 ) -> dict[tuple[str, int], int]:
     """Runs the grid's unfinished runs, each to its agent's budget in `budgets` (module
-    docstring); returns {(cell, seed): frames trained before this call} of all its runs.
-    AblationRunError naming the run when one fails."""
+    docstring), but those `curves` holds as finished elsewhere; returns {(cell, seed): frames
+    trained before this call} of all its runs. AblationRunError naming the run when one fails."""
     # choice: within a seed, game by game with every agent, so a partial grid compares agents on
     # the games it has.
     runs = {cell(a, g): GridRun.of(a, g) for g in games for a in agents}
     shared = {a: shared_arguments(budgets[a], extra_argv) for a in agents}
     compare.check_targets(list(runs.values()), extra_argv)
-    before = {
-        (variant, seed): trained_frames(ablation_runner.run_logdir(logdir, variant, seed))
-        for seed in seeds
-        for variant in runs
-    }
+    before, elsewhere = {}, 0
+    for seed in seeds:
+        for variant, run in runs.items():
+            directory = ablation_runner.run_logdir(logdir, variant, seed)
+            budget = budgets[run.name]
+            frames = trained_frames(directory)
+            if not os.path.isdir(directory) and finished_elsewhere(
+                curves or {}, run.name, run.game, seed, budget
+            ):
+                frames, elsewhere = budget, elsewhere + 1
+            before[variant, seed] = frames
     finished = {key for key, frames in before.items() if frames >= budgets[cell_agent(key[0])]}
     resumed = [key for key, frames in before.items() if key not in finished and frames > 0]
     print(
-        f"[minatar] {len(before)} runs: {len(finished)} finished (skipped), {len(resumed)} to "
+        f"[minatar] {len(before)} runs: {len(finished)} finished (skipped"
+        + (f"; {elsewhere} of them elsewhere" if elsewhere else "")
+        + f"), {len(resumed)} to "
         f"resume, {len(before) - len(finished) - len(resumed)} to start; {parallel} at a time; "
         f"logs in {logdir}/<agent>/<game>/seed<S>",
         flush=True,
@@ -1323,6 +1407,11 @@ class CommandLine:
     logdir: str = field("runs/minatar", "Root directory of the runs and the reports.")
     parallel: int = field(2, "Runs at a time.")
     report_only: bool = field(False, "Only write the reports from the run directories there are.")
+    curves_from: str = field(
+        "",
+        "A curves.csv of an earlier report of this grid (e.g. docs/minatar_grid/curves.csv): "
+        "its runs that reached their budget and have no run directory here count as finished.",
+    )
     measure_random: bool = field(
         False, "Measure the random policy on --games and rewrite its rows of the reference file."
     )
@@ -1354,6 +1443,8 @@ class CommandLine:
             raise cli.FlagError("--logdir must name a directory")
         if self.report_only and self.measure_random:
             raise cli.FlagError("--report_only and --measure_random: give one of them")
+        if self.curves_from and not os.path.isfile(self.curves_from):
+            raise cli.FlagError(f"--curves_from={self.curves_from}: no such file")
         return dataclasses.replace(self, agents=agents, games=games, seeds=seeds)
 
     def budgets(self) -> dict[str, int]:
@@ -1400,11 +1491,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.parallel,
         extra,
         budgets,
+        args.curves_from,
     )
     try:
+        curves = read_curves(args.curves_from) if args.curves_from else None
         if not args.report_only:
             run_grid(
-                args.agents, args.games, args.seeds, budgets, args.logdir, extra, args.parallel
+                args.agents,
+                args.games,
+                args.seeds,
+                budgets,
+                args.logdir,
+                extra,
+                args.parallel,
+                curves=curves,
             )
         report = write_reports(
             args.logdir,
@@ -1414,6 +1514,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             budgets,
             command=command,
             template=run_template(args.logdir, budgets, extra),
+            curves_from=args.curves_from or None,
         )
     except cli.FlagError as error:
         cli.fail(str(error))

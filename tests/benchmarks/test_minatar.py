@@ -507,6 +507,108 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
         assert _png_size(report.figure(game))[0] > 0
 
 
+def _key(result) -> tuple:
+    return result.agent, result.game, result.seed
+
+
+def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, fake_agents):
+    rng = np.random.default_rng(3)
+    budgets = {"fast": 100_000, "slow": 100_000}
+    references = _references(tmp_path / "references.csv")
+
+    def report(logdir, budgets=budgets, curves_from=None):
+        logdir.mkdir(exist_ok=True)
+        return minatar.write_reports(
+            str(logdir), ["fast", "slow"], list(GAMES), [0, 1], budgets, None, None, references,
+            curves_from,
+        )  # fmt: skip
+
+    first = tmp_path / "first"
+    for seed in (0, 1):
+        for game in GAMES:
+            for agent in ("fast", "slow"):
+                short = (agent, game, seed) == ("slow", "freeway", 1)
+                _synthetic_run(first, agent, game, seed, rng, 60_000 if short else 100_000)
+    original = report(first)
+    # Elsewhere, one run directory of its own: it wins over the file.
+    frames, returns = _synthetic_run(tmp_path / "second", "fast", "breakout", 0, rng, 100_000)
+    second = report(tmp_path / "second", curves_from=original.curves_csv)
+    before, after = {_key(r): r for r in original.results}, {_key(r): r for r in second.results}
+    # slow/freeway/seed1 stopped short: the file does not finish it, so it is not there.
+    assert set(after) == set(before) - {("slow", "freeway", 1)}
+    for key, result in after.items():
+        if key == ("fast", "breakout", 0):
+            assert not result.elsewhere
+            assert result.final == pytest.approx(_brute_last_games(frames, returns, 100_000))
+            continue
+        assert result.elsewhere and result.reached and result.frames == 100_000
+        # The curve's point at the budget is the final return, to the bit.
+        assert result.final == before[key].final
+        np.testing.assert_array_equal(result.curve_frames, before[key].curve_frames)
+        np.testing.assert_array_equal(result.curve, before[key].curve)
+    summary = pathlib.Path(second.summary_md).read_text()
+    elsewhere = [f"{a}/{g}/seed{s}" for (a, g, s), r in after.items() if r.elsewhere]
+    assert len(elsewhere) == 6
+    assert (
+        f"Finished elsewhere (their curves from {original.curves_csv}; no run directory here): "
+        f"{', '.join(elsewhere)}."
+    ) in summary
+    assert "Not run yet: slow/freeway/seed1." in summary
+    # The report's own curves.csv carries them on.
+    third = report(tmp_path / "third", curves_from=second.curves_csv)
+    assert [(_key(r), r.final) for r in third.results] == [
+        (_key(r), r.final) for r in second.results
+    ]
+    # A grid of another budget takes nothing from the file.
+    with pytest.raises(ValueError, match="or runs finished in"):
+        report(tmp_path / "fourth", {"fast": 50_000, "slow": 50_000}, original.curves_csv)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("agent,game,seed,frames\n", "columns"),
+        ("agent,game,seed,frames,return_last_100\nfast,breakout,x,1000,2.0\n", "line 2"),
+        ("agent,game,seed,frames,return_last_100\nfast,breakout,0,1000\n", "line 2"),
+    ],
+)
+def test_a_bad_curves_file_is_named(text, message, tmp_path):
+    path = tmp_path / "curves.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"{path}.*{message}"):
+        minatar.read_curves(str(path))
+
+
+@pytest.mark.slow
+def test_a_grid_does_not_run_again_what_an_earlier_reports_curves_finished(
+    tmp_path, fake_agents, capsys
+):
+    rng = np.random.default_rng(4)
+    first = tmp_path / "first"
+    for agent, game in (("fast", "breakout"), ("slow", "breakout"), ("fast", "freeway")):
+        _synthetic_run(first, agent, game, 0, rng, BUDGET)
+    _synthetic_run(first, "slow", "freeway", 0, rng, BUDGET // 2)  # stopped short there
+    minatar.main(_grid(first, "--seeds=1", "--report_only"))
+    capsys.readouterr()
+    second = tmp_path / "second"
+    minatar.main(_grid(second, "--seeds=1", f"--curves_from={first / 'curves.csv'}"))
+    out = capsys.readouterr().out
+    assert "4 runs: 3 finished (skipped; 3 of them elsewhere), 0 to resume, 1 to start" in out
+    assert _starts(second) == {"slow/freeway/seed0": "0\n"}
+    assert f"--curves_from={first / 'curves.csv'}" in out
+    assert (
+        f"Finished elsewhere (their curves from {first / 'curves.csv'}; no run directory here): "
+        "fast/breakout/seed0, slow/breakout/seed0, fast/freeway/seed0."
+    ) in out
+    finals = {
+        (r["agent"], r["game"]): float(r["return_last_100"])
+        for r in _read_csv(second / "curves.csv")
+        if int(r["frames"]) == BUDGET
+    }
+    assert finals[("slow", "freeway")] == pytest.approx(5.0 * 150_500 / BUDGET)  # run here
+    assert len(finals) == 4
+
+
 def test_read_result_is_against_the_agents_budget(tmp_path):
     frames, returns = _synthetic_run(
         tmp_path, "fast", "breakout", 0, np.random.default_rng(4), 150_000
@@ -965,6 +1067,7 @@ def test_a_resumed_runs_rate_counts_from_its_logged_games_not_its_checkpoint():
         (["--agents=impala.greedy"], "error: --agents: 'impala.greedy': impala has no ablation"),
         (["--agents=atari.vtrace"], "error: --agents: 'atari.vtrace' is not one of impala,"),
         (["--agents=lbc.lbc,lbc.lbc"], "error: --agents=lbc.lbc,lbc.lbc names one twice"),
+        (["--curves_from=no/such.csv"], "error: --curves_from=no/such.csv: no such file"),
     ],
 )
 def test_bad_flags_are_one_line_and_write_nothing(flags, message, tmp_path, capsys):
