@@ -47,11 +47,13 @@ is an error naming it; the same command resumes it. stdout.log and stderr.log of
 appended to, so a resumed run keeps the logs of its earlier starts.
 
 Runs finished elsewhere. A grid outlives the machine it started on through its curves.csv (below,
-small enough to commit as runs finish): with `--curves_from=<an earlier report's curves.csv>`, a
-run without a run directory here whose curve in that file reaches its agent's budget (its last
-point is at the budget, the grid's points spaced as this grid's) counts as finished: it is not
-run again, and the report takes its curve and final return (the curve's point at the budget, the
-same number) from the file and lists it. A run directory here always wins over the file.
+small enough to commit as runs finish): with `--curves_from=<earlier reports' curves.csv,...>`, a
+run without a run directory here whose curve in one of those files reaches its agent's budget (its
+last point is at the budget, the points spaced as this grid's) counts as finished: it is not run
+again, and the report takes its curve and final return (the curve's point at the budget, the same
+number) from the file and lists it. A run directory here always wins over the files; two files
+may hold one run only with the same curve (a report's curves.csv holds the runs it took from
+others).
 
 Reports (written at the end, or by `--report_only` from the run directories alone, also while a
 grid runs; the arguments after `--` are then only quoted in summary.md's commands):
@@ -217,6 +219,12 @@ def paper_ablations(paper: str):
     return importlib.import_module(f"{paper}.ablations")
 
 
+def default_variant(paper: str) -> str | None:
+    """The ablation of `paper` that its defaults are, where its ablations name one after the
+    paper (a test checks that its config is the defaults'); None otherwise."""
+    return paper if paper in paper_ablations(paper).ABLATIONS else None
+
+
 def agent_spec(name: str) -> AgentSpec:
     """An agent of --agents: one of AGENTS, or `<paper>.<ablation>` for an ablation its paper
     names (e.g. `impala.no_correction`); cli.FlagError naming --agents otherwise."""
@@ -357,7 +365,7 @@ def grid_command(
     parallel: int,
     extra_argv: Sequence[str] = (),
     budgets: Mapping[str, int] | None = None,
-    curves_from: str = "",
+    curves_from: Sequence[str] = (),
 ) -> str:
     """The command line of this tool that runs (and resumes) the grid: `budgets` that differ from
     `total_frames` are its --agent_frames."""
@@ -375,7 +383,7 @@ def grid_command(
         *([f"--agent_frames={','.join(f'{a}={f}' for a, f in own.items())}"] if own else []),
         f"--logdir={logdir}",
         f"--parallel={parallel}",
-        *([f"--curves_from={curves_from}"] if curves_from else []),
+        *([f"--curves_from={','.join(curves_from)}"] if curves_from else []),
     ]
     return shlex.join([*argv, "--", *extra_argv] if extra_argv else argv)
 
@@ -494,9 +502,25 @@ def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> R
 Curves = dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]
 
 
-def read_curves(path: str) -> Curves:
-    """{(agent, game, seed): (frames, return_last_100)} of a curves.csv this tool wrote, each in
-    frame order; ValueError naming the file and row on a bad one."""
+def read_curves(paths: Sequence[str]) -> Curves:
+    """{(agent, game, seed): (frames, return_last_100)} of the curves.csv files this tool wrote,
+    each in frame order; ValueError naming the file and row on a bad one, or the run and files
+    where two hold one run with different curves."""
+    curves: Curves = {}
+    source: dict[tuple[str, str, int], str] = {}
+    for path in paths:
+        for key, (frames, values) in _read_curves_file(path).items():
+            if key in curves and not (
+                np.array_equal(curves[key][0], frames) and np.array_equal(curves[key][1], values)
+            ):
+                raise ValueError(
+                    "{}/{}/seed{} has different curves in {} and {}".format(*key, source[key], path)
+                )
+            curves[key], source[key] = (frames, values), path
+    return curves
+
+
+def _read_curves_file(path: str) -> Curves:
     points: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
@@ -698,7 +722,7 @@ class GridReport:
     results: tuple[RunResult, ...]
     references: dict[str, dict[str, float]]
     aggregates: dict[str, Aggregate | None]
-    curves_from: str | None = None  # where the runs finished elsewhere come from
+    curves_from: tuple[str, ...] = ()  # where the runs finished elsewhere come from
 
     @property
     def short_budget(self) -> list[str]:
@@ -856,8 +880,13 @@ def orderings(report: "GridReport") -> list[OrderingResult]:
     named: dict[tuple[str, str], str] = {}
     for agent in report.agents:
         spec = agent_spec(agent)
-        if spec.ablation and spec.module is None:  # a paper's variant, not a test stand-in
-            named.setdefault((spec.paper, spec.ablation), agent)
+        if spec.module is not None:  # a test stand-in
+            continue
+        # A paper's main with its defaults is the variant its ablations name after the paper
+        # (reactor, dice, lbc: the same config), so `reactor` is `reactor.reactor` here.
+        ablation = spec.ablation or default_variant(spec.paper)
+        if ablation:
+            named.setdefault((spec.paper, ablation), agent)
     results = []
     for paper in dict.fromkeys(paper for paper, _ in named):
         for better, worse, source in paper_ablations(paper).ORDERINGS:
@@ -1047,7 +1076,7 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
     elsewhere = [f"{r.agent}/{r.game}/seed{r.seed}" for r in report.results if r.elsewhere]
     if elsewhere:
         notes.append(
-            f"Finished elsewhere (their curves from {report.curves_from}; no run directory "
+            f"Finished elsewhere (their curves from {', '.join(report.curves_from)}; no run directory "
             f"here): {', '.join(elsewhere)}."
         )
     if notes:
@@ -1136,7 +1165,7 @@ def write_reports(
     command: str | None = None,
     template: str | None = None,
     references: str = REFERENCES_CSV,
-    curves_from: str | None = None,
+    curves_from: Sequence[str] = (),
 ) -> GridReport:
     """curves.csv, summary.md and <game>.png in `logdir` from the run directories of the grid
     that exist and the runs of `curves_from` finished elsewhere (module docstring); ValueError if
@@ -1146,7 +1175,7 @@ def write_reports(
     table = read_references(references)
     for game in games:
         normaliser(table, game)  # every game has its references
-    elsewhere = read_curves(curves_from) if curves_from else {}
+    elsewhere = read_curves(curves_from)
     results = []
     for s in seeds:
         for g in games:
@@ -1162,7 +1191,7 @@ def write_reports(
         raise ValueError(
             f"no {ablation_runner.EPISODES_CSV} of the grid under {logdir!r}; expected "
             f"<logdir>/<agent>/<game>/seed<S>/{ablation_runner.EPISODES_CSV}"
-            + (f", or runs finished in {curves_from}" if curves_from else "")
+            + (f", or runs finished in {', '.join(curves_from)}" if curves_from else "")
         )
     report = GridReport(
         logdir=logdir,
@@ -1173,7 +1202,7 @@ def write_reports(
         results=results,
         references=table,
         aggregates={a: _aggregate(results, a, games, seeds, table) for a in agents},
-        curves_from=curves_from,
+        curves_from=tuple(curves_from),
     )
     _write_curves_csv(report)
     with open(report.summary_md, "w") as f:
@@ -1407,10 +1436,10 @@ class CommandLine:
     logdir: str = field("runs/minatar", "Root directory of the runs and the reports.")
     parallel: int = field(2, "Runs at a time.")
     report_only: bool = field(False, "Only write the reports from the run directories there are.")
-    curves_from: str = field(
-        "",
-        "A curves.csv of an earlier report of this grid (e.g. docs/minatar_grid/curves.csv): "
-        "its runs that reached their budget and have no run directory here count as finished.",
+    curves_from: tuple[str, ...] = field(
+        (),
+        "curves.csv files of earlier reports (e.g. docs/minatar_grid/curves.csv): their runs "
+        "that reached their budget and have no run directory here count as finished.",
     )
     measure_random: bool = field(
         False, "Measure the random policy on --games and rewrite its rows of the reference file."
@@ -1443,8 +1472,9 @@ class CommandLine:
             raise cli.FlagError("--logdir must name a directory")
         if self.report_only and self.measure_random:
             raise cli.FlagError("--report_only and --measure_random: give one of them")
-        if self.curves_from and not os.path.isfile(self.curves_from):
-            raise cli.FlagError(f"--curves_from={self.curves_from}: no such file")
+        for path in self.curves_from:
+            if not os.path.isfile(path):
+                raise cli.FlagError(f"--curves_from: {path}: no such file")
         return dataclasses.replace(self, agents=agents, games=games, seeds=seeds)
 
     def budgets(self) -> dict[str, int]:
@@ -1494,7 +1524,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.curves_from,
     )
     try:
-        curves = read_curves(args.curves_from) if args.curves_from else None
+        curves = read_curves(args.curves_from)
         if not args.report_only:
             run_grid(
                 args.agents,
@@ -1514,7 +1544,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             budgets,
             command=command,
             template=run_template(args.logdir, budgets, extra),
-            curves_from=args.curves_from or None,
+            curves_from=args.curves_from,
         )
     except cli.FlagError as error:
         cli.fail(str(error))

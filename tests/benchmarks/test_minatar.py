@@ -6,6 +6,7 @@ exercised by the paper packages' tests.
 """
 
 import csv
+import importlib
 import io
 import math
 import os
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from benchmarks import minatar
-from common import ablation_runner, compare
+from common import ablation_runner, cli, compare
 
 HERE = pathlib.Path(__file__).parent
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -516,7 +517,7 @@ def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, f
     budgets = {"fast": 100_000, "slow": 100_000}
     references = _references(tmp_path / "references.csv")
 
-    def report(logdir, budgets=budgets, curves_from=None):
+    def report(logdir, budgets=budgets, curves_from=()):
         logdir.mkdir(exist_ok=True)
         return minatar.write_reports(
             str(logdir), ["fast", "slow"], list(GAMES), [0, 1], budgets, None, None, references,
@@ -532,7 +533,7 @@ def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, f
     original = report(first)
     # Elsewhere, one run directory of its own: it wins over the file.
     frames, returns = _synthetic_run(tmp_path / "second", "fast", "breakout", 0, rng, 100_000)
-    second = report(tmp_path / "second", curves_from=original.curves_csv)
+    second = report(tmp_path / "second", curves_from=[original.curves_csv])
     before, after = {_key(r): r for r in original.results}, {_key(r): r for r in second.results}
     # slow/freeway/seed1 stopped short: the file does not finish it, so it is not there.
     assert set(after) == set(before) - {("slow", "freeway", 1)}
@@ -554,14 +555,20 @@ def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, f
         f"{', '.join(elsewhere)}."
     ) in summary
     assert "Not run yet: slow/freeway/seed1." in summary
-    # The report's own curves.csv carries them on.
-    third = report(tmp_path / "third", curves_from=second.curves_csv)
+    # The report's own curves.csv carries them on, and may stand beside the file it took them
+    # from (both hold the same curves).
+    third = report(tmp_path / "third", curves_from=[second.curves_csv])
     assert [(_key(r), r.final) for r in third.results] == [
         (_key(r), r.final) for r in second.results
     ]
+    both = minatar.read_curves([third.curves_csv, second.curves_csv])
+    assert both.keys() == minatar.read_curves([second.curves_csv]).keys()
+    # Two files that disagree on a run: fast/breakout/seed0 ran again in the second grid.
+    with pytest.raises(ValueError, match="fast/breakout/seed0 has different curves in"):
+        minatar.read_curves([original.curves_csv, second.curves_csv])
     # A grid of another budget takes nothing from the file.
     with pytest.raises(ValueError, match="or runs finished in"):
-        report(tmp_path / "fourth", {"fast": 50_000, "slow": 50_000}, original.curves_csv)
+        report(tmp_path / "fourth", {"fast": 50_000, "slow": 50_000}, [original.curves_csv])
 
 
 @pytest.mark.parametrize(
@@ -576,7 +583,7 @@ def test_a_bad_curves_file_is_named(text, message, tmp_path):
     path = tmp_path / "curves.csv"
     path.write_text(text)
     with pytest.raises(ValueError, match=f"{path}.*{message}"):
-        minatar.read_curves(str(path))
+        minatar.read_curves([str(path)])
 
 
 @pytest.mark.slow
@@ -797,6 +804,41 @@ def test_a_papers_ablation_grid_reports_the_orderings_it_claims(tmp_path):
         "dice.main",
         "--ablation=random",
     ]
+
+
+@pytest.mark.parametrize("paper", minatar.PAPERS)
+def test_a_papers_main_is_the_variant_named_after_it(paper):
+    """Where a paper's ablations name one after the paper, its config is the defaults' (so the
+    grid's `reactor` stands for `reactor.reactor` in the orderings), on MinAtar and on Atari."""
+    variant = minatar.default_variant(paper)
+    assert (variant is not None) == (paper in ("reactor", "dice", "lbc"))
+    if variant is None:
+        return
+    module = importlib.import_module(f"{paper}.builder").PAPER
+    for env in ("MinAtar/Breakout-v0", "Pong"):
+        assert cli.make_config(module, {"env": env}, variant) == cli.make_config(
+            module, {"env": env}
+        )
+
+
+def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path):
+    report = minatar.GridReport(
+        str(tmp_path),
+        ("reactor", "reactor.max_priority", "reactor.lazy_global"),
+        ("breakout",),
+        (0,),
+        {},
+        (),
+        {},
+        {a: minatar.Aggregate((0,), np.array([[s]]), s, s, s) for a, s in
+         (("reactor", 0.5), ("reactor.max_priority", 0.2), ("reactor.lazy_global", 0.1))},
+    )  # fmt: skip
+    (measured,) = minatar.orderings(report)
+    assert (measured.better, measured.worse, measured.verdict) == (
+        "reactor",
+        "reactor.max_priority",
+        "holds",
+    )
 
 
 def test_a_grid_of_the_default_agents_claims_no_ordering(tmp_path):
@@ -1067,7 +1109,7 @@ def test_a_resumed_runs_rate_counts_from_its_logged_games_not_its_checkpoint():
         (["--agents=impala.greedy"], "error: --agents: 'impala.greedy': impala has no ablation"),
         (["--agents=atari.vtrace"], "error: --agents: 'atari.vtrace' is not one of impala,"),
         (["--agents=lbc.lbc,lbc.lbc"], "error: --agents=lbc.lbc,lbc.lbc names one twice"),
-        (["--curves_from=no/such.csv"], "error: --curves_from=no/such.csv: no such file"),
+        (["--curves_from=no/such.csv"], "error: --curves_from: no/such.csv: no such file"),
     ],
 )
 def test_bad_flags_are_one_line_and_write_nothing(flags, message, tmp_path, capsys):
