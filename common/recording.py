@@ -142,6 +142,10 @@ def write_gif(
         prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
     )
     try:
+        # mkstemp's file is private (0600); the GIF gets the mode any new file would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         with os.fdopen(handle, "wb") as output:
             first.save(
                 output,

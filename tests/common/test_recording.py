@@ -93,6 +93,17 @@ def test_gif_from_synthetic_frames_reads_back(tmp_path):
     assert os.listdir(tmp_path / "out") == ["game.gif"]  # no temporary file left
 
 
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600)])
+def test_a_gif_gets_the_mode_of_a_new_file(umask, mode, tmp_path):
+    """Written through a private temporary file, the GIF still ends with the umask's mode."""
+    before = os.umask(umask)
+    try:
+        path = recording.write_gif(str(tmp_path / "game.gif"), distinct_frames(2, 4, 4), fps=10)
+    finally:
+        os.umask(before)
+    assert os.stat(path).st_mode & 0o777 == mode
+
+
 def test_gif_from_palette_indices_reads_back(tmp_path):
     palette = np.random.default_rng(1).integers(0, 256, (256, 3), dtype=np.uint8)
     indices = [np.full((4, 5), k, np.uint8) for k in (3, 200, 3, 17)]
