@@ -90,7 +90,8 @@ What is measured:
   the share of pairs of runs where X scores higher, ties one half; then the mean over games),
   with the same kind of interval, and a verdict: holds (the interval above 0.5), reversed
   (below) or unresolved, with the seeds that would resolve it if the measured P held (the
-  interval narrows as 1/√seeds). A paper's ablation study is thus a grid of its variants:
+  interval narrows as 1/√seeds); one seed gives no verdict (its interval collapses onto P). A
+  paper's ablation study is thus a grid of its variants:
 
     python -m benchmarks.minatar --agents=lbc.lbc,lbc.reducing_h,lbc.reducing_h_psi,\
         lbc.random_selection --games=breakout,space_invaders --seeds=5 --total_frames=5e5
@@ -841,6 +842,11 @@ def probability_of_improvement(
     return bootstrap_interval((x, y), _improvement, reps, seed)
 
 
+# choice: with one run per agent and game the bootstrap has no spread to resample, and the
+# interval collapses onto the measured P (1.0 or 0.0 from a single pair of runs); no verdict.
+MIN_VERDICT_SEEDS = 2
+
+
 @dataclasses.dataclass(frozen=True)
 class OrderingResult:
     """An ordering a paper claims between two agents of the grid, `better` > `worse`, measured by
@@ -856,7 +862,10 @@ class OrderingResult:
 
     @property
     def verdict(self) -> str:
-        """holds: the interval lies above 0.5; reversed: below 0.5; unresolved: it holds 0.5."""
+        """holds: the interval lies above 0.5; reversed: below 0.5; unresolved: it holds 0.5, or
+        there are fewer than MIN_VERDICT_SEEDS seeds."""
+        if self.seeds < MIN_VERDICT_SEEDS:
+            return "unresolved"
         if self.low > 0.5:
             return "holds"
         if self.high < 0.5:
@@ -928,7 +937,9 @@ def _orderings_markdown(results: Sequence[OrderingResult]) -> list[str]:
     ]
     for r in results:
         verdict = r.verdict
-        if verdict == "unresolved":
+        if r.seeds < MIN_VERDICT_SEEDS:
+            verdict += f" (one seed: no interval; {MIN_VERDICT_SEEDS} or more give a verdict)"
+        elif verdict == "unresolved":
             needed = r.seeds_to_resolve()
             verdict += " (no difference)" if math.isinf(needed) else f" (~{needed:.0f} seeds)"
         lines.append(

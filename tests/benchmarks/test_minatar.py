@@ -6,6 +6,7 @@ exercised by the paper packages' tests.
 """
 
 import csv
+import dataclasses
 import importlib
 import io
 import math
@@ -743,6 +744,9 @@ def test_an_orderings_verdict_and_the_seeds_that_would_resolve_it():
     # Half-width 0.2 against a gap of 0.1: (0.2 / 0.1)^2 = 4 times the 3 seeds.
     assert unresolved.seeds_to_resolve() == 12
     assert result(0.5, 0.3, 0.7).seeds_to_resolve() == math.inf
+    # One seed: the interval has collapsed onto P, which says nothing yet.
+    assert result(1.0, 1.0, 1.0, seeds=1).verdict == "unresolved"
+    assert result(1.0, 1.0, 1.0, seeds=2).verdict == "holds"
 
 
 # Final returns by (agent, game): one per seed 0, 1, 2 (every game of a run scores it).
@@ -830,15 +834,25 @@ def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path)
         {},
         (),
         {},
-        {a: minatar.Aggregate((0,), np.array([[s]]), s, s, s) for a, s in
+        {a: minatar.Aggregate((0, 1), np.array([[s], [s + 0.1]]), s, s, s) for a, s in
          (("reactor", 0.5), ("reactor.max_priority", 0.2), ("reactor.lazy_global", 0.1))},
     )  # fmt: skip
     (measured,) = minatar.orderings(report)
-    assert (measured.better, measured.worse, measured.verdict) == (
+    assert (measured.better, measured.worse, measured.verdict, measured.seeds) == (
         "reactor",
         "reactor.max_priority",
         "holds",
+        2,
     )
+    # With one seed of each, the same scores give no verdict, and the summary says why.
+    one = [
+        dataclasses.replace(a, seeds=(0,), scores=a.scores[:1]) for a in report.aggregates.values()
+    ]
+    single = dataclasses.replace(report, aggregates=dict(zip(report.aggregates, one)))
+    (measured,) = minatar.orderings(single)
+    assert (measured.probability, measured.verdict) == (1.0, "unresolved")
+    (line,) = [l for l in minatar._orderings_markdown([measured]) if l.startswith("| reactor >")]
+    assert line.endswith("| 1 | unresolved (one seed: no interval; 2 or more give a verdict) |")
 
 
 def test_a_grid_of_the_default_agents_claims_no_ordering(tmp_path):
