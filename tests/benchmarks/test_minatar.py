@@ -521,9 +521,16 @@ def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, f
     def report(logdir, budgets=budgets, curves_from=()):
         logdir.mkdir(exist_ok=True)
         return minatar.write_reports(
-            str(logdir), ["fast", "slow"], list(GAMES), [0, 1], budgets, None, None, references,
+            str(logdir),
+            ["fast", "slow"],
+            list(GAMES),
+            [0, 1],
+            budgets,
+            None,
+            None,
+            references,
             curves_from,
-        )  # fmt: skip
+        )
 
     first = tmp_path / "first"
     for seed in (0, 1):
@@ -834,9 +841,15 @@ def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path)
         {},
         (),
         {},
-        {a: minatar.Aggregate((0, 1), np.array([[s], [s + 0.1]]), s, s, s) for a, s in
-         (("reactor", 0.5), ("reactor.max_priority", 0.2), ("reactor.lazy_global", 0.1))},
-    )  # fmt: skip
+        {
+            a: minatar.Aggregate((0, 1), np.array([[s], [s + 0.1]]), s, s, s)
+            for a, s in (
+                ("reactor", 0.5),
+                ("reactor.max_priority", 0.2),
+                ("reactor.lazy_global", 0.1),
+            )
+        },
+    )
     (measured,) = minatar.orderings(report)
     assert (measured.better, measured.worse, measured.verdict, measured.seeds) == (
         "reactor",
