@@ -45,6 +45,7 @@ def sample_k_replay(config: config_lib.BurnInLearnerSettings) -> patterns.Sample
         burn_in=config.burn_in,
         times_sampled=config.times_sampled if config.reuse_mode == "replay" else 1,
         min_size=config.batch_size,
+        trim_padding=config.trim_padding,
     )
     pattern.validate()
     return pattern

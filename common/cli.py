@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 from absl import flags
 
 from common import builder as builder_lib
-from common.config import check_all, check_choice, field
+from common.config import Derived, check_all, check_choice, field
 
 # common.launch.ROLES, written out: importing common.launch imports TensorFlow (a test asserts
 # both agree).
@@ -519,8 +519,9 @@ def _check_ablation(paper: Paper, name: str, flag: str) -> None:
 
 def make_config(paper: Paper, given: Mapping[str, Any], ablation: str | None = None):
     """The validated config: the paper's defaults < `paper.env_defaults` of the env < the
-    overrides of `ablation` < `given` (the flags given on the command line). FlagError naming
-    the flag if a value is not allowed."""
+    overrides of `ablation` < `given` (the flags given on the command line); an env default that
+    is `Derived` (e.g. MinAtar's warm-up) is computed from the config the others make. FlagError
+    naming the flag if a value is not allowed."""
     env_field = {f.name: f for f in dataclasses.fields(paper.config_class)}["env"]
     env = normalise_env(given.get("env", env_field.default), paper.cartpole)
     values = env_defaults_for(paper.env_defaults, env)
@@ -529,8 +530,11 @@ def make_config(paper: Paper, given: Mapping[str, Any], ablation: str | None = N
         values.update(paper.ablations[ablation])
     values.update(given)
     values["env"] = env
+    derived = {k: v for k, v in values.items() if isinstance(v, Derived)}
     try:
-        return paper.config_class(**values).validate()
+        config = paper.config_class(**{k: v for k, v in values.items() if k not in derived})
+        config = dataclasses.replace(config, **{k: v.resolve(config) for k, v in derived.items()})
+        return config.validate()
     except ValueError as error:
         raise FlagError(str(error)) from None
 

@@ -377,6 +377,13 @@ class BurnInLearnerSettings(ProcessSettings):
     # for 64 x 81 trained frames on a CPU (GDI-H3: two torsos); 4 slices of 16 sequences give
     # exactly the same gradient (common.burn_in_learning) in about a quarter of the memory. 1
     # for a big GPU. LBC: its own.
+    trim_padding: bool = field(
+        True, "Cut the trained positions that are padding in every item of a batch."
+    )
+    # choice (an exact shortcut, not a change of the loss): positions after every item's last
+    # real step feed nothing but masked terms, so the learner drops them, in quarters of
+    # sequence_length so that a batch has one of four shapes (common/replay.py,
+    # trim_trailing_padding). On MinAtar's early 10-step games most of an item is padding.
     replay_capacity: int = field(8192, "Sequences the replay table holds.", positive)
     # choice (not printed): a few thousand items; the data is near on-policy, each item lives
     # for two samples. LBC: its own.
@@ -537,7 +544,9 @@ BURN_IN_CARTPOLE: dict[str, Any] = dict(
 # step), so keeping each paper's batch, sequence length, burn-in, sample reuse and environment
 # count keeps its Atari ratios in agent steps: 64 x 80 / 2 = 2,560 new steps per update, burn-in
 # : length = 1 : 2, each item trained twice, 160 environments. 5M frames are then 1,953 updates,
-# so each paper scales its warm-up to the same fraction of its updates (its MINATAR_OVERRIDES).
+# so each paper's warm-up takes the same share of a run's updates as its table's on Atari
+# (its MINATAR_OVERRIDES, a `WarmupShare`): 400 of 1,953 for DiCE and GDI at 5M frames, and the
+# same share of a shorter run's.
 BURN_IN_MINATAR: dict[str, Any] = dict(
     network="minatar",
     total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
@@ -546,9 +555,32 @@ BURN_IN_MINATAR: dict[str, Any] = dict(
 )
 
 
-def scaled_warmup(atari_warmup: int, atari_frames: int, atari_action_repeat: int) -> int:
-    """A warm-up of `atari_warmup` updates out of an Atari run of `atari_frames`, scaled to the
-    same fraction of a MinAtar run of BURN_IN_MINATAR's frames with the same steps per update
-    (MinAtar has no action repeat, so the MinAtar run has this many times fewer updates)."""
-    atari_steps = atari_frames / atari_action_repeat
-    return round(atari_warmup * BURN_IN_MINATAR["total_frames"] / atari_steps)
+class Derived:
+    """An env default computed from the run's final config (`resolve(config)`), after the flags
+    given on the command line: `common.cli.make_config` resolves it unless the flag is given."""
+
+    def resolve(self, config) -> Any:
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupShare(Derived):
+    """A `warmup_steps` default: `share` of the run's own optimiser updates (`gradient_updates`,
+    which follow its --total_frames), rounded."""
+
+    share: float
+
+    def resolve(self, config) -> int:
+        return round(self.share * config.gradient_updates)
+
+
+def scaled_warmup(atari: type, atari_action_repeat: int) -> WarmupShare:
+    """The share of its run's updates that the warm-up of the burn-in config class `atari`
+    takes at its defaults (its table's Atari run: DiCE 4,000 of 200M / 4 x 2 / (64 x 80) =
+    19,531 updates), for a MinAtar run to keep at any budget."""
+    updates = (
+        atari.total_frames
+        * atari.times_sampled
+        / (atari.batch_size * atari.sequence_length * atari_action_repeat)
+    )
+    return WarmupShare(atari.warmup_steps / updates)

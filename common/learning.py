@@ -322,11 +322,14 @@ class Learner:
 
     def _new_frames(self, steps: Mapping[str, tf.Tensor]) -> int:
         """The frames this batch consumed: `frames_per_learner_step`, scaled by the share of its
-        trained positions that hold real steps when items are padded (see the module docstring)."""
+        trained positions that hold real steps when items are padded (see the module docstring).
+        The share is of the pattern's full `length`, so a batch whose trailing padding was cut
+        (`patterns.SampleK.trim_padding`; what was cut held no real step) counts the same."""
         if replay.MASK not in steps:
             return self.settings.frames_per_learner_step
-        trained = steps[replay.MASK][self.pattern.trained_steps]
-        share = float(tf.reduce_mean(tf.cast(trained, tf.float64)))
+        mask = steps[replay.MASK]
+        real = float(tf.reduce_sum(tf.cast(mask[self.pattern.trained_steps], tf.float64)))
+        share = real / (self.pattern.length * int(mask.shape[1]))
         return round(self.settings.frames_per_learner_step * share)
 
     def record_reports(self) -> None:

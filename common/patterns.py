@@ -257,8 +257,17 @@ class SampleK(Pattern):
     times_sampled: int = 2  # DiCE Table 5 "Sample Reuse 2"
     min_size: int = 1
     error_buffer: float | None = None  # default: a batch's worth either way
+    trim_padding: bool = False  # batches lose the trailing positions that are padding in all items
 
     kind = "sample_k"
+
+    @property
+    def trim_quantum(self) -> int:
+        """Trimmed batches keep a multiple of this many trained positions.
+
+        choice: a quarter of an item's, so the train step sees at most four batch shapes, each
+        traced once, while a batch of short games still drops most of its padding."""
+        return -(-self.length // 4)
 
     @property
     def item_length(self):
@@ -297,6 +306,21 @@ class SampleK(Pattern):
                 signature=signature,
             )
         ]
+
+    def batches(self, address, signature, batch_size, timeout_ms):
+        batches = super().batches(address, signature, batch_size, timeout_ms)
+        if not self.trim_padding:
+            return batches
+        return (self.trim(sample) for sample in batches)
+
+    def trim(self, sample: reverb.ReplaySample) -> reverb.ReplaySample:
+        """`sample` without the trailing positions that are padding in all its items
+        (`replay.trim_trailing_padding`)."""
+        data = dict(sample.data)
+        data[replay.STEPS] = replay.trim_trailing_padding(
+            data[replay.STEPS], self.burn_in, self.length, self.trim_quantum
+        )
+        return reverb.ReplaySample(info=sample.info, data=data)
 
     def writer(self, client, num_envs, flush_timeout_ms):
         return replay.BurnInSequenceWriter(

@@ -798,6 +798,28 @@ def _time_major(sample: reverb.ReplaySample) -> reverb.ReplaySample:
     return reverb.ReplaySample(info=sample.info, data=data)
 
 
+def trimmed_length(mask, burn_in: int, length: int, quantum: int):
+    """Positions of a batch of `BurnInSequenceWriter` items (`mask` [burn_in + length + 1, B]) to
+    keep: the burn-in, the trained positions up to the last one that is real in some item,
+    rounded up to a multiple of `quantum` (at most `length`), and one bootstrap position.
+
+    Every dropped position is padding in every item and lies after each item's last real step,
+    where the discounts of episode ends and padding are 0 (`sequences.discounts_from_resets`) and
+    every loss is a masked mean: the kept positions' losses and gradients are the same, and the
+    new bootstrap position is padding in every item, as the old one was wherever it was cut.
+    """
+    real_positions = tf.reduce_any(tf.cast(mask[burn_in : burn_in + length], tf.bool), axis=1)
+    needed = tf.reduce_max(tf.where(real_positions, tf.range(1, length + 1), 1))
+    kept = tf.minimum(length, (needed + quantum - 1) // quantum * quantum)
+    return burn_in + kept + 1
+
+
+def trim_trailing_padding(steps: Nest, burn_in: int, length: int, quantum: int) -> Nest:
+    """`steps` (time-major fields of a batch of burn-in items) cut to `trimmed_length`."""
+    end = trimmed_length(steps[MASK], burn_in, length, quantum)
+    return tf.nest.map_structure(lambda x: x[:end], steps)
+
+
 def update_priorities(client: reverb.Client, table: str, keys: Any, priorities: Any) -> None:
     """Writes new priorities for sampled items (Reactor §3.3) via `mutate_priorities`.
 

@@ -141,8 +141,8 @@ CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
 # sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
-# the same fraction of the run's updates as the table's on Atari.
+# the same share of the run's updates as the table's on Atari, whatever the run's budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
-    warmup_steps=scaled_warmup(DiceConfig.warmup_steps, DiceConfig.total_frames, ACTION_REPEAT),
+    warmup_steps=scaled_warmup(DiceConfig, ACTION_REPEAT),
 )

@@ -186,6 +186,38 @@ def test_flag_types_cover_every_paper_field():
 
 
 @pytest.mark.parametrize(
+    "config_module, config_class",
+    [
+        (dice_config, dice_config.DiceConfig),
+        (gdi_config, gdi_config.GdiConfig),
+        (lbc_config, lbc_config.LbcConfig),
+    ],
+    ids=["dice", "gdi", "lbc"],
+)
+def test_a_minatar_warm_up_keeps_its_atari_share_of_any_budget_s_updates(
+    config_module, config_class
+):
+    """The burn-in papers' MinAtar warm-up is a `WarmupShare`: the share of its run's updates
+    that the table's warm-up takes on Atari (DiCE: 4,000 of 19,531), at 5M frames and at the
+    shorter budgets a grid runs (whose updates a fixed 5M-frame warm-up would outnumber);
+    --warmup_steps given on the command line wins."""
+    paper = _paper(config_class, env_defaults={"MinAtar": config_module.MINATAR_OVERRIDES})
+    atari = _plan(paper, "--env=Pong").config
+    share = atari.warmup_steps / atari.gradient_updates
+    for frames, updates in ((5_000_000, 1953), (1_000_000, 390), (300_000, 117)):
+        config = _plan(paper, "--env=MinAtar/Breakout-v0", f"--total_frames={frames}").config
+        assert config.gradient_updates == updates
+        assert config.warmup_steps == round(share * updates)
+    assert _plan(paper, "--env=minatar:breakout").config.warmup_steps == (
+        80 if config_module is lbc_config else 400
+    )
+    given = _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=7")
+    assert given.config.warmup_steps == 7
+    with pytest.raises(cli.FlagError, match="--warmup_steps=390 must be < the 390 optimiser"):
+        _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=390")
+
+
+@pytest.mark.parametrize(
     "written, canonical",
     [
         ("CartPole-v1", "CartPole"),

@@ -34,8 +34,9 @@ PATTERNS = {
     ),
     "prioritized": patterns.Prioritized(length=5, capacity=10_000, initial_priority=1.0),
     # A large error buffer so that the actor, running alone first, is never rate-limited.
+    # Trimmed batches, as DiCE, GDI and LBC train on by default.
     "sample_k": patterns.SampleK(
-        length=6, capacity=1000, burn_in=3, times_sampled=2, error_buffer=1e6
+        length=6, capacity=1000, burn_in=3, times_sampled=2, error_buffer=1e6, trim_padding=True
     ),
 }
 
@@ -61,6 +62,7 @@ class CheckingStep:
         self.masked_steps = 0
         self.real_trained_steps = 0  # real (unpadded) steps in the items' trained parts
         self.times_sampled: list[int] = []
+        self.lengths: set[int] = set()  # positions per item in the batches
         self.eta_changes_within_games = 0
         self.etas: set[float] = set()
 
@@ -76,6 +78,7 @@ class CheckingStep:
         error = np.abs(logits.numpy() - batch["behaviour_logits"].numpy()).max(-1)
         self.max_logit_error = max(self.max_logit_error, float((error * mask).max()))
         self.items += mask.shape[1]
+        self.lengths.add(mask.shape[0])
         self.masked_steps += int((mask == 0).sum())
         burn_in = getattr(self.pattern, "burn_in", 0)
         self.real_trained_steps += int(mask[burn_in : burn_in + self.pattern.length].sum())
@@ -190,7 +193,11 @@ def test_tables_hold_what_the_pattern_promises(pattern_run):
         # a sample holds a game's padded last item is chance (long games make them rare), so the
         # count is checked exactly here and padding's share on fixed masks below.
         assert learner_frames == step.real_trained_steps <= LEARNER_STEPS * BATCH * pattern.length
+        # Trimmed batches keep the burn-in, a multiple of 2 (a quarter of 6, rounded up) of the
+        # trained positions and the bootstrap position.
+        assert pattern.trim_quantum == 2 and step.lengths <= {6, 8, 10}
     else:
+        assert step.lengths == {pattern.item_length}
         assert learner_frames == LEARNER_STEPS * BATCH * pattern.length
     if pattern.kind == "queue":
         assert set(step.times_sampled) == {1}
@@ -287,6 +294,18 @@ def test_replay_survives_a_restart_without_a_rate_limiter_deadlock(name, tmp_pat
             120,
         ),
         (patterns.SampleK(length=6, capacity=10, burn_in=3, times_sampled=2), [0] * 10, 0),
+        # 2 of 6 trained positions real, whole and trimmed (`trim_padding`: 2 trained positions
+        # and the bootstrap one left): the same frames.
+        (
+            patterns.SampleK(length=6, capacity=10, burn_in=3, times_sampled=2),
+            [1] * 5 + [0] * 5,
+            40,
+        ),
+        (
+            patterns.SampleK(length=6, capacity=10, burn_in=3, times_sampled=2),
+            [1] * 5 + [0],
+            40,
+        ),
     ],
 )
 def test_a_batch_counts_the_frames_of_its_real_trained_positions(pattern, real, frames):

@@ -337,6 +337,30 @@ def test_burn_in_writer_rejects_a_mask_field(serve):
 # Parameters, connection, checkpoints
 
 
+@pytest.mark.parametrize("quantum", [1, 3, 8])
+def test_trimmed_batches_keep_every_position_up_to_the_last_real_one(quantum):
+    """`trimmed_length` against its definition on random batches of padded items: the burn-in,
+    the trained positions up to the last that is real in some item rounded up to a multiple of
+    `quantum` (at most the item's 8), then one bootstrap position; every cut position is padding."""
+    burn_in, length, batch = 3, 8, 5
+    rng = np.random.default_rng(quantum)
+    for _ in range(50):
+        mask = np.zeros((burn_in + length + 1, batch), np.float32)
+        for item in range(batch):
+            start = rng.integers(0, burn_in + 1)  # padding before a game's first step
+            end = rng.integers(burn_in + 1, burn_in + length + 2)  # after its last real step
+            mask[start:end, item] = 1.0
+        last_real = max(np.flatnonzero(mask[burn_in : burn_in + length].any(axis=1)))
+        kept = min(length, -(-(last_real + 1) // quantum) * quantum)
+        end = int(replay.trimmed_length(tf.constant(mask), burn_in, length, quantum))
+        assert end == burn_in + kept + 1
+        if end < len(mask):  # what is cut, and the new bootstrap position, hold no real step
+            assert not mask[end - 1 :].any()
+        steps = {replay.MASK: tf.constant(mask), "reward": tf.ones((len(mask), batch, 2))}
+        trimmed = replay.trim_trailing_padding(steps, burn_in, length, quantum)
+        assert [x.shape[0] for x in tf.nest.flatten(trimmed)] == [end, end]
+
+
 def test_params_publish_and_latest_keep_only_the_newest(serve):
     _, client = serve(replay.params_table())
     subscriber = replay.ParamsSubscriber(client)
