@@ -318,8 +318,8 @@ def run_actor(
     params_step = -1  # -1: initial weights, no publication seen yet
     latest = _wait_for_params(subscriber, should_stop, settings.wait_for_params_s)
     if latest is not None:
-        params_step = latest[0]
-        policy.set_weights(latest[1])
+        params_step = latest.step
+        policy.set_weights(latest.weights)
     writer = pattern.writer(client, settings.num_envs, settings.flush_timeout_ms)
     reporter = reports.Reporter(
         client, settings.num_envs, envs_lib.frames_per_step(settings.env, settings.protocol)
@@ -368,9 +368,9 @@ def run_actor(
                 # returns once the queue took the unroll, so the pull sees the freshest weights
                 # before the next unroll starts (IMPALA §3: "At the beginning of each trajectory").
                 latest = subscriber.latest(timeout_ms=1000)
-                if latest is not None and latest[0] != params_step:
-                    params_step = latest[0]
-                    policy.set_weights(latest[1])
+                if latest is not None and latest.step != params_step:
+                    params_step = latest.step
+                    policy.set_weights(latest.weights)
                     params_updates += 1
             inputs = StepInputs.after(result, action)
             observation = result.observation
@@ -455,7 +455,6 @@ class EvaluatorSettings:
     round_episodes: int  # episodes per periodic round
     final_episodes: int  # episodes of the protocol, run once when training ends
     interval_s: float  # seconds between rounds
-    frames_per_learner_step: int  # to report frames from the published learner step
     greedy: bool  # the evaluated policy: argmax instead of sampling
     seed: int = 10_000  # choice: evaluation seeds differ from the actors' (seed + i)
     niceness: int = 0  # os.nice increment, as ActorSettings
@@ -556,14 +555,14 @@ class Evaluator:
 
     def play(
         self,
-        learner_step: int,
+        frames: int,
         weights,
         episodes: int,
         should_stop=lambda: False,
         record: Any = None,
     ):
-        """`episodes` games with `weights` (published at `learner_step`), logged at the frames
-        that step stands for; returns their scores. `record` (`common.recording.RecordSettings`,
+        """`episodes` games with `weights` (published when the learner had consumed `frames`),
+        logged at those frames; returns their scores. `record` (`common.recording.RecordSettings`,
         `--record_dir`) writes the first `record.games` of them as GIFs, named with those
         frames and their scores; the games played are the same either way."""
         settings = self.settings
@@ -572,7 +571,6 @@ class Evaluator:
             self.selector = behaviour_lib.evaluation_selector(
                 self.behaviour, settings.num_envs, settings.seed, settings.state_dir, self.selector
             )
-        frames = learner_step * settings.frames_per_learner_step
         if self.selector is not None:
             self.log.scalars(
                 {f"bandits/{k}": v for k, v in self.selector.summary().items()}, frames
@@ -633,9 +631,8 @@ def run_evaluator(
                 time.sleep(1.0)
                 continue
             last_round = time.monotonic()
-            learner_step, weights = latest
             episodes = settings.final_episodes if final else settings.round_episodes
-            evaluator.play(learner_step, weights, episodes, should_stop)
+            evaluator.play(latest.frames, latest.weights, episodes, should_stop)
             if final:
                 break
     finally:

@@ -133,14 +133,14 @@ class ActorRange:
             ) from None
         if latest is None:
             return []
-        return [ActorClaim(**claim) for claim in json.loads(latest[1][0].tobytes())]
+        return [ActorClaim(**claim) for claim in json.loads(latest.weights[0].tobytes())]
 
     def _write(self, client: reverb.Client, claims: list[ActorClaim]) -> None:
         data = json.dumps([dataclasses.asdict(claim) for claim in claims]).encode()
         # A writer per write: a column's shape is fixed for a writer's life, the list's is not.
         publisher = replay.ParamsPublisher(client, ACTOR_CLAIMS_TABLE, timeout_ms=5000)
         try:
-            publisher.publish(0, [np.frombuffer(data, np.uint8)])  # step: unused
+            publisher.publish(0, 0, [np.frombuffer(data, np.uint8)])  # step, frames: unused
         finally:
             publisher.close()
 

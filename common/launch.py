@@ -94,7 +94,6 @@ def experiment_from_config(
             round_episodes=config.eval_round_episodes,
             final_episodes=config.eval_episodes,
             interval_s=config.eval_interval_s,
-            frames_per_learner_step=frames_per_learner_step,
             greedy=greedy_evaluation,
             seed=config.seed + 10_000,  # choice: evaluation seeds differ from the actors'
             niceness=config.actor_niceness,
@@ -442,7 +441,8 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> l
     acting.configure_threads(experiment.learner_threads)
     parts = experiment.agent.make_learner(spec)
     step = tf.Variable(0, dtype=tf.int64)
-    checkpoint = tf.train.Checkpoint(step=step, **parts.checkpointables)
+    frames = tf.Variable(0, dtype=tf.int64)  # the learner's frame count: eval.csv's x-axis
+    checkpoint = tf.train.Checkpoint(step=step, frames=frames, **parts.checkpointables)
     try:  # the optimizer's slots may not exist yet: only what exists must match
         checkpoint.read(path).expect_partial().assert_existing_objects_matched()
     except (AssertionError, ValueError) as error:  # a missing object; a shape that differs
@@ -461,7 +461,8 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> l
         shutil.copytree(behaviour_dir, os.path.join(out, "behaviour"))
     settings = dataclasses.replace(experiment.evaluator, state_dir=out)
     print(
-        f"[evaluate] {path} (step {int(step.numpy())}): {settings.final_episodes} episodes -> "
+        f"[evaluate] {path} (step {int(step.numpy())}, {int(frames.numpy())} frames): "
+        f"{settings.final_episodes} episodes -> "
         f"{out}",
         flush=True,
     )
@@ -476,7 +477,7 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> l
     )
     try:
         return evaluator.play(
-            int(step.numpy()),
+            int(frames.numpy()),
             [v.numpy() for v in parts.acting_variables],
             settings.final_episodes,
             record=record,

@@ -139,7 +139,7 @@ class Learner:
         self._rewind_logs()
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
         self.reports = reports.ReportReader(client)
-        # (step, weights) of the last publish_lag + 1 steps: the oldest is published.
+        # The Published weights of the last publish_lag + 1 steps: the oldest is published.
         self._snapshots: collections.deque = collections.deque(maxlen=settings.publish_lag + 1)
         self.logger = run_logging.RunLogger(settings.logdir, settings.total_frames, settings.name)
         self.last_stats: dict[str, float] = {}
@@ -172,15 +172,15 @@ class Learner:
 
     def publish(self) -> None:
         """Publishes the acting weights of `publish_lag` steps ago (the oldest held until that
-        many steps exist), with the step they are from."""
+        many steps exist), with the step they are from and the frames consumed by then."""
         self._snapshot()
-        step, weights = self._snapshots[0]
-        self.publisher.publish(step, weights)
+        self.publisher.publish(*self._snapshots[0])
 
     def _snapshot(self) -> None:
         step = int(self.step.numpy())
-        if not self._snapshots or self._snapshots[-1][0] != step:
-            self._snapshots.append((step, [v.numpy() for v in self.acting_variables]))
+        if not self._snapshots or self._snapshots[-1].step != step:
+            weights = [v.numpy() for v in self.acting_variables]
+            self._snapshots.append(replay.Published(step, int(self.frames.numpy()), weights))
 
     def save(self) -> str:
         """A learner checkpoint and, for replay whose contents matter, a Reverb checkpoint."""

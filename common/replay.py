@@ -33,7 +33,7 @@ from __future__ import annotations
 from absl import logging
 import math
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import reverb
@@ -845,12 +845,22 @@ def update_priorities(client: reverb.Client, table: str, keys: Any, priorities: 
 # Parameters
 
 
+class Published(NamedTuple):
+    """Weights the learner published: the learner step they are from and the frames the learner
+    had consumed by then (its frame count, which an evaluation is logged at; a step alone does
+    not give it when padded items count only their real steps)."""
+
+    step: int
+    frames: int
+    weights: list[np.ndarray]
+
+
 class ParamsPublisher:
     """Publishes the learner's weights to the one-item `params_table`
     (docs/architecture.md#data-flow).
 
-    Each `publish` inserts `(step, weights)` and Reverb evicts the previous item, so the table
-    always holds only the latest weights.
+    Each `publish` inserts `(step, frames, weights)` and Reverb evicts the previous item, so the
+    table always holds only the latest weights.
     """
 
     def __init__(
@@ -863,9 +873,10 @@ class ParamsPublisher:
         self._table = table
         self._timeout_ms = timeout_ms
 
-    def publish(self, step: int, weights: Sequence[np.ndarray]) -> None:
-        """Inserts the weights of learner step `step`; returns once the server holds them."""
-        self._writer.append([np.int64(step), *map(np.asarray, weights)])
+    def publish(self, step: int, frames: int, weights: Sequence[np.ndarray]) -> None:
+        """Inserts the weights of learner step `step`, when the learner had consumed `frames`;
+        returns once the server holds them."""
+        self._writer.append([np.int64(step), np.int64(frames), *map(np.asarray, weights)])
         item = [column[-1] for column in self._writer.history]
         self._writer.create_item(self._table, priority=1.0, trajectory=item)
         self._writer.flush(timeout_ms=self._timeout_ms)
@@ -888,8 +899,8 @@ class ParamsSubscriber:
         self._table = table
         self._sample_timeout_s = sample_timeout_s
 
-    def latest(self, timeout_ms: int = 1000) -> tuple[int, list[np.ndarray]] | None:
-        """`(step, weights)` last published, or None if nothing was published yet.
+    def latest(self, timeout_ms: int = 1000) -> Published | None:
+        """The weights last published, or None if nothing was published yet.
 
         Never waits for a publish: it asks the server whether the table holds an item (bounded by
         `timeout_ms`, rounded up to whole seconds; `reverb.DeadlineExceededError` if the server
@@ -901,8 +912,8 @@ class ParamsSubscriber:
             raise ValueError(f"no table '{self._table}' on the server; it has {sorted(info)}")
         if info[self._table].current_size == 0:
             return None
-        step, *weights = sample_once(self._client, self._table, self._sample_timeout_s).data
-        return int(step), [np.asarray(w) for w in weights]
+        step, frames, *weights = sample_once(self._client, self._table, self._sample_timeout_s).data
+        return Published(int(step), int(frames), [np.asarray(w) for w in weights])
 
 
 def sample_once(client: reverb.Client, table: str, timeout_s: float) -> reverb.ReplaySample:

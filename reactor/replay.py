@@ -62,7 +62,7 @@ class EstimatedPriorityWriter:
         if self._appends % self._pull_interval == 0:
             latest = self._subscriber.latest(timeout_ms=1000)
             if latest is not None:
-                self._writer.initial_priority = float(latest[1][-1])
+                self._writer.initial_priority = float(latest.weights[-1])
         self._appends += 1
         self._writer.append(step, first_step_extras=first_step_extras, episode_end=episode_end)
 

@@ -67,6 +67,12 @@ def checkpoint_step(logdir: str) -> int:
     return int(state.model_checkpoint_path.rsplit("-", 1)[1]) if state else -1
 
 
+def checkpoint_frames(logdir: str) -> int:
+    """The learner's frame count in the latest checkpoint under `logdir`."""
+    path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
+    return int(tf.train.load_variable(path, "frames/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
 def scalars(logdir) -> dict[str, list[float]]:
     """Every scalar written to TensorBoard under `logdir` (not its subdirectories), by tag."""
     return {tag: [v for _, v in points] for tag, points in runlog.read_scalars(logdir).items()}

@@ -188,7 +188,7 @@ def actor_run():
     client = replay.connect(address)
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
     weights = [v.numpy() for v in reference.network.variables]
-    replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, weights)
+    replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, 0, weights)
     settings = acting.ActorSettings(
         env="CartPole", num_envs=NUM_ENVS, seed=0, params_pull_interval=10
     )
@@ -264,7 +264,10 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
     address = replay.address_of(server)
     try:
         weights = [v.numpy() for v in lstm_policy(2, (4,), np.float32, 0, False).network.variables]
-        replay.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE).publish(5, weights)
+        # Step 5's weights when the learner had consumed 437 frames: with padded items (only
+        # real steps count) a step does not give the frames, so the rows carry the published ones.
+        publisher = replay.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE)
+        publisher.publish(5, 437, weights)
         settings = acting.EvaluatorSettings(
             env="CartPole",
             protocol="impala",
@@ -272,7 +275,6 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
             round_episodes=2,
             final_episodes=7,
             interval_s=1e9,
-            frames_per_learner_step=100,
             greedy=False,
         )
         finished = threading.Event()
@@ -285,7 +287,7 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
     assert len(rows) == 1 + 7
     for row in rows[1:]:
         frames, episode_return, hns, _ = row.split(",")
-        assert frames == "500" and float(episode_return) >= 8 and hns == "nan"
+        assert frames == "437" and float(episode_return) >= 8 and hns == "nan"
     assert os.listdir(tmp_path / "eval")  # TensorBoard events
 
 
@@ -310,7 +312,7 @@ def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
         client = replay.connect(address)
         reference = shallow_policy(6, (84, 84, 4), np.uint8, seed=0, greedy=False)
         replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-            1, [v.numpy() for v in reference.network.variables]
+            1, 0, [v.numpy() for v in reference.network.variables]
         )
         settings = acting.ActorSettings(
             env="Pong", num_envs=1, seed=5, params_pull_interval=100, protocol=protocol

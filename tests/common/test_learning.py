@@ -118,8 +118,9 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     np.testing.assert_allclose(net.w.numpy()[1], 3.0)
     # The train step sees the frame count before it (0, F, 2F); logged every step, the last is 2F.
     assert learner.last_stats["frames_seen"] == 2 * FRAMES_PER_STEP
-    step, weights = replay.ParamsSubscriber(learner.client).latest()
+    step, frames, _ = replay.ParamsSubscriber(learner.client).latest()
     assert step == 2  # published at start (0) and every 2 steps
+    assert frames == 2 * FRAMES_PER_STEP  # the learner's count when step 2's weights were made
     extra.assign(5.0)
     learner.save()
     learner.close()

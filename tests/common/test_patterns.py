@@ -114,7 +114,7 @@ def pattern_run(request, tmp_path_factory):
     client = replay.connect(address)
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
     replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
-        0, [v.numpy() for v in reference.network.variables]
+        0, 0, [v.numpy() for v in reference.network.variables]
     )
     settings = acting.ActorSettings(
         env="CartPole", num_envs=NUM_ENVS, seed=0, params_pull_interval=1000, state_dir=logdir

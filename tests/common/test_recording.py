@@ -170,7 +170,6 @@ def evaluator_settings(env: str = INVADERS, num_envs: int = 3) -> acting.Evaluat
         round_episodes=num_envs,
         final_episodes=7,
         interval_s=0,
-        frames_per_learner_step=10,
         greedy=False,
         seed=5,
     )
@@ -194,13 +193,13 @@ class StepLog:
 
 
 def play(tmp_path, name: str, record: recording.RecordSettings | None):
-    """7 games of MinAtar Space Invaders on 3 envs (quotas 3, 2, 2) at learner step 12 (120
-    frames): (scores, the lengths of each env's games, eval.csv's returns)."""
+    """7 games of MinAtar Space Invaders on 3 envs (quotas 3, 2, 2) of weights published at 120
+    frames: (scores, the lengths of each env's games, eval.csv's returns)."""
     logdir = str(tmp_path / name / "evaluate")
     evaluator = acting.Evaluator(evaluator_settings(), RandomPolicy, logdir)
     evaluator.env = StepLog(evaluator.env)
     try:
-        scores = evaluator.play(12, [], 7, record=record)
+        scores = evaluator.play(120, [], 7, record=record)
     finally:
         evaluator.close()
     with open(os.path.join(logdir, "eval.csv")) as f:

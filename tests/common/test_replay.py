@@ -367,23 +367,23 @@ def test_params_publish_and_latest_keep_only_the_newest(serve):
     assert subscriber.latest() is None  # nothing published yet: no blocking
     publisher = replay.ParamsPublisher(client)
     first = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.5], np.float32)]
-    publisher.publish(7, first)
+    publisher.publish(7, 700, first)
     second = [w + 10 for w in first]
-    publisher.publish(8, second)
-    step, weights = subscriber.latest()
-    assert step == 8 and len(weights) == 2
+    publisher.publish(8, 812, second)
+    step, frames, weights = subscriber.latest()
+    assert (step, frames, len(weights)) == (8, 812, 2)
     for got, want in zip(weights, second):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     assert client.server_info()["params"].current_size == 1
-    assert subscriber.latest()[0] == 8  # reading does not consume the weights
+    assert subscriber.latest().step == 8  # reading does not consume the weights
     publisher.close()
 
 
 def serve_published_params(port_queue) -> None:
     """A Reverb server process holding published weights (module-level: spawned by a test)."""
     server = replay.start_server([replay.params_table()])
-    replay.ParamsPublisher(replay.connect(replay.address_of(server))).publish(3, [np.ones(2)])
+    replay.ParamsPublisher(replay.connect(replay.address_of(server))).publish(3, 30, [np.ones(2)])
     port_queue.put(server.port)
     server.wait()
 
