@@ -69,7 +69,9 @@ grid runs; the arguments after `--` are then only quoted in summary.md's command
   standard error, the number of seeds, runs short of the budget marked †), the published and
   random references, the normalised scores and their aggregate, and the commands; every agent
   whose budget is below the references' 5M frames is marked ‡ with its budget (its returns and
-  normalised scores are from earlier on the learning curve than the references').
+  normalised scores are from earlier on the learning curve than the references'); where the
+  agents' budgets differ, every agent again at each budget shorter than its own, read off its
+  curve (is an agent run short behind for its budget, or slower per frame?).
 
 What is measured:
 
@@ -957,6 +959,46 @@ def _cell_text(values: Sequence[float], short: bool, digits: int = 2) -> str:
     return f"{text} ({len(values)}){'†' if short else ''}"
 
 
+def return_at(run: RunResult, frames: int) -> float:
+    """The run's curve at `frames` (the mean of its last games then), nan where its curve has no
+    point there: not reached, or not on its grid (budget / CURVE_POINTS apart)."""
+    hit = np.flatnonzero(np.isclose(run.curve_frames, frames, rtol=0, atol=0.5))
+    return float(run.curve[hit[0]]) if hit.size else math.nan
+
+
+def _equal_frames_markdown(report: GridReport) -> list[str]:
+    """Every agent at the budgets shorter than its own, read off its curve: whether an agent
+    run short is behind because of its budget or learns slower per frame. Empty with one budget."""
+    shorter = sorted({report.budgets[a] for a in report.agents})[:-1]
+    if not shorter:
+        return []
+    games = report.games
+    lines = [
+        "",
+        (
+            "At equal frames: each agent at the budgets of the agents run shorter than it, the "
+            f"mean return of its last {LAST_GAMES} training games at that frame count (its "
+            "curve's point there; the runs that reached it). A longer run's schedules (learning "
+            "rate, warm-up) anneal over its own budget, so it is at an earlier point of them "
+            "there than a run of that budget. Each cell: mean ± standard error over seeds, "
+            "(n seeds)."
+        ),
+        "",
+        "| frames | agent | " + " | ".join(games) + " |",
+        "|---|---|" + "---|" * len(games),
+    ]
+    for frames in shorter:
+        for agent in report.agents:
+            if report.budgets[agent] < frames:
+                continue
+            cells = []
+            for g in games:
+                values = [return_at(r, frames) for r in report.runs(agent, g)]
+                cells.append(_cell_text([v for v in values if not math.isnan(v)], short=False))
+            lines.append(f"| {frames:,} | {report.name(agent)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _summary_markdown(report: GridReport, command: str | None, template: str | None) -> str:
     games, refs = report.games, report.references
     short_budget = report.short_budget
@@ -1060,6 +1102,7 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
                 ", ".join(map(str, aggregate.seeds)),
             ]
         lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
+    lines += _equal_frames_markdown(report)
     measured = orderings(report)
     if measured:
         lines += _orderings_markdown(measured)

@@ -667,8 +667,21 @@ def test_summary_marks_the_agents_short_of_the_published_budget(tmp_path, fake_a
     summary = pathlib.Path(report.summary_md).read_text()
     assert "budget per run (frames): fast 5,000,000, slow 100,000." in summary
     assert "that ended at or before its agent's budget" in summary
-    assert summary.count("| slow‡ | ") == 2  # the returns and the normalised scores
-    assert summary.count("| fast | ") == 2 and "fast‡" not in summary
+    lines = summary.splitlines()
+    # The returns and the normalised scores, then the agents at equal frames (below).
+    assert sum(line.startswith("| slow‡ | ") for line in lines) == 2
+    assert sum(line.startswith("| fast | ") for line in lines) == 2 and "fast‡" not in summary
+    # At equal frames: both agents at slow's 100,000 frames, fast read off its 5M curve, each
+    # cell the mean ± standard error over seeds of the last 100 games then.
+    for agent, name in (("fast", "fast"), ("slow", "slow‡")):
+        cells = []
+        for game in GAMES:
+            values = np.array([_brute_last_games(*runs[agent, game, s], 100_000) for s in (0, 1)])
+            values = values[np.isfinite(values)]
+            mean, se = values.mean(), values.std(ddof=1) / math.sqrt(values.size)
+            cells.append(f"{mean:.2f} ± {se:.2f} ({values.size})")
+        assert f"| 100,000 | {name} | {' | '.join(cells)} |" in lines
+    assert not any(line.startswith("| 5,000,000 |") for line in lines)  # no agent ran longer
     assert (
         "‡ Run at fewer frames than the references' 5,000,000: shorter than the published curves "
         "(slow 100,000 frames)."
