@@ -355,7 +355,7 @@ def actors_on_sinks(
     try:
         client = replay.connect(address)
         publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
-        publisher.publish(0, weights)
+        publisher.publish(0, 0, weights)
         publisher.close()
         yield address, client, supervisor
     finally:
