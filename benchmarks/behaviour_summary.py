@@ -69,7 +69,7 @@ def main(argv: Sequence[str]) -> None:
     runs = {}
     for logdir in logdirs:
         scalars = runlog.read_scalars(logdir)
-        if not any(t.startswith(tuple(FLAGS.prefixes)) for t in scalars):
+        if not any(t.startswith(tuple(FLAGS.prefixes)) and scalars[t] for t in scalars):
             raise app.UsageError(f"{logdir}: no TensorBoard tag starts with {FLAGS.prefixes}")
         runs[logdir] = scalars
     print(table(runs, FLAGS.prefixes))

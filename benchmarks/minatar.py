@@ -978,10 +978,11 @@ def _equal_frames_markdown(report: GridReport) -> list[str]:
         (
             "At equal frames: each agent at the budgets of the agents run shorter than it, the "
             f"mean return of its last {LAST_GAMES} training games at that frame count (its "
-            "curve's point there; the runs that reached it). A longer run's schedules (learning "
-            "rate, warm-up) anneal over its own budget, so it is at an earlier point of them "
-            "there than a run of that budget. Each cell: mean ± standard error over seeds, "
-            "(n seeds)."
+            "curve's point there, from the runs that reached it; — where none has a point "
+            "there), and at its own budget its final returns as above. A longer run's schedules "
+            "(learning rate, warm-up) anneal over its own budget, so it is at an earlier point "
+            "of them there than a run of that budget. Each cell: mean ± standard error over "
+            "seeds, (n seeds)."
         ),
         "",
         "| frames | agent | " + " | ".join(games) + " |",
@@ -993,7 +994,13 @@ def _equal_frames_markdown(report: GridReport) -> list[str]:
                 continue
             cells = []
             for g in games:
-                values = [return_at(r, frames) for r in report.runs(agent, g)]
+                runs = report.runs(agent, g)
+                if report.budgets[agent] == frames:  # the table above's row
+                    cells.append(
+                        _cell_text(report.finals(agent, g), any(not r.reached for r in runs))
+                    )
+                    continue
+                values = [return_at(r, frames) for r in runs]
                 cells.append(_cell_text([v for v in values if not math.isnan(v)], short=False))
             lines.append(f"| {frames:,} | {report.name(agent)} | " + " | ".join(cells) + " |")
     return lines

@@ -900,7 +900,8 @@ class ParamsSubscriber:
         self._sample_timeout_s = sample_timeout_s
 
     def latest(self, timeout_ms: int = 1000) -> Published | None:
-        """The weights last published, or None if nothing was published yet.
+        """The weights last published, or None if nothing was published yet (or only an item of
+        the layout before frames, which a replay checkpoint of an older run can hold).
 
         Never waits for a publish: it asks the server whether the table holds an item (bounded by
         `timeout_ms`, rounded up to whole seconds; `reverb.DeadlineExceededError` if the server
@@ -912,8 +913,14 @@ class ParamsSubscriber:
             raise ValueError(f"no table '{self._table}' on the server; it has {sorted(info)}")
         if info[self._table].current_size == 0:
             return None
-        step, frames, *weights = sample_once(self._client, self._table, self._sample_timeout_s).data
-        return Published(int(step), int(frames), [np.asarray(w) for w in weights])
+        step, *rest = sample_once(self._client, self._table, self._sample_timeout_s).data
+        frames = np.asarray(rest[0]) if rest else None
+        if frames is None or frames.ndim != 0 or not np.issubdtype(frames.dtype, np.integer):
+            # A (step, weights) item from before frames were published, restored with an older
+            # run's replay checkpoint: nothing to read until the learner's first publish (at its
+            # start) replaces it.
+            return None
+        return Published(int(step), int(frames), [np.asarray(w) for w in rest[1:]])
 
 
 def sample_once(client: reverb.Client, table: str, timeout_s: float) -> reverb.ReplaySample:

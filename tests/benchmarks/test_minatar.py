@@ -692,6 +692,57 @@ def test_summary_marks_the_agents_short_of_the_published_budget(tmp_path, fake_a
     assert "Short of the budget" not in summary
 
 
+def _curve_run(agent, game, seed, budget, values_at, reached=True, final=None):
+    """A RunResult whose curve is `values_at` {frames: value} on the agent's grid."""
+    frames = np.array(sorted(values_at), dtype=float)
+    return minatar.RunResult(
+        agent=agent,
+        game=game,
+        seed=seed,
+        frames=budget if reached else budget // 2,
+        reached=reached,
+        final=values_at[budget] if final is None else final,
+        curve_frames=frames,
+        curve=np.array([values_at[f] for f in frames]),
+    )
+
+
+def test_equal_frames_reads_curves_off_the_grid_as_missing_and_the_own_budget_as_final():
+    budgets = {"long": 1_000_000, "odd": 333_333, "short": 100_000}
+    grid = {b: minatar.curve_grid(b) for b in budgets.values()}
+    results = [
+        # long's grid is 10,000 apart: a point at 100,000, none at 333,333.
+        _curve_run(
+            "long", "breakout", s, 1_000_000, {float(f): f / 1e5 + s for f in grid[1_000_000]}
+        )
+        for s in (0, 1)
+    ] + [
+        _curve_run("odd", "breakout", 0, 333_333, {float(f): 7.0 for f in grid[333_333]}),
+        # short's own row is its final returns, the one short of its budget marked.
+        _curve_run("short", "breakout", 0, 100_000, {100_000.0: 4.0}),
+        _curve_run("short", "breakout", 1, 100_000, {50_000.0: 1.0}, reached=False, final=2.0),
+    ]
+    report = minatar.GridReport(
+        logdir="unused",
+        agents=tuple(budgets),
+        games=("breakout",),
+        seeds=(0, 1),
+        budgets=budgets,
+        results=tuple(results),
+        references={},
+        aggregates={},
+    )
+    lines = minatar._equal_frames_markdown(report)
+    rows = [line for line in lines if line.startswith("| ")][1:]  # past the header
+    assert rows == [
+        "| 100,000 | long‡ | 1.50 ± 0.50 (2) |",  # 1 + 0 and 1 + 1 at 100,000
+        "| 100,000 | odd‡ | 7.00 (1) |",  # 3,333.33 apart: 99,999.9 is within half a frame
+        "| 100,000 | short‡ | 3.00 ± 1.00 (2)† |",
+        "| 333,333 | long‡ | — |",
+        "| 333,333 | odd‡ | 7.00 (1) |",
+    ]
+
+
 def test_interquartile_mean_against_numpy():
     scores = np.random.default_rng(1).normal(size=(5, 5))
     iqm, low, high = minatar.interquartile_mean(scores)

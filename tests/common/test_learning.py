@@ -78,7 +78,7 @@ def queue():
     server.stop()
 
 
-def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0):
+def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0, publish_lag=0):
     client, address, signature = queue
     net = Toy()
     extra = tf.Variable(3.0)  # stands for an optimizer's state
@@ -88,6 +88,7 @@ def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0):
         frames_per_learner_step=FRAMES_PER_STEP,
         batch_size=BATCH,
         publish_interval=2,
+        publish_lag=publish_lag,
         log_interval_s=log_interval_s,
         checkpoint_interval_s=1e9,
         sample_timeout_ms=500,
@@ -107,6 +108,19 @@ def test_a_run_shorter_than_the_log_interval_logs_its_steps_when_it_ends(queue, 
     assert "[learner] step 3" in capsys.readouterr().out
     logged = runlog.read_scalars(str(tmp_path))["frames_seen"]
     assert logged == [(3 * FRAMES_PER_STEP, FRAMES_PER_STEP)]
+
+
+def test_lagged_weights_are_published_with_the_frames_of_their_step(queue, tmp_path):
+    # Batches of uneven real steps (padded items count only those), so the frames of a step are
+    # not step x frames per step: weights published publish_lag = 1 step old carry the frames
+    # the learner had consumed when they were made.
+    learner, _, _ = make_learner(tmp_path, queue, publish_lag=1)
+    new_frames = iter([7, 11, 13])
+    learner._new_frames = lambda steps: next(new_frames)
+    learner.run(max_steps=3)  # the queue's 3 batches: frames 7, 18, 31; publishes at 0 and 2
+    published = replay.ParamsSubscriber(learner.client).latest()
+    learner.close()
+    assert (published.step, published.frames) == (1, 7)  # step 2's publish, one step old
 
 
 def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):

@@ -380,6 +380,22 @@ def test_params_publish_and_latest_keep_only_the_newest(serve):
     publisher.close()
 
 
+def test_an_item_of_the_layout_before_frames_reads_as_nothing_published(serve):
+    # A replay checkpoint of a run started before the params carried frames restores a
+    # (step, weights) item; the learner's first publish replaces it.
+    _, client = serve(replay.params_table())
+    with client.trajectory_writer(num_keep_alive_refs=1) as writer:
+        writer.append([np.int64(4), np.ones([2, 3], np.float32), np.float32(0.5)])
+        writer.create_item("params", 1.0, [column[-1] for column in writer.history])
+        writer.flush()
+    subscriber = replay.ParamsSubscriber(client)
+    assert subscriber.latest() is None
+    publisher = replay.ParamsPublisher(client)
+    publisher.publish(5, 640, [np.zeros([2, 3], np.float32)])
+    assert subscriber.latest()[:2] == (5, 640)
+    publisher.close()
+
+
 def serve_published_params(port_queue) -> None:
     """A Reverb server process holding published weights (module-level: spawned by a test)."""
     server = replay.start_server([replay.params_table()])

@@ -92,12 +92,13 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     assert (second >= first).all() and second.sum() > first.sum()
 
     # The last checkpoint with psi from the arms actor 0's bandits rate best (--role=evaluate).
+    frames = system_helpers.checkpoint_frames(logdir)
     output = evaluate(logdir, "--eval_policy=best_arm")
-    assert (
-        f"[evaluate] {logdir}/checkpoints/ckpt-{last_step} (step {last_step}): 4 episodes" in output
-    )
+    checkpoint = f"{logdir}/checkpoints/ckpt-{last_step}"
+    assert f"[evaluate] {checkpoint} (step {last_step}, {frames} frames): 4 episodes" in output
     with open(os.path.join(logdir, "evaluate", "eval.csv")) as f:
-        assert len(f.readlines()) - 1 == 4
+        rows = f.read().splitlines()[1:]
+    assert len(rows) == 4 and {int(row.split(",")[0]) for row in rows} == {frames}
     assert (games_learned(os.path.join(logdir, "evaluate")) == second).all()  # a frozen copy
     output = evaluate(logdir, "--eval_policy=training_episodes", returncode=1)
     assert output.strip().splitlines()[-1].startswith("error: --role=evaluate: these flags")

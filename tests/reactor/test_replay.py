@@ -37,9 +37,10 @@ def test_new_keys_enter_with_the_last_published_estimate():
     estimated = replay.EstimatedPriorityWriter(writer, subscriber, pull_interval=3)
     for i in range(7):
         if i == 2:
-            subscriber.published = (5, ["weights", 0.25])  # (step, [..., estimate])
+            # The weights end with the estimate.
+            subscriber.published = common_replay.Published(5, 500, ["weights", 0.25])
         if i == 5:
-            subscriber.published = (9, ["weights", 0.75])
+            subscriber.published = common_replay.Published(9, 900, ["weights", 0.75])
         estimated.append({})
     # Reads at appends 0, 3 and 6: 1.0 until the read after the first publish, and so on.
     assert subscriber.reads == 3
