@@ -462,8 +462,7 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> l
     settings = dataclasses.replace(experiment.evaluator, state_dir=out)
     print(
         f"[evaluate] {path} (step {int(step.numpy())}, {int(frames.numpy())} frames): "
-        f"{settings.final_episodes} episodes -> "
-        f"{out}",
+        f"{settings.final_episodes} episodes -> {out}",
         flush=True,
     )
     if record is not None:
