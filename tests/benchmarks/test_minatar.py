@@ -1100,17 +1100,60 @@ def test_progress_counts_and_eta():
     progress.start("b/breakout", 0)
     now[0] = 10.0
     current.update({("a/breakout", 0): 100, ("b/breakout", 0): 500})
-    # 200 frames in 20 run-seconds: 10 frames/s per run. Left: 900 + 500 + 1000 frames, 2 at a
-    # time: 120 s; the longest run left (1000 frames) needs 100 s.
+    # Each agent at its own rate so far: a 100 frames in 10 s, b 100 (400 -> 500) in 10 s, both
+    # 10 frames/s. Left: a0 900, b0 500, b1 1000 frames: 240 run-seconds, 2 at a time 120 s;
+    # the longest run left (b1) needs 100 s.
+    assert progress.rates() == {"a": pytest.approx(10.0), "b": pytest.approx(10.0)}
     assert progress.eta()[0] == pytest.approx(120.0)
     now[0] = 50.0
-    line = progress.end("a/breakout", 0, 1000)  # 1000 frames in 50 s: 20 frames/s
+    line = progress.end("a/breakout", 0, 1000)  # a: 1000 frames in 50 s, 20 frames/s
     assert line.startswith("[minatar] 2/4 done, 1 running, 1 left | ETA ")
-    # Left: 500 (b0 at 500) + 1000 (b1): 1500 frames at 20 frames/s, 2 at a time: 37.5 s, but
-    # the 1000 frames of b1 alone take 50 s.
-    assert progress.eta()[0] == pytest.approx(50.0)
-    assert "ETA 0m50s (20 frames/s per run from 1 finished)" in line
+    # b has gained nothing since: 100 frames in 50 s, 2 frames/s. Left: b0 500 and b1 1000
+    # frames at b's rate: 750 run-seconds, 2 at a time 375 s, but b1 alone takes 500 s.
+    assert progress.rates() == {"a": pytest.approx(20.0), "b": pytest.approx(2.0)}
+    assert progress.eta()[0] == pytest.approx(500.0)
+    assert "ETA 8m20s (frames/s per run: a 20, b 2) | finished a/breakout seed 0" in line
     assert out.getvalue().count("\n") == 3
+
+
+def test_progress_eta_runs_each_agent_at_its_own_rate_and_the_rest_at_the_pooled_one():
+    """A fast agent's finished runs do not speed up a slow agent's ETA; an agent with no progress
+    yet runs at all runs' pooled rate, and the line says so."""
+    now = [0.0]
+    current = {("fast/breakout", 0): 0, ("slow/breakout", 0): 0}
+    frames = {
+        ("fast/breakout", 0): 0,
+        ("slow/breakout", 0): 0,
+        ("slow/breakout", 1): 0,
+        ("new/breakout", 0): 0,
+    }
+    progress = minatar.Progress(
+        frames,
+        {"fast": 10_000, "slow": 1_000, "new": 2_000},
+        2,
+        "unused",
+        clock=lambda: now[0],
+        current=lambda v, s: current[v, s],
+        out=io.StringIO(),
+    )
+    progress.start("fast/breakout", 0)
+    progress.start("slow/breakout", 0)
+    now[0] = 100.0
+    progress.end("fast/breakout", 0, 10_000)  # 100 frames/s
+    current["slow/breakout", 0] = 100  # 1 frame/s
+    # slow: 900 + 1000 frames at 1 frame/s; new: 2000 frames at the pooled (10,000 + 100) /
+    # (100 + 100) = 50.5 frames/s. 1900 + 39.6 run-seconds, 2 at a time 969.8 s, but slow's
+    # second run alone takes 1000 s.
+    seconds, basis = progress.eta()
+    assert seconds == pytest.approx(1000.0)
+    assert basis == "frames/s per run: fast 100, slow 1; new at all runs' 50"
+    # One rate for all (the pooled 50.5 frames/s) would have said (1900 + 2000) / 50.5 / 2: 39 s.
+    current["slow/breakout", 0] = 1_000
+    now[0] = 200.0
+    progress.end("slow/breakout", 0, 1_000)  # 1000 frames in 200 s: 5 frames/s
+    assert progress.rates()["slow"] == pytest.approx(5.0)
+    # slow1 1000 frames at 5 frames/s: 200 s; new 2000 at (10,000 + 1000) / 300 frames/s: 54.5 s.
+    assert progress.eta()[0] == pytest.approx(200.0)
 
 
 def test_progress_counts_each_run_against_its_agents_budget():
@@ -1158,10 +1201,11 @@ def test_a_resumed_runs_rate_counts_from_its_logged_games_not_its_checkpoint():
     )
     progress.start("a/breakout", 0)
     now[0] = 1.0
-    assert progress.rate() == (pytest.approx(float("nan"), nan_ok=True), "no progress yet")
+    assert progress.rates() == {}
+    assert progress.eta() == (pytest.approx(float("nan"), nan_ok=True), "no progress yet")
     now[0] = 10.0
     current["a/breakout", 0] = 3_500  # 100 frames past the logged games in 10 s
-    assert progress.rate() == (pytest.approx(10.0), "1 running")
+    assert progress.rates() == {"a": pytest.approx(10.0)}
     assert progress.eta()[0] == pytest.approx(650.0)  # 6,500 frames left at 10 frames/s
 
 
