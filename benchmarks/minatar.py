@@ -1242,7 +1242,12 @@ def write_reports(
         for g in games:
             for a in agents:
                 directory = run_dir(logdir, a, g, s)
-                if os.path.isfile(os.path.join(directory, ablation_runner.EPISODES_CSV)):
+                # A run that has not ended a game yet (its episodes.csv holds the header alone:
+                # just started, or stopped before its first game) reports as not run yet.
+                if (
+                    _last_row_frames(os.path.join(directory, ablation_runner.EPISODES_CSV))
+                    is not None
+                ):
                     results.append(read_result(logdir, a, g, s, budgets[a]))
                 elif not os.path.isdir(directory):  # a run directory here wins over the file
                     result = finished_elsewhere(elsewhere, a, g, s, budgets[a])

@@ -974,6 +974,12 @@ def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
     rng = np.random.default_rng(2)
     for game in minatar.GAMES:
         _synthetic_run(tmp_path, "fast", game, 0, rng, 5_000_000)
+    # A run that has not ended a game yet: its episodes.csv holds the header alone.
+    _write_csv(
+        tmp_path / "slow" / "asterix" / "seed0" / "episodes.csv",
+        ablation_runner.EPISODES_COLUMNS,
+        [],
+    )
     minatar.main(["--report_only", "--agents=fast,slow", "--seeds=1", f"--logdir={tmp_path}"])
     out = capsys.readouterr().out
     assert "| slow | — | — | — | — | — |" in out
