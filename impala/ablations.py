@@ -57,6 +57,8 @@ ABLATIONS.update(
 # the paper expects V-trace and 1-step IS close (Table 2's caption: "both ... perform similarly
 # well"; V-trace's third win is 43.8 to 43.7), so that pair is the weakest claim. And "V-trace is
 # the only variant that consistently benefits from adding experience replay" (5 of 5 tasks).
+# App. E.1: as the policy lag grows, "learning with V-trace is more robust compared to
+# ε-correction and pure on-policy learning" (Fig. E.1's caption), tested at the sweep's largest lag.
 ORDERINGS = tuple(
     (
         f"{better}{suffix}",
@@ -71,7 +73,14 @@ ORDERINGS = tuple(
         ("one_step_is", "eps_correction"),
         ("eps_correction", "no_correction"),
     ]
-) + (("vtrace_replay", "vtrace", "§5.2.2, Table 2 (V-trace gains from replay)"),)
+) + (
+    ("vtrace_replay", "vtrace", "§5.2.2, Table 2 (V-trace gains from replay)"),
+    (
+        f"vtrace_lag{POLICY_LAGS[-1]}",
+        f"no_correction_lag{POLICY_LAGS[-1]}",
+        "App. E.1, Fig. E.1 (the largest lag)",
+    ),
+)
 
 
 def overrides_for(name: str) -> dict[str, typing.Any]:
