@@ -875,14 +875,16 @@ class OrderingResult:
         return "unresolved"
 
     def seeds_to_resolve(self) -> float:
-        """The seeds per agent at which the interval would leave 0.5 if the measured probability
-        held: the interval's half-width shrinks as 1/√seeds, so seeds · (half-width /
-        |P − 0.5|)², rounded up; inf where P = 0.5 (no difference measured)."""
+        """The seeds per agent at which the interval of an unresolved ordering would leave 0.5 if
+        the measured probability held: the interval's half-width shrinks as 1/√seeds, so seeds ·
+        (half-width / |P − 0.5|)², rounded up, and at least one more seed than measured (an
+        interval that ends at 0.5 itself gives the seeds it has); inf where P = 0.5 (no
+        difference measured)."""
         gap = abs(self.probability - 0.5)
         if gap == 0:
             return math.inf
         needed = self.seeds * ((self.high - self.low) / 2 / gap) ** 2
-        return float(math.ceil(round(needed, 9)))  # 3 · 4.000000000000001 is 12 seeds
+        return float(max(math.ceil(round(needed, 9)), self.seeds + 1))  # 3 · 4.000000000000001: 12
 
 
 def orderings(report: "GridReport") -> list[OrderingResult]:
@@ -931,7 +933,7 @@ def _orderings_markdown(results: Sequence[OrderingResult]) -> list[str]:
             "repetitions). holds: the interval lies above 0.5; reversed: below; unresolved: it "
             "holds 0.5, and the last column estimates the seeds per agent that would resolve "
             "it if the measured P held (the interval narrows as 1/√seeds: seeds · (half-width "
-            "/ |P − 0.5|)²)."
+            "/ |P − 0.5|)², and at least one more seed than measured)."
         ),
         "",
         "| claim X > Y | where | P(X > Y) [95% CI] | seeds | verdict |",

@@ -815,6 +815,10 @@ def test_an_orderings_verdict_and_the_seeds_that_would_resolve_it():
     # Half-width 0.2 against a gap of 0.1: (0.2 / 0.1)^2 = 4 times the 3 seeds.
     assert unresolved.seeds_to_resolve() == 12
     assert result(0.5, 0.3, 0.7).seeds_to_resolve() == math.inf
+    # An interval that ends at 0.5 is unresolved, and its formula gives the seeds it has (2 ·
+    # (0.25 / 0.25)²): it needs more than those.
+    touching = result(0.75, 0.5, 1.0, seeds=2)
+    assert touching.verdict == "unresolved" and touching.seeds_to_resolve() == 3
     # One seed: the interval has collapsed onto P, which says nothing yet.
     assert result(1.0, 1.0, 1.0, seeds=1).verdict == "unresolved"
     assert result(1.0, 1.0, 1.0, seeds=2).verdict == "holds"
