@@ -1358,11 +1358,16 @@ class Progress:
 
     def rates(self) -> dict[str, float]:
         """{agent: frames per second of one run}, for the agents that made progress."""
-        return {a: f / s for a, (f, s) in self._gains().items() if f > 0 and s > 0}
+        return self._rates(self._gains())
+
+    @staticmethod
+    def _rates(gains: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+        return {a: f / s for a, (f, s) in gains.items() if f > 0 and s > 0}
 
     def eta(self) -> tuple[float, str]:
         """(seconds left, what the rates come from)."""
-        rates = self.rates()
+        gains = self._gains()  # read once: the running runs' progress comes from their files
+        rates = self._rates(gains)
         left = []  # (agent, frames left) of each unfinished run
         for key, frames in self.frames.items():
             if key in self.done:
@@ -1376,7 +1381,7 @@ class Progress:
         basis = f"frames/s per run: {measured}"
         unmeasured = {a for a, _ in left} - rates.keys()
         if unmeasured:
-            frames, seconds = map(sum, zip(*self._gains().values()))
+            frames, seconds = map(sum, zip(*gains.values()))
             pooled = frames / seconds
             basis += f"; {', '.join(sorted(unmeasured))} at all runs' {runlog.format_count(pooled)}"
             rates.update(dict.fromkeys(unmeasured, pooled))
