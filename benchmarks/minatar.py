@@ -1181,9 +1181,11 @@ def seed_mean_curve(
     return mean, se, count
 
 
-def _plot_game(report: GridReport, game: str) -> None:
+def _plot_game(report: GridReport, game: str) -> Figure:
+    """The game's figure, saved to `report.figure(game)` and returned."""
     figure = Figure(figsize=(7.5, 4.5), layout="constrained")
     axes = figure.subplots()
+    low, high, longest = [], [], 0
     for agent in report.agents:
         runs = [r for r in report.runs(agent, game) if r.curve.size]
         if not runs:
@@ -1199,17 +1201,33 @@ def _plot_game(report: GridReport, game: str) -> None:
         axes.fill_between(
             grid, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0
         )
+        band = np.where(np.isfinite(se), se, 0.0)
+        low.append(np.nanmin(mean - band))
+        high.append(np.nanmax(mean + band))
+        longest = max(longest, report.budgets[agent])
+    references = report.references.get(game, {})
+    # choice: when no curve reaches the references' frames (an ablation study at its budget), the
+    # axis fits the curves and random play, which the references at 5M frames would otherwise
+    # squeeze into the bottom of the figure; a reference above the axis is in the legend only.
+    top = None
+    if low and longest < PUBLISHED_FRAMES:
+        measured = [references[RANDOM]] if RANDOM in references else []
+        bottom, top = min(low + measured), max(high + measured)
+        margin = 0.05 * (top - bottom) or 0.5
+        bottom, top = bottom - margin, top + margin
+        axes.set_ylim(bottom, top)
     styles = {DQN: ("--", "black"), AC_LAMBDA: (":", "black"), RANDOM: ("-.", "grey")}
     for name, (style, color) in styles.items():
-        value = report.references.get(game, {}).get(name)
+        value = references.get(name)
         if value is not None:
             where = "published, 5M frames" if name != RANDOM else "measured"
+            above = ", above the axis" if top is not None and value > top else ""
             axes.axhline(
                 value,
                 linestyle=style,
                 color=color,
                 linewidth=1,
-                label=f"{REFERENCE_NAMES[name]} ({where}): {value:.1f}",
+                label=f"{REFERENCE_NAMES[name]} ({where}): {value:.1f}{above}",
             )
     axes.set_title(f"MinAtar {GAMES[game]} ({env_id(game)})")
     axes.set_xlabel("environment frames")
@@ -1217,6 +1235,7 @@ def _plot_game(report: GridReport, game: str) -> None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
     figure.savefig(report.figure(game), dpi=100)
+    return figure
 
 
 def write_reports(

@@ -513,6 +513,43 @@ def _key(result) -> tuple:
     return result.agent, result.game, result.seed
 
 
+@pytest.mark.parametrize("budget", [100_000, minatar.PUBLISHED_FRAMES])
+def test_a_figure_fits_its_axis_to_the_curves_when_none_reaches_the_references_frames(
+    tmp_path, fake_agents, budget
+):
+    # Games scoring 1 to 3 against references of 10 and 17.5: at 0.1M frames the axis fits the
+    # curves and random play (0.5), and the references are named above it; a curve at the
+    # references' 5M frames keeps them on the axis.
+    frames = np.linspace(budget / 200, budget, 200).astype(int)
+    returns = 1.0 + 2.0 * frames / budget
+    _write_csv(
+        tmp_path / "fast" / "breakout" / "seed0" / "episodes.csv",
+        ablation_runner.EPISODES_COLUMNS,
+        [(int(f), float(r), 7, 1.0) for f, r in zip(frames, returns)],
+    )
+    report = minatar.write_reports(
+        str(tmp_path),
+        ["fast"],
+        ["breakout"],
+        [0],
+        {"fast": budget},
+        references=_references(tmp_path / "references.csv"),
+    )
+    (axes,) = minatar._plot_game(report, "breakout").axes
+    bottom, top = axes.get_ylim()
+    labels = axes.get_legend_handles_labels()[1]
+    if budget < minatar.PUBLISHED_FRAMES:
+        # The curve's last-100 means run from about 1 to 3; with random play, 0.5 to 3.
+        assert 0.3 < bottom < 0.5 and 2.5 < top < 3.5
+        assert "DQN (published, 5M frames): 10.0, above the axis" in labels
+        assert "AC(λ=0.8) (published, 5M frames): 17.5, above the axis" in labels
+        assert "random policy (measured): 0.5" in labels
+    else:
+        assert bottom < 0.5 and top > 17.5
+        assert not [label for label in labels if "above the axis" in label]
+    assert _png_size(report.figure("breakout"))[0] > 0
+
+
 def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, fake_agents):
     rng = np.random.default_rng(3)
     budgets = {"fast": 100_000, "slow": 100_000}
