@@ -844,9 +844,10 @@ def probability_of_improvement(
     return bootstrap_interval((x, y), _improvement, reps, seed)
 
 
-# choice: with one run per agent and game the bootstrap has no spread to resample, and the
-# interval collapses onto the measured P (1.0 or 0.0 from a single pair of runs); no verdict.
-MIN_VERDICT_SEEDS = 2
+# choice: with one run per agent and game the bootstrap has no spread to resample, and an interval
+# collapses onto its estimate (an ordering's P is then 1.0 or 0.0 from a single pair of runs): no
+# interval and no verdict below this many seeds.
+MIN_BOOTSTRAP_SEEDS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -865,8 +866,8 @@ class OrderingResult:
     @property
     def verdict(self) -> str:
         """holds: the interval lies above 0.5; reversed: below 0.5; unresolved: it holds 0.5, or
-        there are fewer than MIN_VERDICT_SEEDS seeds."""
-        if self.seeds < MIN_VERDICT_SEEDS:
+        there are fewer than MIN_BOOTSTRAP_SEEDS seeds."""
+        if self.seeds < MIN_BOOTSTRAP_SEEDS:
             return "unresolved"
         if self.low > 0.5:
             return "holds"
@@ -941,8 +942,8 @@ def _orderings_markdown(results: Sequence[OrderingResult]) -> list[str]:
     ]
     for r in results:
         verdict = r.verdict
-        if r.seeds < MIN_VERDICT_SEEDS:
-            verdict += f" (one seed: no interval; {MIN_VERDICT_SEEDS} or more give a verdict)"
+        if r.seeds < MIN_BOOTSTRAP_SEEDS:
+            verdict += f" (one seed: no interval; {MIN_BOOTSTRAP_SEEDS} or more give a verdict)"
         elif verdict == "unresolved":
             needed = r.seeds_to_resolve()
             verdict += " (no difference)" if math.isinf(needed) else f" (~{needed:.0f} seeds)"
@@ -1106,10 +1107,10 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
         if aggregate is None:
             cells += ["—", "none on every game"]
         else:
-            cells += [
-                f"{aggregate.iqm:.2f} [{aggregate.low:.2f}, {aggregate.high:.2f}]",
-                ", ".join(map(str, aggregate.seeds)),
-            ]
+            interval = f"[{aggregate.low:.2f}, {aggregate.high:.2f}]"
+            if len(aggregate.seeds) < MIN_BOOTSTRAP_SEEDS:
+                interval = "(one seed: no interval)"
+            cells += [f"{aggregate.iqm:.2f} {interval}", ", ".join(map(str, aggregate.seeds))]
         lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
     lines += _equal_frames_markdown(report)
     measured = orderings(report)

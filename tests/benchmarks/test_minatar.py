@@ -509,6 +509,31 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
         assert _png_size(report.figure(game))[0] > 0
 
 
+def test_an_iqm_of_one_seed_is_reported_without_an_interval(tmp_path, fake_agents):
+    # Seed 0 reached the budget on both games, seed 1 on one: the IQM is seed 0's, and a bootstrap
+    # over one run per game has nothing to resample, so no interval is printed.
+    rng = np.random.default_rng(3)
+    runs = {g: _synthetic_run(tmp_path, "fast", g, 0, rng, 100_000) for g in GAMES}
+    _synthetic_run(tmp_path, "fast", "breakout", 1, rng, 100_000)
+    report = minatar.write_reports(
+        str(tmp_path),
+        ["fast"],
+        list(GAMES),
+        [0, 1],
+        {"fast": 100_000},
+        references=_references(tmp_path / "references.csv"),
+    )
+    scores = []
+    for game, (frames, returns) in runs.items():
+        dqn, ac, random = REFERENCES[game]
+        final = _brute_last_games(frames, returns, 100_000)
+        scores.append((final - random) / (max(dqn, ac) - random))
+    iqm = np.mean(scores)  # two scores: the middle half is both
+    assert report.aggregates["fast"].seeds == (0,)
+    summary = pathlib.Path(report.summary_md).read_text()
+    assert f"| {iqm:.2f} (one seed: no interval) | 0 |" in summary
+
+
 def _key(result) -> tuple:
     return result.agent, result.game, result.seed
 
