@@ -475,6 +475,8 @@ class RunResult:
     curve_frames: np.ndarray
     curve: np.ndarray
     elsewhere: bool = False  # taken from --curves_from (`finished_elsewhere`)
+    # The mean return of its final evaluation (`final_evaluation`); nan without one.
+    evaluation: float = math.nan
 
 
 def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> RunResult:
@@ -499,7 +501,21 @@ def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> R
         final=float(last_games_curve(episodes, [budget])[0]),
         curve_frames=grid[known],
         curve=curve[known],
+        evaluation=final_evaluation(os.path.join(directory, ablation_runner.EVAL_CSV), budget),
     )
+
+
+def final_evaluation(path: str, budget: int) -> float:
+    """The mean return of an eval.csv's last round (its rows at the largest frame count) if that
+    round came at or after `budget`, the evaluation a run plays when it reaches its budget; nan
+    without the file, without a row, or when the last round came before the budget."""
+    if _last_row_frames(path) is None:
+        return math.nan
+    evaluations = ablation_runner.read_episodes(path, ablation_runner.EVAL_COLUMNS)
+    last = evaluations.frames.max()
+    if last < budget:
+        return math.nan
+    return float(evaluations.returns[evaluations.frames == last].mean())
 
 
 Curves = dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]
@@ -742,6 +758,11 @@ class GridReport:
     def finals(self, agent: str, game: str) -> np.ndarray:
         return np.array([r.final for r in self.runs(agent, game)])
 
+    def evaluations(self, agent: str, game: str) -> np.ndarray:
+        """The final evaluations of the agent's runs on the game that have one."""
+        values = np.array([r.evaluation for r in self.runs(agent, game)])
+        return values[np.isfinite(values)]
+
     @property
     def curves_csv(self) -> str:
         return os.path.join(self.logdir, CURVES_CSV)
@@ -969,6 +990,33 @@ def return_at(run: RunResult, frames: int) -> float:
     return float(run.curve[hit[0]]) if hit.size else math.nan
 
 
+def _evaluations_markdown(report: GridReport) -> list[str]:
+    """The final evaluations, agent x game; nothing when no run has one."""
+    games = report.games
+    if not any(report.evaluations(a, g).size for a in report.agents for g in games):
+        return []
+    lines = [
+        "",
+        (
+            "Final evaluation: the mean return of the evaluation a run plays when it reaches its "
+            "budget, after its last update, with its paper's own evaluator (the `eval_policy` and "
+            "`eval_episodes` of `<paper>.main`; eval.csv). Each cell: mean ± standard error over "
+            "the seeds that have one, (n seeds); — where none has (a run finished elsewhere keeps "
+            "only its training curve). The training games above are played by the behaviour "
+            "over the whole run, and where games are long beside the budget they lag the policy "
+            "(on Freeway, 2,500 steps a game, a run of 160 environments ends its first games "
+            "after 400,000 frames): this table measures the policy at the budget."
+        ),
+        "",
+        "| agent | " + " | ".join(games) + " |",
+        "|---|" + "---|" * len(games),
+    ]
+    for agent in report.agents:
+        cells = [_cell_text(report.evaluations(agent, g), False) for g in games]
+        lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _equal_frames_markdown(report: GridReport) -> list[str]:
     """Every agent at the budgets shorter than its own, read off its curve: whether an agent
     run short is behind because of its budget or learns slower per frame. Empty with one budget."""
@@ -1081,6 +1129,7 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
                 f"shorter than the published curves ({listed} frames)."
             ),
         ]
+    lines += _evaluations_markdown(report)
     lines += [
         "",
         (

@@ -534,6 +534,55 @@ def test_an_iqm_of_one_seed_is_reported_without_an_interval(tmp_path, fake_agent
     assert f"| {iqm:.2f} (one seed: no interval) | 0 |" in summary
 
 
+def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budget(
+    tmp_path, fake_agents
+):
+    rng = np.random.default_rng(5)
+    for agent in ("fast", "slow"):
+        for game in GAMES:
+            for seed in (0, 1):
+                _synthetic_run(tmp_path, agent, game, seed, rng, 100_000)
+
+    def evaluations(agent, game, seed, rows):
+        path = tmp_path / agent / game / f"seed{seed}" / "eval.csv"
+        _write_csv(path, ablation_runner.EVAL_COLUMNS, [(f, r, "nan", 1.0) for f, r in rows])
+
+    # fast/breakout: an earlier round, then the final one (mean 3) on seed 0; seed 1's (mean 6).
+    evaluations("fast", "breakout", 0, [(50_000, 9.0)] * 3 + [(100_500, r) for r in (1, 2, 3, 6)])
+    evaluations("fast", "breakout", 1, [(100_200, 5.0), (100_200, 7.0)])
+    # fast/freeway: seed 0's last round came before the budget, seed 1's file has no row yet.
+    evaluations("fast", "freeway", 0, [(60_000, 4.0)])
+    evaluations("fast", "freeway", 1, [])
+    report = minatar.write_reports(
+        str(tmp_path),
+        ["fast", "slow"],
+        list(GAMES),
+        [0, 1],
+        {"fast": 100_000, "slow": 100_000},
+        references=_references(tmp_path / "references.csv"),
+    )
+    np.testing.assert_allclose(report.evaluations("fast", "breakout"), [3.0, 6.0])
+    assert report.evaluations("fast", "freeway").size == 0
+    summary = pathlib.Path(report.summary_md).read_text()
+    assert "Final evaluation: the mean return of the evaluation a run plays" in summary
+    se = np.std([3.0, 6.0], ddof=1) / math.sqrt(2)
+    assert f"| fast‡ | 4.50 ± {se:.2f} (2) | — |" in summary  # ‡: short of 5M frames
+    assert "| slow‡ | — | — |" in summary
+
+    # Without an evaluation anywhere the report has no such table.
+    for path in tmp_path.glob("fast/*/seed*/eval.csv"):
+        path.unlink()
+    report = minatar.write_reports(
+        str(tmp_path),
+        ["fast", "slow"],
+        list(GAMES),
+        [0, 1],
+        {"fast": 100_000, "slow": 100_000},
+        references=_references(tmp_path / "references.csv"),
+    )
+    assert "Final evaluation" not in pathlib.Path(report.summary_md).read_text()
+
+
 def _key(result) -> tuple:
     return result.agent, result.game, result.seed
 
