@@ -51,9 +51,9 @@ small enough to commit as runs finish): with `--curves_from=<earlier reports' cu
 run without a run directory here whose curve in one of those files reaches its agent's budget (its
 last point is at the budget, the points spaced as this grid's) counts as finished: it is not run
 again, and the report takes its curve and final return (the curve's point at the budget, the same
-number) from the file and lists it. A run directory here always wins over the files; two files
-may hold one run only with the same curve (a report's curves.csv holds the runs it took from
-others).
+number) from the file and lists it, with its final evaluation from the evaluations.csv beside
+that file where it has one. A run directory here always wins over the files; two files may hold
+one run only with the same curve (a report's curves.csv holds the runs it took from others).
 
 Reports (written at the end, or by `--report_only` from the run directories alone, also while a
 grid runs; the arguments after `--` are then only quoted in summary.md's commands):
@@ -62,12 +62,17 @@ grid runs; the arguments after `--` are then only quoted in summary.md's command
   the budget/100 apart (up to what the run has trained), the mean return of the last 100
   training games that ended at or before that count (fewer early on), from each run's
   episodes.csv (`frames,episode_return,episode_length,wall_time`);
+* `<logdir>/evaluations.csv`: agent, game, seed, evaluation: each run's final evaluation, the mean
+  return of the evaluation round it plays on reaching its budget (its eval.csv's last round);
 * `<logdir>/<game>.png`: per agent, that curve's mean over seeds with a band of one standard error
   over the agent's own budget, and horizontal lines at the published DQN and AC(lambda=0.8)
-  returns at 5M frames and at the random policy's return;
+  returns at 5M frames and at the random policy's return (where no agent's budget reaches those
+  5M frames, the y-axis fits the curves and random play, and the references above it are named
+  in the legend);
 * `<logdir>/summary.md`: the final return of every agent on every game (mean over seeds +- the
   standard error, the number of seeds, runs short of the budget marked †), the published and
-  random references, the normalised scores and their aggregate, and the commands; every agent
+  random references, the final evaluations, the normalised scores and their aggregate (no
+  interval over one seed), and the commands; every agent
   whose budget is below the references' 5M frames is marked ‡ with its budget (its returns and
   normalised scores are from earlier on the learning curve than the references'); where the
   agents' budgets differ, every agent again at each budget shorter than its own, read off its
@@ -205,6 +210,10 @@ NUM_ACTIONS = 6
 
 CURVES_CSV, SUMMARY_MD = "curves.csv", "summary.md"
 CURVES_COLUMNS = ("agent", "game", "seed", "frames", "return_last_100")
+# Each run's final evaluation (`final_evaluation`), written beside curves.csv and read from beside
+# each --curves_from file, so a run finished elsewhere keeps it too.
+EVALUATIONS_CSV = "evaluations.csv"
+EVALUATIONS_COLUMNS = ("agent", "game", "seed", "evaluation")
 
 log = logging.getLogger(__name__)
 
@@ -539,6 +548,29 @@ def read_curves(paths: Sequence[str]) -> Curves:
     return curves
 
 
+def read_evaluations(curves_paths: Sequence[str]) -> dict[tuple[str, str, int], float]:
+    """{(agent, game, seed): final evaluation} from the evaluations.csv beside each curves.csv
+    (none beside a file: nothing from it); ValueError naming the file and row on a bad one."""
+    evaluations = {}
+    for curves_path in curves_paths:
+        path = os.path.join(os.path.dirname(curves_path), EVALUATIONS_CSV)
+        if not os.path.isfile(path):
+            continue
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if tuple(reader.fieldnames or ()) != EVALUATIONS_COLUMNS:
+                raise ValueError(
+                    f"{path}: columns {reader.fieldnames}, expected {','.join(EVALUATIONS_COLUMNS)}"
+                )
+            for line, row in enumerate(reader, start=2):
+                try:
+                    key = (row["agent"], row["game"], int(row["seed"]))
+                    evaluations[key] = float(row["evaluation"])
+                except (TypeError, ValueError):
+                    raise ValueError(f"{path} line {line}: not an evaluation: {row}") from None
+    return evaluations
+
+
 def _read_curves_file(path: str) -> Curves:
     points: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
     with open(path, newline="") as f:
@@ -766,6 +798,10 @@ class GridReport:
     @property
     def curves_csv(self) -> str:
         return os.path.join(self.logdir, CURVES_CSV)
+
+    @property
+    def evaluations_csv(self) -> str:
+        return os.path.join(self.logdir, EVALUATIONS_CSV)
 
     @property
     def summary_md(self) -> str:
@@ -1001,8 +1037,8 @@ def _evaluations_markdown(report: GridReport) -> list[str]:
             "Final evaluation: the mean return of the evaluation a run plays when it reaches its "
             "budget, after its last update, with its paper's own evaluator (the `eval_policy` and "
             "`eval_episodes` of `<paper>.main`; eval.csv). Each cell: mean ± standard error over "
-            "the seeds that have one, (n seeds); — where none has (a run finished elsewhere keeps "
-            "only its training curve). The training games above are played by the behaviour "
+            "the seeds that have one, (n seeds); — where none has (a run finished elsewhere brings "
+            f"its evaluation from the {EVALUATIONS_CSV} beside its curves, where there is one). The training games above are played by the behaviour "
             "over the whole run, and where games are long beside the budget they lag the policy "
             "(on Freeway, 2,500 steps a game, a run of 160 environments ends its first games "
             "after 400,000 frames): this table measures the policy at the budget."
@@ -1214,6 +1250,15 @@ def _write_curves_csv(report: GridReport) -> None:
                 )
 
 
+def _write_evaluations_csv(report: GridReport) -> None:
+    with open(report.evaluations_csv, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(EVALUATIONS_COLUMNS)
+        for r in report.results:
+            if np.isfinite(r.evaluation):
+                writer.writerow([r.agent, r.game, r.seed, ablation_runner._number(r.evaluation)])
+
+
 def seed_mean_curve(
     runs: Sequence[RunResult], grid: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1308,6 +1353,7 @@ def write_reports(
     for game in games:
         normaliser(table, game)  # every game has its references
     elsewhere = read_curves(curves_from)
+    evaluations = read_evaluations(curves_from)
     results = []
     for s in seeds:
         for g in games:
@@ -1322,7 +1368,9 @@ def write_reports(
                     results.append(read_result(logdir, a, g, s, budgets[a]))
                 elif not os.path.isdir(directory):  # a run directory here wins over the file
                     result = finished_elsewhere(elsewhere, a, g, s, budgets[a])
-                    results += [result] if result else []
+                    if result:
+                        evaluation = evaluations.get((a, g, s), math.nan)
+                        results.append(dataclasses.replace(result, evaluation=evaluation))
     results = tuple(results)
     if not results:
         raise ValueError(
@@ -1342,6 +1390,7 @@ def write_reports(
         curves_from=tuple(curves_from),
     )
     _write_curves_csv(report)
+    _write_evaluations_csv(report)
     with open(report.summary_md, "w") as f:
         f.write(_summary_markdown(report, command, template))
     for game in games:
@@ -1715,7 +1764,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with open(report.summary_md) as f:
         print(f.read())
     figures = ", ".join(report.figure(g) for g in report.games)
-    print(f"wrote {report.curves_csv}, {report.summary_md} and {figures}")
+    print(f"wrote {report.curves_csv}, {report.evaluations_csv}, {report.summary_md} and {figures}")
 
 
 if __name__ == "__main__":

@@ -568,6 +568,25 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
     se = np.std([3.0, 6.0], ddof=1) / math.sqrt(2)
     assert f"| fast‡ | 4.50 ± {se:.2f} (2) | — |" in summary  # ‡: short of 5M frames
     assert "| slow‡ | — | — |" in summary
+    # A grid elsewhere that takes these runs from the curves brings their evaluations with them,
+    # from the evaluations.csv beside curves.csv.
+    assert minatar.read_evaluations([report.curves_csv]) == {
+        ("fast", "breakout", 0): 3.0,
+        ("fast", "breakout", 1): 6.0,
+    }
+    (tmp_path / "elsewhere").mkdir()
+    again = minatar.write_reports(
+        str(tmp_path / "elsewhere"),
+        ["fast", "slow"],
+        list(GAMES),
+        [0, 1],
+        {"fast": 100_000, "slow": 100_000},
+        references=_references(tmp_path / "references.csv"),
+        curves_from=[report.curves_csv],
+    )
+    assert all(r.elsewhere for r in again.results)
+    np.testing.assert_allclose(again.evaluations("fast", "breakout"), [3.0, 6.0])
+    assert f"| fast‡ | 4.50 ± {se:.2f} (2) | — |" in pathlib.Path(again.summary_md).read_text()
 
     # Without an evaluation anywhere the report has no such table.
     for path in tmp_path.glob("fast/*/seed*/eval.csv"):
@@ -703,6 +722,20 @@ def test_a_bad_curves_file_is_named(text, message, tmp_path):
     path.write_text(text)
     with pytest.raises(ValueError, match=f"{path}.*{message}"):
         minatar.read_curves([str(path)])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("agent,game,seed\n", "columns"),
+        ("agent,game,seed,evaluation\nfast,breakout,0,x\n", "line 2"),
+    ],
+)
+def test_a_bad_evaluations_file_is_named(text, message, tmp_path):
+    path = tmp_path / minatar.EVALUATIONS_CSV
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"{path}.*{message}"):
+        minatar.read_evaluations([str(tmp_path / "curves.csv")])
 
 
 @pytest.mark.slow
