@@ -554,38 +554,32 @@ def read_evaluations(curves_paths: Sequence[str]) -> dict[tuple[str, str, int], 
     evaluations = {}
     for curves_path in curves_paths:
         path = os.path.join(os.path.dirname(curves_path), EVALUATIONS_CSV)
-        if not os.path.isfile(path):
-            continue
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            if tuple(reader.fieldnames or ()) != EVALUATIONS_COLUMNS:
-                raise ValueError(
-                    f"{path}: columns {reader.fieldnames}, expected {','.join(EVALUATIONS_COLUMNS)}"
-                )
-            for line, row in enumerate(reader, start=2):
-                try:
-                    key = (row["agent"], row["game"], int(row["seed"]))
-                    evaluations[key] = float(row["evaluation"])
-                except (TypeError, ValueError):
-                    raise ValueError(f"{path} line {line}: not an evaluation: {row}") from None
+        if os.path.isfile(path):
+            for key, (evaluation,) in _keyed_rows(path, EVALUATIONS_COLUMNS, "an evaluation"):
+                evaluations[key] = evaluation
     return evaluations
+
+
+def _keyed_rows(path: str, columns: tuple[str, ...], what: str):
+    """((agent, game, seed), the numbers of its other columns) of each row of a file this tool
+    wrote with `columns`; ValueError naming the file, and the row that is not `what`."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != columns:
+            raise ValueError(f"{path}: columns {reader.fieldnames}, expected {','.join(columns)}")
+        for line, row in enumerate(reader, start=2):
+            try:
+                key = (row["agent"], row["game"], int(row["seed"]))
+                numbers = tuple(float(row[c]) for c in columns[3:])
+            except (TypeError, ValueError):
+                raise ValueError(f"{path} line {line}: not {what}: {row}") from None
+            yield key, numbers
 
 
 def _read_curves_file(path: str) -> Curves:
     points: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != CURVES_COLUMNS:
-            raise ValueError(
-                f"{path}: columns {reader.fieldnames}, expected {','.join(CURVES_COLUMNS)}"
-            )
-        for line, row in enumerate(reader, start=2):
-            try:
-                key = (row["agent"], row["game"], int(row["seed"]))
-                point = (float(row["frames"]), float(row["return_last_100"]))
-            except (TypeError, ValueError):
-                raise ValueError(f"{path} line {line}: not a curve point: {row}") from None
-            points.setdefault(key, []).append(point)
+    for key, point in _keyed_rows(path, CURVES_COLUMNS, "a curve point"):
+        points.setdefault(key, []).append(point)
     return {
         key: (np.array([f for f, _ in rows]), np.array([v for _, v in rows]))
         for key, rows in ((key, sorted(rows)) for key, rows in points.items())
@@ -1028,8 +1022,7 @@ def return_at(run: RunResult, frames: int) -> float:
 
 def _evaluations_markdown(report: GridReport) -> list[str]:
     """The final evaluations, agent x game; nothing when no run has one."""
-    games = report.games
-    if not any(report.evaluations(a, g).size for a in report.agents for g in games):
+    if not any(report.evaluations(a, g).size for a in report.agents for g in report.games):
         return []
     lines = [
         "",
@@ -1038,17 +1031,22 @@ def _evaluations_markdown(report: GridReport) -> list[str]:
             "budget, after its last update, with its paper's own evaluator (the `eval_policy` and "
             "`eval_episodes` of `<paper>.main`; eval.csv). Each cell: mean ± standard error over "
             "the seeds that have one, (n seeds); — where none has (a run finished elsewhere brings "
-            f"its evaluation from the {EVALUATIONS_CSV} beside its curves, where there is one). The training games above are played by the behaviour "
-            "over the whole run, and where games are long beside the budget they lag the policy "
+            f"its evaluation from the {EVALUATIONS_CSV} beside its curves, where there is one). "
+            "The training games above are played by the behaviour over the whole run, and where "
+            "games are long beside the budget they lag the policy "
             "(on Freeway, 2,500 steps a game, a run of 160 environments ends its first games "
             "after 400,000 frames): this table measures the policy at the budget."
         ),
         "",
-        "| agent | " + " | ".join(games) + " |",
-        "|---|" + "---|" * len(games),
     ]
+    return lines + _agent_table(report, lambda a, g: _cell_text(report.evaluations(a, g), False))
+
+
+def _agent_table(report: GridReport, cell: Callable[[str, str], str]) -> list[str]:
+    """A markdown table of agent x game with `cell(agent, game)` in each cell."""
+    lines = ["| agent | " + " | ".join(report.games) + " |", "|---|" + "---|" * len(report.games)]
     for agent in report.agents:
-        cells = [_cell_text(report.evaluations(agent, g), False) for g in games]
+        cells = [cell(agent, g) for g in report.games]
         lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
     return lines
 
@@ -1143,15 +1141,11 @@ def _summary_markdown(report: GridReport, command: str | None, template: str | N
             "package (benchmarks/data/minatar_references.csv says how)."
         ),
         "",
-        "| agent | " + " | ".join(games) + " |",
-        "|---|" + "---|" * len(games),
     ]
-    for agent in report.agents:
-        cells = [
-            _cell_text(report.finals(agent, g), any(not r.reached for r in report.runs(agent, g)))
-            for g in games
-        ]
-        lines.append(f"| {report.name(agent)} | " + " | ".join(cells) + " |")
+    lines += _agent_table(
+        report,
+        lambda a, g: _cell_text(report.finals(a, g), any(not r.reached for r in report.runs(a, g))),
+    )
     for name in (DQN, AC_LAMBDA, RANDOM):
         values = [refs.get(g, {}).get(name) for g in games]
         cells = ["—" if v is None else f"{v:.2f}" for v in values]

@@ -553,14 +553,19 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
     # fast/freeway: seed 0's last round came before the budget, seed 1's file has no row yet.
     evaluations("fast", "freeway", 0, [(60_000, 4.0)])
     evaluations("fast", "freeway", 1, [])
-    report = minatar.write_reports(
-        str(tmp_path),
-        ["fast", "slow"],
-        list(GAMES),
-        [0, 1],
-        {"fast": 100_000, "slow": 100_000},
-        references=_references(tmp_path / "references.csv"),
-    )
+
+    def grid_report(logdir, curves_from=()):
+        return minatar.write_reports(
+            str(logdir),
+            ["fast", "slow"],
+            list(GAMES),
+            [0, 1],
+            {"fast": 100_000, "slow": 100_000},
+            references=_references(tmp_path / "references.csv"),
+            curves_from=curves_from,
+        )
+
+    report = grid_report(tmp_path)
     np.testing.assert_allclose(report.evaluations("fast", "breakout"), [3.0, 6.0])
     assert report.evaluations("fast", "freeway").size == 0
     summary = pathlib.Path(report.summary_md).read_text()
@@ -575,15 +580,7 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
         ("fast", "breakout", 1): 6.0,
     }
     (tmp_path / "elsewhere").mkdir()
-    again = minatar.write_reports(
-        str(tmp_path / "elsewhere"),
-        ["fast", "slow"],
-        list(GAMES),
-        [0, 1],
-        {"fast": 100_000, "slow": 100_000},
-        references=_references(tmp_path / "references.csv"),
-        curves_from=[report.curves_csv],
-    )
+    again = grid_report(tmp_path / "elsewhere", [report.curves_csv])
     assert all(r.elsewhere for r in again.results)
     np.testing.assert_allclose(again.evaluations("fast", "breakout"), [3.0, 6.0])
     assert f"| fast‡ | 4.50 ± {se:.2f} (2) | — |" in pathlib.Path(again.summary_md).read_text()
@@ -591,14 +588,7 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
     # Without an evaluation anywhere the report has no such table.
     for path in tmp_path.glob("fast/*/seed*/eval.csv"):
         path.unlink()
-    report = minatar.write_reports(
-        str(tmp_path),
-        ["fast", "slow"],
-        list(GAMES),
-        [0, 1],
-        {"fast": 100_000, "slow": 100_000},
-        references=_references(tmp_path / "references.csv"),
-    )
+    report = grid_report(tmp_path)
     assert "Final evaluation" not in pathlib.Path(report.summary_md).read_text()
 
 
