@@ -70,13 +70,13 @@ grid runs; the arguments after `--` are then only quoted in summary.md's command
   5M frames, the y-axis fits the curves and random play, and the references above it are named
   in the legend);
 * `<logdir>/summary.md`: the final return of every agent on every game (mean over seeds +- the
-  standard error, the number of seeds, runs short of the budget marked †), the published and
-  random references, the final evaluations, the normalised scores and their aggregate (no
-  interval over one seed), and the commands; every agent
-  whose budget is below the references' 5M frames is marked ‡ with its budget (its returns and
-  normalised scores are from earlier on the learning curve than the references'); where the
-  agents' budgets differ, every agent again at each budget shorter than its own, read off its
-  curve (is an agent run short behind for its budget, or slower per frame?).
+  standard error, the number of seeds, runs short of the budget marked †), the published and random
+  references, the final evaluations, the normalised scores and their aggregate (no interval over
+  one seed), and the commands; every agent whose budget is below the references' 5M frames is
+  marked ‡ with its budget (its returns and normalised scores are from earlier on the learning
+  curve than the references'); where the agents' budgets differ, every agent again at each budget
+  shorter than its own, read off its curve (is an agent run short behind for its budget, or slower
+  per frame?).
 
 What is measured:
 
