@@ -315,8 +315,10 @@ def start_actors(
 # Roles
 
 
-class _Terminated(Exception):
-    """SIGTERM, turned into an exception so that shutdown checkpoints like Ctrl-C does."""
+class _Terminated(BaseException):
+    """SIGTERM, turned into an exception so that shutdown checkpoints like Ctrl-C does. A
+    BaseException, as KeyboardInterrupt is, so that a library's `except Exception:` lets it
+    through."""
 
 
 # The stop signals this process has received (`_handle_stop_signals`).
@@ -330,10 +332,22 @@ def _handle_stop_signals() -> None:
 
     def stop(signum, frame):
         _stop_signals.append(signum)
-        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
+        raise _stop_exception(signum)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+
+
+def _stop_exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
+
+
+def _raise_swallowed_stop() -> None:
+    """Raises again a stop signal's exception that a library swallowed: MinAtar's bare `except:`
+    around its matplotlib import, a window of about a second at every start, is one. A run
+    stopped there went on training until the grid runner's SIGKILL, without a checkpoint."""
+    if _stop_signals:
+        raise _stop_exception(_stop_signals[0])
 
 
 def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) -> learning.Learner:
@@ -395,8 +409,10 @@ def run_learner_with_children(
                     ),
                 )
             learner.run(
-                lambda: should_stop() or claim.lost is not None, on_idle=supervisor.restart_dead
+                lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
+                on_idle=supervisor.restart_dead,
             )
+            _raise_swallowed_stop()  # learner.run has checkpointed
             if claim.lost is not None:
                 raise actor_range.ActorRangeError(claim.lost)
             if learner.done and evaluating:
@@ -508,6 +524,7 @@ def run(
         if role in ("learner", "actor"):
             replay.connect(replay_address, timeout_s=5.0)  # fail fast on a wrong address
         spec = probe_env(experiment.actor.env, experiment.actor.protocol)
+        _raise_swallowed_stop()
         if role == "evaluate":
             evaluate_checkpoint(experiment, spec, record)
         elif role == "actor":
@@ -539,11 +556,13 @@ def run(
                 server.stop()
     except (KeyboardInterrupt, _Terminated):
         print(f"[launch] {role} interrupted; shut down", flush=True)
-    except RuntimeError:
-        # A stop signal that arrives as TensorFlow turns an error status into an exception (the
-        # sample timeout of a learner whose actors are gone) comes out of pybind11 as
-        # "RuntimeError: ... MISMATCH of original and normalized active exception types"; the
-        # learner has checkpointed on its way out all the same.
+    except Exception:
+        # A stop signal that arrives inside TensorFlow's C++ can come out of pybind11 as another
+        # exception: "RuntimeError: ... MISMATCH of original and normalized active exception
+        # types" as an error status turns into an exception (the sample timeout of a learner
+        # whose actors are gone), "AttributeError: 'GlorotUniform' object has no attribute
+        # 'keys'" from `tf.nest.flatten` while a Keras layer is built. The run was asked to stop
+        # all the same, and a learner that was running has checkpointed on its way out.
         if not _stop_signals:
             raise
         print(f"[launch] {role} interrupted; shut down", flush=True)
@@ -569,6 +588,7 @@ def _run_actor_fleet(
         for i in range(first_actor, first_actor + experiment.num_actors):
             _print_actor(experiment, i)
         while True:
+            _raise_swallowed_stop()
             time.sleep(actor_range.CLAIM_HEARTBEAT_S)
             try:
                 claim.heartbeat()

@@ -194,6 +194,39 @@ def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
     wait_for(lambda: not any(alive(pid) for pid in children), 15, "the children to exit")
 
 
+@pytest.mark.parametrize(
+    "where, swallowed_as, checkpoint",
+    [
+        ("common.launch:probe_env", "nothing", -1),
+        ("common.launch:start_actors", "nothing", 0),
+        ("impala.builder:ImpalaBuilder.make_learner", "AttributeError", -1),
+    ],
+    ids=["swallowed_after_probe_env", "swallowed_after_start_actors", "AttributeError_instead"],
+)
+def test_a_stop_signal_that_a_library_swallowed_still_stops_the_run(
+    tmp_path, where, swallowed_as, checkpoint
+):
+    # Before: a swallowed stop trained on to the budget (in the MinAtar grid, until the runner's
+    # SIGKILL 60 s later, without a checkpoint), and one that came out as another exception ended
+    # the run with its traceback. Now the run stops where it next looks: after probing the env,
+    # before it builds anything (no checkpoint), or at the learner's first step (one at step 0);
+    # the other exception ends it as an interrupted run.
+    logdir = str(tmp_path)
+    process, output_path = run_main(
+        logdir,
+        "--total_frames=100000000",
+        flags=FLAGS,
+        module="tests.swallowed_stop_main",
+        env={**os.environ, "SWALLOWED_STOP_AT": where, "SWALLOWED_STOP_AS": swallowed_as},
+    )
+    output = finish(process, output_path, timeout_s=120)
+    assert process.returncode == 0, output
+    assert "[launch] local interrupted; shut down" in output
+    assert checkpoint_step(logdir) == checkpoint, output
+    if checkpoint == 0:
+        assert "(step 0, 0 frames)" in output
+
+
 # The same command twice: killed after a checkpoint, then resumed to the end. Evaluation rounds
 # of 2 games and a checkpoint every second: the run is killed a few seconds into training, once
 # it has logged games and a round on both sides of its latest checkpoint (the first usually
