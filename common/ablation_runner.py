@@ -512,27 +512,26 @@ def _stop(processes: Sequence[subprocess.Popen]) -> None:
 
 
 @contextlib.contextmanager
-def _stop_signals_interrupt():
-    """Within the block, SIGTERM and SIGINT raise KeyboardInterrupt once; later ones are ignored
-    while the runs stop.
+def _stop_signals_recorded():
+    """Within the block, SIGTERM and SIGINT are appended to the list it yields, for the block to
+    act on where it chooses (`run_all`: between two starts).
 
     Without this, `kill <runner>` would end the runner at once and leave its runs training on
     alone (they lead their own sessions), and a runner started with SIGINT ignored (`nohup`, a
-    script's `&`) would not hear Ctrl-C or `kill -INT` at all. Signal handlers can only be set from
-    the main thread; elsewhere the block runs with the process's handlers as they are."""
+    script's `&`) would not hear Ctrl-C or `kill -INT` at all. A handler that raised instead could
+    raise between a run's start and its entry among the runs to stop, and leave that run training
+    on. Signal handlers can only be set from the main thread; elsewhere the block runs with the
+    process's handlers as they are (and the list stays empty)."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
-    received = []
-
-    def interrupt(signum, frame):
-        received.append(signum)
-        if len(received) == 1:
-            raise KeyboardInterrupt()
-
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
-        yield
+        yield received
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -619,7 +618,8 @@ def run_all(
     append_logs: bool = False,
 ) -> None:
     """Runs `command(variant, seed)` for every variant and seed, `parallel` at a time, seed by
-    seed; AblationRunError as soon as one fails (the others are then stopped).
+    seed; AblationRunError as soon as one fails (the others are then stopped), KeyboardInterrupt
+    once this process has had SIGINT or SIGTERM (the runs going are stopped first: `_stop`).
 
     skip(variant, seed): True leaves that run out (e.g. one that already finished).
     label(variant, seed): how an error names the run (`_check_finished`).
@@ -634,10 +634,12 @@ def run_all(
         if skip is None or not skip(variant, seed)
     ]
     running: dict[subprocess.Popen, tuple[str, int, str]] = {}
-    with _stop_signals_interrupt():
+    with _stop_signals_recorded() as stop_signals:
         try:
             while pending or running:
-                while pending and len(running) < parallel:
+                if stop_signals:
+                    raise KeyboardInterrupt()
+                while pending and len(running) < parallel and not stop_signals:
                     variant, seed = pending.pop(0)
                     directory = run_logdir(logdir, variant, seed)
                     argv = command(variant, seed)

@@ -466,6 +466,45 @@ except KeyboardInterrupt:
 """
 
 
+# A runner stopped while its one run starts: SIGTERM arrives after the run's process exists and
+# before `run_all` has it among the runs to stop.
+_RUNNER_STOPPED_AS_A_RUN_STARTS = """
+import os, signal, sys, time
+from common import ablation_runner
+start = ablation_runner._start
+def start_then_stop(*args, **kwargs):
+    process = start(*args, **kwargs)
+    print(process.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(1)
+    return process
+ablation_runner._start = start_then_stop
+run = [sys.executable, "-c", "import time; time.sleep(120)"]
+try:
+    ablation_runner.run_all(lambda variant, seed: run, ["a"], [0], sys.argv[1], parallel=1)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_a_run_started_as_the_runner_is_stopped_is_stopped_too(tmp_path):
+    # Before: the runner's handler raised inside the start, the run never joined the runs to stop
+    # and trained on alone. Now the runner raises between starts.
+    runner = subprocess.Popen(
+        [sys.executable, "-c", _RUNNER_STOPPED_AS_A_RUN_STARTS, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    out, _ = runner.communicate(timeout=60)
+    pid, message = out.split()
+    try:
+        assert message == "interrupted" and runner.returncode == 0
+        assert not _alive(int(pid))
+    finally:  # if the test failed, leave nothing running
+        if _alive(int(pid)):
+            os.kill(int(pid), signal.SIGKILL)
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_runner_started_with_sigint_ignored_stops_its_runs_on_either_stop_signal(
     tmp_path, stop_signal
