@@ -323,16 +323,20 @@ class _Terminated(BaseException):
 
 # The stop signals this process has received (`_handle_stop_signals`).
 _stop_signals: list[int] = []
+# False while the learner trains (`_stops_recorded_only`).
+_raise_on_stop = True
 
 
 def _handle_stop_signals() -> None:
     """Ctrl-C raises KeyboardInterrupt (even if started with SIGINT ignored, as `nohup` and
-    background jobs are); SIGTERM raises _Terminated. Both end in the same clean shutdown, and
-    both are recorded in `_stop_signals`."""
+    background jobs are); SIGTERM raises _Terminated, except while the learner trains
+    (`_stops_recorded_only`). Both end in the same clean shutdown, and both are recorded in
+    `_stop_signals`."""
 
     def stop(signum, frame):
         _stop_signals.append(signum)
-        raise _stop_exception(signum)
+        if _raise_on_stop:
+            raise _stop_exception(signum)
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
@@ -340,6 +344,19 @@ def _handle_stop_signals() -> None:
 
 def _stop_exception(signum: int) -> BaseException:
     return KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
+
+
+@contextlib.contextmanager
+def _stops_recorded_only():
+    """Within the block a stop signal is recorded, not raised: the learner polls for it between
+    steps (and every `sample_timeout_ms` while it waits), so the exception cannot land inside a
+    checkpoint being written, where it left the shutdown checkpoint unwritten."""
+    global _raise_on_stop
+    _raise_on_stop = False
+    try:
+        yield
+    finally:
+        _raise_on_stop = True
 
 
 def _raise_swallowed_stop() -> None:
@@ -408,10 +425,11 @@ def run_learner_with_children(
                         intra_op_threads=experiment.actor_threads,
                     ),
                 )
-            learner.run(
-                lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
-                on_idle=supervisor.restart_dead,
-            )
+            with _stops_recorded_only():
+                learner.run(
+                    lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
+                    on_idle=supervisor.restart_dead,
+                )
             _raise_swallowed_stop()  # learner.run has checkpointed
             if claim.lost is not None:
                 raise actor_range.ActorRangeError(claim.lost)
