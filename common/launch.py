@@ -359,10 +359,11 @@ def _stops_recorded_only():
         _raise_on_stop = True
 
 
-def _raise_swallowed_stop() -> None:
-    """Raises again a stop signal's exception that a library swallowed: MinAtar's bare `except:`
-    around its matplotlib import, a window of about a second at every start, is one. A run
-    stopped there went on training until the grid runner's SIGKILL, without a checkpoint."""
+def _raise_recorded_stop() -> None:
+    """Raises the exception of a stop signal this process has recorded: one that was only
+    recorded (`_stops_recorded_only`), or one whose exception a library swallowed. MinAtar's bare
+    `except:` around its matplotlib import, a window of about a second at every start, is one; a
+    run stopped there went on training until the grid runner's SIGKILL, without a checkpoint."""
     if _stop_signals:
         raise _stop_exception(_stop_signals[0])
 
@@ -430,7 +431,7 @@ def run_learner_with_children(
                     lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
                     on_idle=supervisor.restart_dead,
                 )
-            _raise_swallowed_stop()  # learner.run has checkpointed
+            _raise_recorded_stop()  # learner.run has checkpointed
             if claim.lost is not None:
                 raise actor_range.ActorRangeError(claim.lost)
             if learner.done and evaluating:
@@ -542,7 +543,7 @@ def run(
         if role in ("learner", "actor"):
             replay.connect(replay_address, timeout_s=5.0)  # fail fast on a wrong address
         spec = probe_env(experiment.actor.env, experiment.actor.protocol)
-        _raise_swallowed_stop()
+        _raise_recorded_stop()
         if role == "evaluate":
             evaluate_checkpoint(experiment, spec, record)
         elif role == "actor":
@@ -606,7 +607,7 @@ def _run_actor_fleet(
         for i in range(first_actor, first_actor + experiment.num_actors):
             _print_actor(experiment, i)
         while True:
-            _raise_swallowed_stop()
+            _raise_recorded_stop()
             time.sleep(actor_range.CLAIM_HEARTBEAT_S)
             try:
                 claim.heartbeat()
