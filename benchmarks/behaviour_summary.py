@@ -13,12 +13,23 @@ action, stayed near uniform (ln 6 = 1.79 nats on MinAtar's six actions), or whet
 settled on a corner of their range. Quarter k of a tag holds its points at frames in
 (k F / 4, (k + 1) F / 4], F the tag's last frame count (the first quarter includes frame 0); a
 quarter with no point is left blank. Every tag that starts with one of --prefixes is listed.
+
+With `--returns_by=eta --edges=0,1.2,3.8,9.6,22,50`, a second table says what a behaviour
+parameter bought: the games of each run's last quarter (ended past 3F/4, F the last game's
+frames), split by the parameter each was played with into bins [edges[k], edges[k+1]) (the last
+bin closed), each bin's mean return and its share of the quarter's games (a game outside every
+bin counts in the total only). A run that draws the parameter uniformly (DiCE's `random`) shows
+how the return depends on it at that point of training; a run whose bandits choose it shows
+where they settled (docs/ablations_minatar.md, DiCE).
 """
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 from absl import app, flags
+
+from common import runlog
 
 QUARTERS = 4
 DEFAULT_PREFIXES = ("behaviour/", "policy/entropy")
@@ -27,6 +38,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_list(
     "prefixes", list(DEFAULT_PREFIXES), "The TensorBoard tags to summarise, by prefix."
 )
+flags.DEFINE_string(
+    "returns_by",
+    None,
+    "A behaviour parameter (eta, epsilon, ...): the last quarter's returns by it.",
+)
+flags.DEFINE_list("edges", None, "--returns_by's bin edges, increasing (at least two numbers).")
 
 
 def quarter_means(points: Sequence[tuple[float, float]]) -> list[float]:
@@ -60,19 +77,78 @@ def table(runs: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], prefi
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str]) -> None:
-    from common import runlog
+def returns_by(
+    returns: Sequence[tuple[float, float]],
+    params: Sequence[tuple[float, float]],
+    edges: Sequence[float],
+) -> tuple[int, list[tuple[float, float]]]:
+    """The last quarter's games (module docstring) split by the behaviour parameter they were
+    played with: (games in the quarter, [(mean return, share of those games) per bin]), mean nan
+    for an empty bin. `returns` and `params` are one game's points each, in the order the games
+    were logged ((frames, return) and (frames, parameter))."""
+    if len(returns) != len(params) or any(r[0] != p[0] for r, p in zip(returns, params)):
+        raise ValueError("the returns and the behaviour parameter are not logged game by game")
+    frames = np.array([r[0] for r in returns], dtype=float)
+    last = frames > frames.max() * (QUARTERS - 1) / QUARTERS
+    value = np.array([r[1] for r in returns], dtype=float)[last]
+    param = np.array([p[1] for p in params], dtype=float)[last]
+    cells = []
+    for k, (low, high) in enumerate(itertools.pairwise(edges)):
+        closed = k == len(edges) - 2
+        inside = (param >= low) & ((param <= high) if closed else (param < high))
+        mean = float(value[inside].mean()) if inside.any() else float("nan")
+        cells.append((mean, float(inside.mean())))
+    return int(last.sum()), cells
 
+
+def returns_table(
+    runs: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], name: str, edges
+) -> str:
+    """A markdown table of `returns_by` for every run: mean return (share of games) per bin."""
+    bins = [f"{name} {low:g}-{high:g}" for low, high in itertools.pairwise(edges)]
+    lines = [
+        f"| run | last quarter's games | {' | '.join(bins)} |",
+        "|---|---|" + "---|" * len(bins),
+    ]
+    for run, scalars in runs.items():
+        tag = f"{runlog.BEHAVIOUR_TAG_PREFIX}{name}"
+        games, cells = returns_by(scalars[runlog.GAME_TAGS[0]], scalars[tag], edges)
+        text = ["" if np.isnan(mean) else f"{mean:.2f} ({share:.0%})" for mean, share in cells]
+        lines.append(f"| {run} | {games:,} | {' | '.join(text)} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> None:
     logdirs = argv[1:]
     if not logdirs:
         raise app.UsageError("name one or more run directories (their --logdir)")
+    if FLAGS.edges is not None and not FLAGS.returns_by:
+        raise app.UsageError("--edges bins --returns_by's parameter: name it too")
+    edges = bin_edges(FLAGS.edges) if FLAGS.returns_by else None
     runs = {}
     for logdir in logdirs:
         scalars = runlog.read_scalars(logdir)
         if not any(t.startswith(tuple(FLAGS.prefixes)) and scalars[t] for t in scalars):
             raise app.UsageError(f"{logdir}: no TensorBoard tag starts with {FLAGS.prefixes}")
+        tag = f"{runlog.BEHAVIOUR_TAG_PREFIX}{FLAGS.returns_by}"
+        if FLAGS.returns_by and not scalars.get(tag):
+            raise app.UsageError(f"--returns_by={FLAGS.returns_by}: {logdir} has no `{tag}`")
         runs[logdir] = scalars
     print(table(runs, FLAGS.prefixes))
+    if FLAGS.returns_by:
+        print()
+        print(returns_table(runs, FLAGS.returns_by, edges))
+
+
+def bin_edges(text: Sequence[str] | None) -> list[float]:
+    """--edges as numbers, checked: at least two, increasing."""
+    try:
+        edges = [float(x) for x in text or ()]
+    except ValueError:
+        edges = []
+    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+        raise app.UsageError(f"--edges={','.join(text or ())}: give two or more increasing numbers")
+    return edges
 
 
 if __name__ == "__main__":
