@@ -102,7 +102,9 @@ def returns_by(
 
 
 def returns_table(
-    runs: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], name: str, edges
+    runs: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]],
+    name: str,
+    edges: Sequence[float],
 ) -> str:
     """A markdown table of `returns_by` for every run: mean return (share of games) per bin."""
     bins = [f"{name} {low:g}-{high:g}" for low, high in itertools.pairwise(edges)]
@@ -110,8 +112,8 @@ def returns_table(
         f"| run | last quarter's games | {' | '.join(bins)} |",
         "|---|---|" + "---|" * len(bins),
     ]
+    tag = f"{runlog.BEHAVIOUR_TAG_PREFIX}{name}"
     for run, scalars in runs.items():
-        tag = f"{runlog.BEHAVIOUR_TAG_PREFIX}{name}"
         games, cells = returns_by(scalars[runlog.GAME_TAGS[0]], scalars[tag], edges)
         text = ["" if np.isnan(mean) else f"{mean:.2f} ({share:.0%})" for mean, share in cells]
         lines.append(f"| {run} | {games:,} | {' | '.join(text)} |")
@@ -130,9 +132,10 @@ def main(argv: Sequence[str]) -> None:
         scalars = runlog.read_scalars(logdir)
         if not any(t.startswith(tuple(FLAGS.prefixes)) and scalars[t] for t in scalars):
             raise app.UsageError(f"{logdir}: no TensorBoard tag starts with {FLAGS.prefixes}")
-        tag = f"{runlog.BEHAVIOUR_TAG_PREFIX}{FLAGS.returns_by}"
-        if FLAGS.returns_by and not scalars.get(tag):
-            raise app.UsageError(f"--returns_by={FLAGS.returns_by}: {logdir} has no `{tag}`")
+        if FLAGS.returns_by:
+            tag = f"{runlog.BEHAVIOUR_TAG_PREFIX}{FLAGS.returns_by}"
+            if not scalars.get(tag):
+                raise app.UsageError(f"--returns_by={FLAGS.returns_by}: {logdir} has no `{tag}`")
         runs[logdir] = scalars
     print(table(runs, FLAGS.prefixes))
     if FLAGS.returns_by:
