@@ -14,6 +14,9 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # Table 4 "entropy" (§4.3): DiCE plus an entropy regulariser with coefficient 1; which entropy
     # and where it enters are ours (docs/papers/dice.md#departures-from-the-paper).
     "entropy": dict(entropy_cost=1.0),
+    # The other reading of Table 4's "entropy": the regulariser on softmax(A), tau = 1, whose pull
+    # on A does not grow with eta (docs/papers/dice.md#departures-from-the-paper).
+    "entropy_tau_one": dict(entropy_cost=1.0, entropy_of="tau_one"),
     # Table 4 "random" (§4.3): "Update Omega by (tau, G)" removed; tau from the initial Omega, which
     # draws x = log(1 + 1/tau) (App. A) uniformly: our reading of the initial Omega
     # (docs/papers/dice.md#departures-from-the-paper); evaluated with the same Omega.

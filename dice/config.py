@@ -42,6 +42,7 @@ ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 EVAL_POLICIES = ("best_region", "bandits", "greedy")
 BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
+ENTROPY_POLICIES = ("played", "tau_one")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +66,15 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
         0.0, "Entropy regulariser (the `entropy` ablation: 1.0).", non_negative
     )
     # Table 5 "Entropy Regularization No"; §4.3: the entropy ablation uses coefficient 1.
+    entropy_of: str = field(
+        "played",
+        "Policy whose entropy --entropy_cost rewards: played (softmax(eta_t A), each step's own "
+        "eta) or tau_one (softmax(A)).",
+        one_of(ENTROPY_POLICIES),
+    )
+    # choice: §4.3 does not say which entropy. played regularises the policy Eq. (8) trains; its
+    # pull on A grows with eta. tau_one is the other reading, whose pull does not
+    # (docs/papers/dice.md#departures-from-the-paper).
     q_centering: str = field("none")
     # §3.1 / Algorithm 1: "Q_theta = V_theta + A_theta", as printed; policy_mean (GDI's Eq. (9))
     # is an option, not the default. policy_mean also makes the Q of the same outputs depend on

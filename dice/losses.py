@@ -18,6 +18,7 @@ from common import sequences
 @dataclasses.dataclass(frozen=True)
 class LossHyperparameters(critics.CriticHyperparameters):
     entropy_cost: float  # the `entropy` ablation (§4.3): 1; Table 5: 0
+    entropy_of: str  # whose entropy: "played", softmax(eta_t A); "tau_one", softmax(A)
 
 
 def dice_loss(
@@ -56,12 +57,19 @@ def dice_loss(
     pi_loss = sequences.masked_mean(pi_loss, mask)
     entropy = critics.target_entropy(log_pi, mask)
     total = critic_loss + hparams.pi_loss_scale * pi_loss
+    extra = {}
     if hparams.entropy_cost:
-        # §4.3's `entropy` ablation: −coef · H[pi_tau] after the scalings (which entropy, and
-        # where: docs/papers/dice.md#departures-from-the-paper).
-        total -= hparams.entropy_cost * entropy
+        # §4.3's `entropy` ablation: −coef · H[pi] after the scalings, pi = pi_tau or, with
+        # entropy_of=tau_one, softmax(A) (docs/papers/dice.md#departures-from-the-paper).
+        if hparams.entropy_of == "tau_one":
+            regularised = critics.target_entropy(tf.nn.log_softmax(advantages), mask)
+            extra["policy/entropy_tau_one"] = regularised
+        else:
+            regularised = entropy
+        total -= hparams.entropy_cost * regularised
     return total, {
         **stats,
+        **extra,
         **critics.ratio_stats(log_rhos, mask, hparams.clip_rho_threshold),
         "loss/total": total,
         "loss/pi": pi_loss,

@@ -17,6 +17,7 @@ HP = losses.LossHyperparameters(
     q_loss_scale=10.0,
     pi_loss_scale=10.0,
     entropy_cost=0.0,
+    entropy_of="played",
     clip_rho_threshold=1.05,
     clip_c_threshold=1.05,
     retrace_form="sampled",
@@ -139,6 +140,7 @@ def test_policy_gradient_is_the_tau_free_one():
         q_loss_scale=0.0,
         pi_loss_scale=1.0,
         entropy_cost=0.0,
+        entropy_of="played",
         clip_rho_threshold=1.05,
         clip_c_threshold=1.05,
         retrace_form="sampled",
@@ -168,6 +170,33 @@ def test_entropy_ablation_subtracts_the_target_policy_entropy():
     entropy = -(pi * np.log(pi)).sum(-1)
     assert float(stats["policy/entropy"]) == pytest.approx((entropy * mask).sum() / mask.sum())
     assert with_entropy == pytest.approx(base - float(stats["policy/entropy"]), rel=1e-5)
+
+
+def test_entropy_of_tau_one_subtracts_the_entropy_of_softmax_a_whatever_eta():
+    """entropy_of=tau_one regularises H[softmax(A)]: the same term, and the same gradient on A,
+    for any eta the steps were played with; the played policy's entropy moves with eta."""
+    import dataclasses
+
+    hp = dataclasses.replace(HP, entropy_cost=1.0, entropy_of="tau_one")
+    adv, v, eta, a, log_mu, r, d, mask = random_inputs(7)
+    pi = softmax(adv)[:-1]
+    expected = ((-(pi * np.log(pi)).sum(-1)) * mask).sum() / mask.sum()
+    played, grads = [], []
+    for scale in (1.0, 8.0):
+        base, _ = tf_loss(HP, adv, v, eta * scale, a, log_mu, r, d, mask)
+        total, stats = tf_loss(hp, adv, v, eta * scale, a, log_mu, r, d, mask)
+        assert float(stats["policy/entropy_tau_one"]) == pytest.approx(expected, rel=1e-5)
+        assert total == pytest.approx(base - expected, rel=1e-5)
+        played.append(float(stats["policy/entropy"]))
+        adv_t = tf.Variable(adv)
+        with tf.GradientTape() as tape:
+            _, stats = losses.dice_loss(
+                hp, adv_t, v, eta * scale, tf.constant(a), log_mu, r, d, mask
+            )
+        grads.append(tape.gradient(stats["policy/entropy_tau_one"], adv_t).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+    assert np.abs(grads[0]).max() > 1e-3  # the term does pull on A
+    assert played[0] != pytest.approx(played[1], rel=1e-3)
 
 
 def test_dueling_q_centerings():
@@ -246,7 +275,11 @@ def test_gradients_stay_finite_where_the_target_policy_underflows():
     adv = adv * 10.0
     eta[:] = 50.0
     log_mu[:] = -200.0  # a stale behaviour that gave the taken action almost no mass
-    for hp in (HP, dataclasses.replace(HP, entropy_cost=1.0)):
+    for hp in (
+        HP,
+        dataclasses.replace(HP, entropy_cost=1.0),
+        dataclasses.replace(HP, entropy_cost=1.0, entropy_of="tau_one"),
+    ):
         adv_t, v_t = tf.Variable(adv), tf.Variable(v)
         with tf.GradientTape() as tape:
             total, stats = losses.dice_loss(

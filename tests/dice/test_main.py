@@ -27,7 +27,7 @@ from tests.system_helpers import assert_one_line_error
         ),
         (
             ["--ablation=greedy"],
-            "--ablation='greedy' is not one of dice, baseline, entropy, random",
+            "--ablation='greedy' is not one of dice, baseline, entropy, entropy_tau_one, random",
         ),
         (["--eval_round_episodes=0"], "--eval_round_episodes=0 must be > 0"),
     ],
@@ -42,4 +42,4 @@ def test_every_ablation_is_a_valid_config():
 
     for overrides in ablations.ABLATIONS.values():
         config_lib.DiceConfig(**overrides).validate()
-    assert set(ablations.ABLATIONS) == {"dice", "baseline", "entropy", "random"}
+    assert set(ablations.ABLATIONS) == {"dice", "baseline", "entropy", "entropy_tau_one", "random"}

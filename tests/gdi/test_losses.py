@@ -317,6 +317,7 @@ def test_i3_with_eps_one_is_dices_loss():
     dice_hp = dice_losses.LossHyperparameters(
         **{f.name: getattr(HP, f.name) for f in dataclasses.fields(HP) if f.name != "pg_mode"},
         entropy_cost=0.0,
+        entropy_of="played",
     )
     dice_total, _ = dice_losses.dice_loss(
         dice_hp,
