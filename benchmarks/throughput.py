@@ -460,7 +460,9 @@ class _ProfilingStop:
         if self._event.is_set() or (self.start is not None and now - self.start >= self._seconds):
             if self.start is not None and self.end is None:
                 self._profiler.disable()
-                self.end = now
+                # The clock read after disable(): the profile counts this call up to there, and
+                # under load reading the event can take tens of ms after `now`.
+                self.end = time.monotonic()
             return True
         return False
 
@@ -474,6 +476,16 @@ def profiled_actor(result_path: str, warmup_s: float, seconds: float, stop, **ac
     acting.run_actor(stop=window, **actor_kwargs)
     if window.end is None:
         raise RuntimeError("the actor stopped before its profiling window ended")
+    calls = top_level_calls(profiler)
+    with open(result_path, "w") as f:
+        # Polls during the window: one per step at the loop's top (the profiler starts inside
+        # one, and the last one ends it).
+        json.dump(dict(steps=window.polls - 1, seconds=window.end - window.start, calls=calls), f)
+
+
+def top_level_calls(profiler: cProfile.Profile) -> dict[str, float]:
+    """The cumulative seconds of each call `profiler` saw made from outside it (the loop's own
+    calls when it was enabled inside the loop), by name (`ACTOR_CALLS`, else file:function)."""
     calls = {}
     for (filename, _, function), (_, _, _, cumulative, callers) in pstats.Stats(
         profiler
@@ -484,10 +496,7 @@ def profiled_actor(result_path: str, warmup_s: float, seconds: float, stop, **ac
             (os.path.basename(filename), function), f"{os.path.basename(filename)}:{function}"
         )
         calls[name] = calls.get(name, 0.0) + cumulative
-    with open(result_path, "w") as f:
-        # Polls during the window: one per step at the loop's top (the profiler starts inside
-        # one, and the last one ends it).
-        json.dump(dict(steps=window.polls - 1, seconds=window.end - window.start, calls=calls), f)
+    return calls
 
 
 def profile_actor(

@@ -4,7 +4,9 @@ for a row that was not measured, the worker's paper read from its command line, 
 batch that Reactor's compiled train step (the stored core state, Reverb's sample info, priorities)
 takes and trains on with finite stats; an actor's profile (a real actor process)."""
 
+import cProfile
 import math
+import time
 
 import numpy as np
 import pytest
@@ -111,6 +113,41 @@ def test_the_summary_names_the_largest_parts_and_the_rest():
     assert profile.summary(top=2) == (
         "20.00 ms a batched step: policy step (inference) 50%, environment step 25%, other 25%"
     )
+
+
+class _SlowEvent:
+    """A stop event that is never set, whose reads take 50 ms from `after` seconds on, as a
+    contended multiprocessing.Event's can under load."""
+
+    def __init__(self, after: float):
+        self._slow_from = time.monotonic() + after
+
+    def is_set(self) -> bool:
+        if time.monotonic() >= self._slow_from:
+            time.sleep(0.05)
+        return False
+
+
+def test_the_profiling_window_holds_every_call_it_profiled():
+    # The last poll reads the event after its clock reading and before the profiler stops, so
+    # the window must end after the profiler stops (it ended at the clock reading until
+    # 2026-11-28, and a loaded machine saw the calls sum to 1.5% more than the window).
+    profiler = cProfile.Profile()
+    window = throughput._ProfilingStop(
+        _SlowEvent(0.2), warmup_s=0.0, seconds=0.2, profiler=profiler
+    )
+
+    def step():
+        time.sleep(0.01)
+
+    while not window.is_set():  # a loop whose steps are a step and a poll
+        step()
+    calls = throughput.top_level_calls(profiler)
+    assert window.end - window.start >= 0.2
+    assert sum(calls.values()) <= window.end - window.start
+    # The polls and the steps are the loop's calls, and they fill most of its window (not all:
+    # the scheduler may hold the loop between two calls).
+    assert sum(calls.values()) >= 0.5 * (window.end - window.start)
 
 
 @pytest.mark.slow
