@@ -485,7 +485,9 @@ def profiled_actor(result_path: str, warmup_s: float, seconds: float, stop, **ac
 
 def top_level_calls(profiler: cProfile.Profile) -> dict[str, float]:
     """The cumulative seconds of each call `profiler` saw made from outside it (the loop's own
-    calls when it was enabled inside the loop), by name (`ACTOR_CALLS`, else file:function)."""
+    calls when it was enabled inside the loop), by name (`ACTOR_CALLS`, else file:function). A
+    function that the loop calls and that a profiled call also calls has callers, so it is left
+    out whole (its time counts only inside its callers')."""
     calls = {}
     for (filename, _, function), (_, _, _, cumulative, callers) in pstats.Stats(
         profiler
