@@ -198,6 +198,9 @@ def impala_loss(
         "importance/rho_clipped_fraction": tf.reduce_mean(
             tf.cast(rhos > hparams.clip_rho_threshold, tf.float32)
         ),
+        # How far pi has moved from mu on the batch's actions, on either side of 1 alike (the
+        # replay study's measure of staleness, docs/ablations_minatar.md).
+        "importance/log_rho_abs_mean": tf.reduce_mean(tf.abs(log_rhos)),
         "values/vs_mean": tf.reduce_mean(vs),
         "values/value_mean": tf.reduce_mean(values),
         "values/advantage_abs_mean": tf.reduce_mean(tf.abs(pg_advantages)),

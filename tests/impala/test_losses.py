@@ -230,6 +230,13 @@ def test_loss_and_gradients_match_numpy(correction):
     assert grad_bootstrap is None
     assert stats["importance/rho_clipped_fraction"].numpy() > 0  # the data crosses rho_bar = 1
     assert stats["importance/rho_min"].numpy() < 1
+    log_pi, log_mu = (
+        np.take_along_axis(z - np.log(np.exp(z).sum(-1, keepdims=True)), actions[..., None], -1)
+        for z in (logits, behaviour_logits)
+    )
+    np.testing.assert_allclose(
+        stats["importance/log_rho_abs_mean"].numpy(), np.abs(log_pi - log_mu).mean(), rtol=1e-5
+    )
 
 
 def test_loss_is_summed_spec_T12():
