@@ -440,7 +440,9 @@ def run_learner_with_children(
                     f"({experiment.evaluator.final_episodes} episodes)",
                     flush=True,
                 )
-                learner.publish()  # the final weights, whatever the publish interval
+                # The final weights, whatever the publish interval and publish_lag: the
+                # evaluation is of the policy at the budget, logged at the budget's frames.
+                learner.publish(latest=True)
                 finished.set()
                 supervisor.process("evaluator").join()
     finally:

@@ -170,11 +170,13 @@ class Learner:
     def done(self) -> bool:
         return int(self.frames.numpy()) >= self.settings.total_frames
 
-    def publish(self) -> None:
+    def publish(self, latest: bool = False) -> None:
         """Publishes the acting weights of `publish_lag` steps ago (the oldest held until that
-        many steps exist), with the step they are from and the frames consumed by then."""
+        many steps exist), with the step they are from and the frames consumed by then;
+        `latest`: this step's whatever the lag, for the final evaluation, which measures the
+        policy the run ends with rather than the actors' lagged copy of it."""
         self._snapshot()
-        self.publisher.publish(*self._snapshots[0])
+        self.publisher.publish(*self._snapshots[-1 if latest else 0])
 
     def _snapshot(self) -> None:
         step = int(self.step.numpy())

@@ -119,8 +119,11 @@ def test_lagged_weights_are_published_with_the_frames_of_their_step(queue, tmp_p
     learner._new_frames = lambda steps: next(new_frames)
     learner.run(max_steps=3)  # the queue's 3 batches: frames 7, 18, 31; publishes at 0 and 2
     published = replay.ParamsSubscriber(learner.client).latest()
-    learner.close()
     assert (published.step, published.frames) == (1, 7)  # step 2's publish, one step old
+    learner.publish(latest=True)  # the final evaluation's: step 3's own weights
+    published = replay.ParamsSubscriber(learner.client).latest()
+    learner.close()
+    assert (published.step, published.frames) == (3, 31)
 
 
 def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):

@@ -10,6 +10,8 @@
 4. A run with an evaluator, SIGKILLed whole after its checkpoint and resumed with the same
    command, finishes with logs that count each game once: its episodes.csv, eval.csv and
    TensorBoard points never go back in frames.
+5. A run whose actors lag the learner (`--publish_lag`) ends with a final evaluation of the
+   weights it ends with, at the budget's frames.
 """
 
 import csv
@@ -341,3 +343,23 @@ def test_a_run_killed_after_its_checkpoint_and_resumed_counts_each_game_once(tmp
     assert losses == sorted(set(losses)) and losses[-1] >= BUDGET
     rounds = runlog.read_scalars(os.path.join(logdir, runlog.EVAL_DIR))["eval/return"]
     assert [step for step, _ in rounds] == sorted(step for step, _ in rounds)
+
+
+def test_a_lagged_run_s_final_evaluation_plays_the_weights_it_ends_with(tmp_path):
+    # The actors act with weights publish_lag = 4 updates old; the final evaluation does not: it
+    # plays the learner's last weights and is logged at the budget's frames (before the fix, at
+    # those of the update 4 back, below the budget, where the MinAtar report drops it).
+    logdir = str(tmp_path)
+    budget = 10 * FRAMES_PER_BATCH
+    flags = [flag for flag in FLAGS if not flag.startswith("--eval_interval_s")]
+    run_to_completion(
+        logdir,
+        f"--total_frames={budget}",
+        "--publish_lag=4",
+        "--eval_interval_s=600",  # the final evaluation only
+        "--eval_episodes=4",
+        flags=flags,
+    )
+    final_frames = checkpoint_frames(logdir)[0]
+    assert final_frames >= budget
+    assert frames_of(read_csv(os.path.join(logdir, runlog.EVAL_CSV))) == [final_frames] * 4
