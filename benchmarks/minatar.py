@@ -127,6 +127,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from common import ablation_runner, cli, compare, runlog
@@ -1270,12 +1271,27 @@ def seed_mean_curve(
     return mean, se, count
 
 
+# choice: a figure of more agents than this (a paper's whole study: IMPALA's has 18) puts its
+# legend to the right of the axes, where it hides no curve.
+LEGEND_INSIDE_MAX = 8
+
+
+def agent_colours(count: int) -> list[tuple[float, ...]]:
+    """One colour per agent, no two alike: matplotlib's ten up to ten agents; beyond, tab20's
+    dark shades first and then its light ones (up to 20 agents; more reuse them in turn)."""
+    if count <= 10:
+        return [colormaps["tab10"](i) for i in range(count)]
+    order = list(range(0, 20, 2)) + list(range(1, 20, 2))
+    return [colormaps["tab20"](order[i % 20]) for i in range(count)]
+
+
 def _plot_game(report: GridReport, game: str) -> Figure:
     """The game's figure, saved to `report.figure(game)` and returned."""
-    figure = Figure(figsize=(7.5, 4.5), layout="constrained")
+    outside = len(report.agents) > LEGEND_INSIDE_MAX
+    figure = Figure(figsize=(11.5 if outside else 7.5, 4.5), layout="constrained")
     axes = figure.subplots()
     low, high, longest = [], [], 0
-    for agent in report.agents:
+    for agent, colour in zip(report.agents, agent_colours(len(report.agents))):
         runs = [r for r in report.runs(agent, game) if r.curve.size]
         if not runs:
             continue
@@ -1286,10 +1302,8 @@ def _plot_game(report: GridReport, game: str) -> Figure:
         seeds = f"{len(runs)} seed{'' if len(runs) == 1 else 's'}"
         if agent in report.short_budget:
             seeds += f", {runlog.format_count(report.budgets[agent])} frames{SHORT_BUDGET}"
-        (line,) = axes.plot(grid, mean, label=f"{agent} ({seeds})")
-        axes.fill_between(
-            grid, mean - se, mean + se, color=line.get_color(), alpha=0.2, linewidth=0
-        )
+        axes.plot(grid, mean, color=colour, label=f"{agent} ({seeds})")
+        axes.fill_between(grid, mean - se, mean + se, color=colour, alpha=0.2, linewidth=0)
         band = np.where(np.isfinite(se), se, 0.0)
         low.append(np.nanmin(mean - band))
         high.append(np.nanmax(mean + band))
@@ -1322,7 +1336,10 @@ def _plot_game(report: GridReport, game: str) -> Figure:
     axes.set_xlabel("environment frames")
     axes.set_ylabel(f"mean return of the last {LAST_GAMES} training games")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize="small")
+    if outside:
+        axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        axes.legend(fontsize="small")
     figure.savefig(report.figure(game), dpi=100)
     return figure
 

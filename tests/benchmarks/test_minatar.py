@@ -16,6 +16,7 @@ import shutil
 import struct
 import sys
 
+import matplotlib.colors
 import numpy as np
 import pytest
 
@@ -631,6 +632,43 @@ def test_a_figure_fits_its_axis_to_the_curves_when_none_reaches_the_references_f
         assert bottom < 0.5 and top > 17.5
         assert not [label for label in labels if "above the axis" in label]
     assert _png_size(report.figure("breakout"))[0] > 0
+
+
+@pytest.mark.parametrize("count, beside", [(3, False), (18, True)])
+def test_each_agent_has_its_own_colour_and_a_long_legend_sits_beside_the_axes(
+    tmp_path, monkeypatch, count, beside
+):
+    # IMPALA's study has 18 agents: matplotlib's default colours repeat after ten, and a legend of
+    # 18 inside the axes covered the curves.
+    agents = [f"agent{i:02d}" for i in range(count)]
+    frames = np.linspace(500, 100_000, 200).astype(int)
+    for i, agent in enumerate(agents):
+        monkeypatch.setitem(minatar.AGENTS, agent, minatar.AgentSpec("fake", None, FAKE))
+        _write_csv(
+            tmp_path / agent / "breakout" / "seed0" / "episodes.csv",
+            ablation_runner.EPISODES_COLUMNS,
+            [(int(f), 1.0 + i / count, 7, 1.0) for f in frames],
+        )
+    report = minatar.write_reports(
+        str(tmp_path),
+        agents,
+        ["breakout"],
+        [0],
+        dict.fromkeys(agents, 100_000),
+        references=_references(tmp_path / "references.csv"),
+    )
+    figure = minatar._plot_game(report, "breakout")
+    (axes,) = figure.axes
+    labels = axes.get_legend_handles_labels()[1]
+    curves = [line for line, label in zip(axes.get_lines(), labels) if label.startswith("agent")]
+    assert len(curves) == count
+    assert len({tuple(matplotlib.colors.to_rgba(line.get_color())) for line in curves}) == count
+    figure.draw_without_rendering()
+    legend, plot = axes.get_legend().get_window_extent(), axes.get_window_extent()
+    if beside:
+        assert legend.x0 > plot.x1  # beside the axes, over no curve
+    else:
+        assert plot.x0 < legend.x0 < legend.x1 < plot.x1
 
 
 def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, fake_agents):
