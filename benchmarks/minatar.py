@@ -68,7 +68,7 @@ grid runs; the arguments after `--` are then only quoted in summary.md's command
   over the agent's own budget, and horizontal lines at the published DQN and AC(lambda=0.8)
   returns at 5M frames and at the random policy's return (where no agent's budget reaches those
   5M frames, the y-axis fits the curves and random play, and the references above it are named
-  in the legend);
+  in the legend; each agent its own colour, and the legend beside the axes past 8 agents);
 * `<logdir>/summary.md`: the final return of every agent on every game (mean over seeds +- the
   standard error, the number of seeds, runs short of the budget marked †), the published and random
   references, the final evaluations, the normalised scores and their aggregate (no interval over
