@@ -173,7 +173,7 @@ class Learner:
     def publish(self, latest: bool = False) -> None:
         """Publishes the acting weights of `publish_lag` steps ago (the oldest held until that
         many steps exist), with the step they are from and the frames consumed by then;
-        `latest`: this step's whatever the lag, for the final evaluation, which measures the
+        `latest`: this step's, whatever the lag, for the final evaluation, which measures the
         policy the run ends with rather than the actors' lagged copy of it."""
         self._snapshot()
         self.publisher.publish(*self._snapshots[-1 if latest else 0])
