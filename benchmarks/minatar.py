@@ -355,16 +355,21 @@ def shared_arguments(budget: int | str, extra_argv: Sequence[str]) -> list[str]:
 
 def run_template(logdir: str, budgets: Mapping[str, int], extra_argv: Sequence[str]) -> str:
     """The command of every run (`GridRun.command`) with placeholders, for summary.md; the budget
-    is FRAMES (the agent's, listed in summary.md) where the agents' budgets differ."""
+    is FRAMES (the agent's, listed in summary.md) where the agents' budgets differ. An argument
+    after `--` meant for some agents only is shown as those runs get it, with whose runs they are."""
     directory = ablation_runner.run_logdir(logdir, cell("AGENT", "GAME"), "SEED")
     frames = set(budgets.values())
     budget = frames.pop() if len(frames) == 1 else "FRAMES"
+    targets = [compare.split_targeted(arg) for arg in extra_argv]
+    shared = [flag for target, flag in targets if target is None]
+    targeted = [f"{shlex.quote(flag)} ({target}'s runs)" for target, flag in targets if target]
     return " ".join(
         [
             "python -m PAPER.main [--ablation=ABLATION] --seed=SEED",
             shlex.quote(f"--logdir={directory}"),
             "--env=MinAtar/<Game>-v0",
-            shlex.join(shared_arguments(budget, extra_argv)),
+            shlex.join(shared_arguments(budget, shared)),
+            *targeted,
         ]
     )
 

@@ -114,6 +114,10 @@ def test_templates_quote_the_grid():
         "python -m PAPER.main [--ablation=ABLATION] --seed=SEED "
         "--logdir=runs/m/AGENT/GAME/seedSEED --env=MinAtar/<Game>-v0 --total_frames=5000000 --x=1"
     )
+    # An argument for one agent or paper shows as that agent's runs get it, and whose they are.
+    assert minatar.run_template("runs/m", same, ["impala:--publish_lag=64", "--x=1"]).endswith(
+        " --total_frames=5000000 --x=1 --publish_lag=64 (impala's runs)"
+    )
     assert minatar.grid_command(["impala", "lbc"], ["breakout"], [0, 1, 2], 5_000_000, "r", 2) == (
         "python -m benchmarks.minatar --agents=impala,lbc --games=breakout --seeds=3 "
         "--total_frames=5000000 --logdir=r --parallel=2"
