@@ -87,6 +87,18 @@ def bandit_counts(logdir, actor: int = 0, envs: int = 8) -> np.ndarray:
         return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(envs)])
 
 
+def check_one_draw_per_game(values, logdir, high: float) -> None:
+    """Every game the learner logged (a row of episodes.csv) carries its own draw of a behaviour
+    parameter (`values`, one TensorBoard point per game), in [0, high]. How many games a short run
+    finishes is up to scheduling, so the count is read from the run rather than fixed; at least
+    two, to see draws differ."""
+    with open(os.path.join(logdir, "episodes.csv")) as f:
+        games_logged = len(f.readlines()) - 1
+    assert len(values) == games_logged >= 2, (len(values), games_logged)
+    assert len(set(values)) == len(values), values  # continuous draws: equal ones were shared
+    assert all(0.0 <= v <= high for v in values), values
+
+
 def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
     """Every training game the learner logged fed a bandit, and the games spread over the envs'
     own controllers. Which env's controller a game updates is tested exactly in
