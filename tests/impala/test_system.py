@@ -7,8 +7,8 @@
    weights change, the actor picks up the new weights; an actor killed mid-run is replaced and
    training goes on.
 3. `python -m impala.main` on the same logdir again continues the step counter and finishes.
-4. A run with an evaluator, SIGKILLed whole after its checkpoint and resumed with the same
-   command, finishes with logs that count each game once: its episodes.csv, eval.csv and
+4. A run with an evaluator, SIGKILLed whole after its checkpoint and resumed to a budget past
+   the cut, finishes with logs that count each game once: its episodes.csv, eval.csv and
    TensorBoard points never go back in frames.
 5. A run whose actors lag the learner (`--publish_lag`) ends with a final evaluation of the
    weights it ends with, at the budget's frames.
@@ -229,20 +229,21 @@ def test_a_stop_signal_that_a_library_swallowed_still_stops_the_run(
         assert "(step 0, 0 frames)" in output
 
 
-# The same command twice: killed after a checkpoint, then resumed to the end. Evaluation rounds
-# of 2 games and a checkpoint every second: the run is killed a few seconds into training, once
-# it has logged games and a round on both sides of its latest checkpoint (the first usually
-# comes before the learner has read a game), far from the budget. The budget leaves that moment
-# many chances: at 20K frames an idle machine once finished the run (3.4K frames/s, 6 s) before a
-# look fell between a round past the latest checkpoint and the next checkpoint.
-BUDGET = 60_000
+# Killed after a checkpoint, then resumed to the end. Evaluation rounds of 2 games and a
+# checkpoint every second: the run is killed a few seconds into training, once it has logged
+# games and a round on both sides of its latest checkpoint (the first usually comes before the
+# learner has read a game). Its budget is one it never reaches, so that its own end cannot beat
+# the test to that moment (with 20K frames an idle machine once finished a run in 6 s, before
+# any look fell between a round past the latest checkpoint and the next checkpoint); the resumed
+# run's budget is RESUMED_FRAMES past the cut.
+NEVER_REACHED = 100_000_000
+RESUMED_FRAMES = 20_000
 RESUME_FLAGS = [
     *(flag for flag in FLAGS if not flag.startswith("--eval_interval_s")),
     "--eval_interval_s=1",
     "--eval_round_episodes=2",
     "--eval_episodes=2",
     "--checkpoint_interval_s=1",
-    f"--total_frames={BUDGET}",
 ]
 
 
@@ -286,7 +287,9 @@ def test_a_run_killed_after_its_checkpoint_and_resumed_counts_each_game_once(tmp
     episodes_csv = os.path.join(logdir, runlog.EPISODES_CSV)
     eval_csv = os.path.join(logdir, runlog.EVAL_CSV)
     # Its own process group: SIGKILL reaches the launcher, Reverb, the actor and the evaluator.
-    process, output_path = run_main(logdir, flags=RESUME_FLAGS, start_new_session=True)
+    process, output_path = run_main(
+        logdir, f"--total_frames={NEVER_REACHED}", flags=RESUME_FLAGS, start_new_session=True
+    )
     group = process.pid
 
     def straddles(path, cut: int) -> bool:
@@ -321,11 +324,14 @@ def test_a_run_killed_after_its_checkpoint_and_resumed_counts_each_game_once(tmp
     assert checkpoint_frames(logdir) == cut
     killed_episodes, killed_eval = read_csv(episodes_csv), read_csv(eval_csv)
 
-    output = run_to_completion(logdir, flags=RESUME_FLAGS, timeout_s=240)
     frames, actor_frames = cut
+    budget = frames + RESUMED_FRAMES
+    output = run_to_completion(
+        logdir, f"--total_frames={budget}", flags=RESUME_FLAGS, timeout_s=240
+    )
     assert "[impala CartPole] resumed" in output, output
     assert "[impala CartPole] logs cut back to the checkpoint" in output, output
-    assert checkpoint_frames(logdir)[0] >= BUDGET  # it finished
+    assert checkpoint_frames(logdir)[0] >= budget  # it finished
     episodes, evaluation = read_csv(episodes_csv), read_csv(eval_csv)
     check_cut(killed_episodes, episodes, actor_frames, resumed_from=actor_frames + 1)
     # The resumed evaluator plays the restored weights or later ones; the final round is last.
@@ -342,7 +348,7 @@ def test_a_run_killed_after_its_checkpoint_and_resumed_counts_each_game_once(tmp
         if int(row["frames"]) > actor_frames
     ]
     losses = [step for step, _ in runlog.read_scalars(logdir)["loss/total"]]
-    assert losses == sorted(set(losses)) and losses[-1] >= BUDGET
+    assert losses == sorted(set(losses)) and losses[-1] >= budget
     rounds = runlog.read_scalars(os.path.join(logdir, runlog.EVAL_DIR))["eval/return"]
     assert [step for step, _ in rounds] == sorted(step for step, _ in rounds)
 
