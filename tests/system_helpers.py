@@ -87,14 +87,19 @@ def bandit_counts(logdir, actor: int = 0, envs: int = 8) -> np.ndarray:
         return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(envs)])
 
 
+def games_logged(logdir) -> int:
+    """Training games the learner logged: the rows of the run's episodes.csv."""
+    with open(os.path.join(logdir, runlog.EPISODES_CSV)) as f:
+        return len(f.readlines()) - 1
+
+
 def check_one_draw_per_game(values, logdir, high: float) -> None:
     """Every game the learner logged (a row of episodes.csv) carries its own draw of a behaviour
     parameter (`values`, one TensorBoard point per game), in [0, high]. How many games a short run
     finishes is up to scheduling, so the count is read from the run rather than fixed; at least
     two, to see draws differ."""
-    with open(os.path.join(logdir, "episodes.csv")) as f:
-        games_logged = len(f.readlines()) - 1
-    assert len(values) == games_logged >= 2, (len(values), games_logged)
+    games = games_logged(logdir)
+    assert len(values) == games >= 2, (len(values), games)
     assert len(set(values)) == len(values), values  # continuous draws: equal ones were shared
     assert all(0.0 <= v <= high for v in values), values
 
@@ -104,9 +109,7 @@ def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
     own controllers. Which env's controller a game updates is tested exactly in
     tests/common/test_behaviour.py; here an env whose first game outlasts a short run may not
     have finished one yet, so not every env is required to have a game."""
-    with open(os.path.join(logdir, "episodes.csv")) as f:
-        games_logged = len(f.readlines()) - 1
-    assert counts.sum() >= games_logged > 0
+    assert counts.sum() >= games_logged(logdir) > 0
     assert (counts > 0).sum() >= len(counts) // 2
 
 
