@@ -115,11 +115,18 @@ class Learner:
         self.frames = tf.Variable(0, dtype=tf.int64, trainable=False, name="frames")
         self.actor_frames = tf.Variable(0, dtype=tf.int64, trainable=False, name="actor_frames")
         self.elapsed_s = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="elapsed_s")
+        # The frame budget the run has trained under: its schedules that end at the budget (the
+        # burn-in learners' learning-rate and weight-decay decays, IMPALA's learning-rate decay)
+        # were read against it. A checkpoint from before this was saved restores none.
+        self.budget = tf.Variable(
+            settings.total_frames, dtype=tf.int64, trainable=False, name="total_frames"
+        )
         self.checkpoint = tf.train.Checkpoint(
             step=self.step,
             frames=self.frames,
             actor_frames=self.actor_frames,
             elapsed_s=self.elapsed_s,
+            total_frames=self.budget,
             **parts.checkpointables,
         )
         self.manager = tf.train.CheckpointManager(
@@ -136,6 +143,7 @@ class Learner:
                 f"produced {int(self.actor_frames.numpy())} frames)",
                 flush=True,
             )
+            self._warn_if_the_budget_changed()
         self._rewind_logs()
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
         self.reports = reports.ReportReader(client)
@@ -147,6 +155,24 @@ class Learner:
         # The mean params step of the items of each recent batch (policy lag diagnostics).
         self.params_steps_seen: collections.deque = collections.deque(maxlen=1000)
         self._elapsed = lambda: float(self.elapsed_s.numpy())  # run() makes it a live clock
+
+    def _warn_if_the_budget_changed(self) -> None:
+        """A resume under another --total_frames is allowed (a run is often extended), but its
+        budget-tied schedules are then read against the new budget from where the run stands, so
+        they jump at the resume: a run trained to 1M frames, with its learning rate decayed to
+        near 0, resumed to 2M starts again at half the peak rate. Said once, and the new budget
+        is what the next checkpoint records."""
+        previous, budget = int(self.budget.numpy()), self.settings.total_frames
+        if previous == budget:
+            return
+        print(
+            f"[{self.settings.name}] warning: resuming a run trained under a budget of "
+            f"{previous:,} frames with --total_frames={budget:,}: schedules that end at the "
+            f"budget now end at {budget:,} and jump here, so this run is not one trained with "
+            f"--total_frames={budget:,} from the start",
+            flush=True,
+        )
+        self.budget.assign(budget)
 
     def _rewind_logs(self) -> None:
         """The logs cut back to what the restored state has seen (module docstring), before

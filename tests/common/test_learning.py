@@ -177,6 +177,32 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     resumed.close()
 
 
+def test_a_resume_under_another_budget_says_so_once_and_records_it(queue, tmp_path, capsys):
+    # A run extended past the budget it trained under: its budget-tied schedules jump at the
+    # resume, which the learner says; the next checkpoint records the new budget, so a second
+    # resume under it is silent, as is a first resume under the same budget.
+    learner, _, _ = make_learner(tmp_path, queue, total_batches=100)
+    learner.run(max_steps=1)
+    learner.save()
+    learner.close()
+    same, _, _ = make_learner(tmp_path, queue, total_batches=100)
+    same.close()
+    assert "warning" not in capsys.readouterr().out
+
+    extended, _, _ = make_learner(tmp_path, queue, total_batches=200)
+    out = capsys.readouterr().out
+    assert (
+        f"under a budget of {100 * FRAMES_PER_STEP:,} frames with "
+        f"--total_frames={200 * FRAMES_PER_STEP:,}" in out
+    )
+    assert int(extended.budget.numpy()) == 200 * FRAMES_PER_STEP
+    extended.save()
+    extended.close()
+    again, _, _ = make_learner(tmp_path, queue, total_batches=200)
+    again.close()
+    assert "warning" not in capsys.readouterr().out
+
+
 def test_learner_stops_at_the_frame_budget_without_data(queue, tmp_path):
     learner, _, _ = make_learner(tmp_path, queue, total_batches=2)
     learner.run()  # 3 batches are waiting, the budget is 2
