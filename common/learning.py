@@ -117,7 +117,8 @@ class Learner:
         self.elapsed_s = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="elapsed_s")
         # The frame budget the run has trained under: its schedules that end at the budget (the
         # burn-in learners' learning-rate and weight-decay decays, IMPALA's learning-rate decay)
-        # were read against it. A checkpoint from before this was saved restores none.
+        # were read against it. A checkpoint written before it was saved holds none: such a
+        # run resumes under whatever budget it is given, without a warning.
         self.budget = tf.Variable(
             settings.total_frames, dtype=tf.int64, trainable=False, name="total_frames"
         )
