@@ -21,8 +21,10 @@ Item layout (every table of this module): a dict with
 `sequence_signature` / `burn_in_signature` build the matching table signature from the step spec;
 `unroll_dataset` reads any of these tables and yields time-major batches `[L, B, ...]`.
 
-Writers take one *batched* actor step per `append` (every field has a leading `num_envs` axis) and
-keep one `TrajectoryWriter` per environment, so the environments' streams never mix. Writers bound
+Writers take one *batched* actor step per `append` (every field has a leading `num_envs` axis)
+and keep the environments' streams apart: the unroll and burn-in writers append each item whole
+(one Reverb append per item), the sequence writer appends every step of each environment and
+lets its heavily overlapping items share them (the "Writers" section says why). Writers bound
 their run-ahead and every wait has a timeout
 (docs/architecture.md#replay-patterns-commonpatternspy): a full table raises
 `reverb.DeadlineExceededError` instead of blocking the actor forever.
@@ -249,81 +251,41 @@ def connect(address: str, timeout_s: float = 10.0) -> reverb.Client:
 
 # ----------------------------------------------------------------------------------------------
 # Writers
+#
+# Two ways to write an item, chosen by how much consecutive items of an environment overlap:
+#
+# - Whole items (`UnrollWriter`, `BurnInSequenceWriter`): the actor keeps each environment's
+#   recent steps in numpy rings and, when items complete, appends each one whole, as a single
+#   step of one `TrajectoryWriter` whose cells are the item's arrays, and inserts it by
+#   referencing that step. A Reverb append costs about 60 µs of C++ and 120 µs of Python per
+#   call whatever its size, so one append per item instead of one per environment and step
+#   makes the write about an item's length cheaper (benchmarks/writer_speed.py). The price is
+#   that overlapping steps are stored once per item: one step in 21 for IMPALA's unrolls, the
+#   41-step burn-in overlap of the burn-in papers' 121-step items, and their padding, which
+#   Reverb's chunk compression reduces to almost nothing.
+# - Shared references (`SequenceWriter`, Reactor's stride-1 sequences): one `TrajectoryWriter`
+#   per environment, one append per step, items referencing the steps they span. With a new
+#   33-step item at every step, whole items would store and send every step 33 times.
 
 
-class _EnvStream:
-    """One environment's `TrajectoryWriter`, inserting an item every `period` appended steps.
+class _Writer:
+    """What every writer shares: checks of the batched inputs, bounded flushing, closing.
 
-    After `count` appended steps, an item of the last `length` steps is inserted whenever
-    `count >= length` and `(count - length) % period == 0`, so items start at steps
-    0, period, 2 * period, ... of the stream. Steps are appended as flat lists of leaves (step
-    leaves, then first-step-extras leaves, which are kept only at item starts): flattening once
-    per batched step is much cheaper than per environment. `make_item(step_columns,
-    first_step_columns)` rebuilds the item's structure from the referenced columns.
-    """
+    A subclass keeps its Reverb writers as `_streams`: objects with a `writer`
+    (`reverb.TrajectoryWriter`) and a `flushed_to` count (see `_flush`)."""
 
-    def __init__(
-        self, client: reverb.Client, tables: tuple[str, ...], length: int, period: int, make_item
-    ):
-        self.writer = client.trajectory_writer(num_keep_alive_refs=length)
-        self.tables = tables
-        self.length = length
-        self.period = period
-        self.make_item = make_item
-        self.count = 0
-        self.flushed_to = 0  # see `_BatchedWriter._flush`
-
-    def push(self, step_leaves: list, first_step_leaves: list, priority: float) -> None:
-        if self.count % self.period != 0:
-            first_step_leaves = [None] * len(first_step_leaves)  # None: not stored at this step
-        self.writer.append(step_leaves + first_step_leaves)
-        self.count += 1
-        if self.count >= self.length and (self.count - self.length) % self.period == 0:
-            columns = self.writer.history
-            num_step_leaves = len(step_leaves)
-            item = self.make_item(
-                [column[-self.length :] for column in columns[:num_step_leaves]],
-                [column[-self.length] for column in columns[num_step_leaves:]],
-            )
-            _create_items(self, priority, item)
-
-
-def _create_items(stream, priority: float, item: dict) -> None:
-    for table in stream.tables:  # items of several tables share the same chunks
-        stream.writer.create_item(table, priority, item)
-    stream.flushed_to = None  # a new item may be pending: the next flush must not be skipped
-
-
-class _BatchedWriter:
-    """Shared machinery: one `_EnvStream` per environment, input checks, bounded flushing."""
-
-    def __init__(
-        self,
-        client: reverb.Client,
-        table: str | Sequence[str],
-        length: int,
-        period: int,
-        num_envs: int,
-        max_in_flight_items: int | None,
-        flush_timeout_ms: int,
-    ):
+    def __init__(self, num_envs: int, max_in_flight_items: int, flush_timeout_ms: int):
         _check_positive("num_envs", num_envs)
-        tables = (table,) if isinstance(table, str) else tuple(table)
-        if not tables:
-            raise ValueError("a writer needs at least one table")
         _check_positive("flush_timeout_ms", flush_timeout_ms)
-        if max_in_flight_items is None:
-            # choice: let about one sequence's worth of items wait, so chunks can grow to about a
-            # sequence (compression) and a finished unroll (stride = length - 1) is sent at once.
-            max_in_flight_items = length // period - 1
         if max_in_flight_items < 0:
             raise ValueError(f"max_in_flight_items must be >= 0, got {max_in_flight_items}")
         self.num_envs = num_envs
         self._max_in_flight_items = max_in_flight_items
         self._flush_timeout_ms = flush_timeout_ms
-        self._streams = [self._new_stream(client, tables, length, period) for _ in range(num_envs)]
+        self._streams: list = []
         self._step_structure = None  # both fixed by the first append
         self._extras_structure = None
+        self._leaf_kinds: list | None = None  # (dtype, shape without the env axis) per leaf
         self._closed = False
 
     def flush(self, timeout_ms: int | None = None) -> None:
@@ -351,9 +313,6 @@ class _BatchedWriter:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _new_stream(self, client: reverb.Client, tables: tuple[str, ...], length: int, period):
-        return _EnvStream(client, tables, length, period, self._make_item)
-
     def _flush(self, max_pending: int, timeout_ms: int) -> None:
         # A stream whose last flush returned with at most `flushed_to` items pending and that
         # created no item since still has at most that many (pending items only get confirmed):
@@ -366,7 +325,7 @@ class _BatchedWriter:
             stream.flushed_to = max_pending
 
     def _flush_run_ahead(self) -> None:
-        """Bounds items in flight per environment; a full table raises after the timeout."""
+        """Bounds the items in flight; a full table raises after the timeout."""
         self._flush(self._max_in_flight_items, self._flush_timeout_ms)
 
     def _make_item(self, step_columns: list, first_step_columns: list) -> dict:
@@ -375,8 +334,9 @@ class _BatchedWriter:
             item[FIRST_STEP_EXTRAS] = tree.unflatten_as(self._extras_structure, first_step_columns)
         return item
 
-    def _per_env_leaves(self, step: Nest, first_step_extras: Nest) -> tuple[list, list]:
-        """Each environment's flat step leaves and extras leaves, after checking the inputs."""
+    def _batched_leaves(self, step: Nest, first_step_extras: Nest) -> tuple[list, list]:
+        """The flat leaves of a batched step and of its extras (`[num_envs, ...]` arrays), after
+        checking them against the first append's structure, dtypes and shapes."""
         if self._step_structure is None:  # structures only: keep no arrays alive
             self._step_structure = tree.map_structure(lambda _: None, step)
             if first_step_extras is not None:
@@ -387,26 +347,179 @@ class _BatchedWriter:
                 "first_step_extras must be given on every append or on none (first append: "
                 f"{'None' if self._extras_structure is None else 'given'})"
             )
-        steps = self._env_slices(step, "step")
-        if first_step_extras is None:
-            return steps, [[] for _ in range(self.num_envs)]
-        tree.assert_same_structure(self._extras_structure, first_step_extras)
-        return steps, self._env_slices(first_step_extras, "first_step_extras")
+        steps = self._checked_leaves(step, "step")
+        extras = []
+        if first_step_extras is not None:
+            tree.assert_same_structure(self._extras_structure, first_step_extras)
+            extras = self._checked_leaves(first_step_extras, "first_step_extras")
+        kinds = [(leaf.dtype, leaf.shape[1:]) for leaf in steps + extras]
+        if self._leaf_kinds is None:
+            self._leaf_kinds = kinds
+        elif kinds != self._leaf_kinds:
+            paths = [("step", p) for p, _ in tree.flatten_with_path(step)]
+            if first_step_extras is not None:
+                paths += [("first_step_extras", p) for p, _ in tree.flatten_with_path(first_step_extras)]
+            i = next(i for i, (a, b) in enumerate(zip(kinds, self._leaf_kinds)) if a != b)
+            (what, path), (dtype, shape), (want_dtype, want_shape) = (
+                paths[i], kinds[i], self._leaf_kinds[i])
+            raise ValueError(
+                f"{what} field {'/'.join(map(str, path))} is {dtype} {list(shape)} per env; the "
+                f"first append fixed it to {want_dtype} {list(want_shape)}"
+            )
+        return steps, extras
 
-    def _env_slices(self, batched: Nest, what: str) -> list[list]:
-        leaves = tree.flatten(batched)
-        for leaf in leaves:
-            if np.ndim(leaf) == 0 or np.shape(leaf)[0] != self.num_envs:
-                path = next(p for p, x in tree.flatten_with_path(batched) if x is leaf)
+    def _checked_leaves(self, batched: Nest, what: str) -> list[np.ndarray]:
+        leaves = [np.asarray(leaf) for leaf in tree.flatten(batched)]
+        for (path, _), leaf in zip(tree.flatten_with_path(batched), leaves):
+            if leaf.ndim == 0 or leaf.shape[0] != self.num_envs:
                 raise ValueError(
-                    f"{what} field {'/'.join(map(str, path))} has shape {np.shape(leaf)}; "
+                    f"{what} field {'/'.join(map(str, path))} has shape {leaf.shape}; "
                     f"every field needs a leading num_envs={self.num_envs} axis"
                 )
-        return [[leaf[i] for leaf in leaves] for i in range(self.num_envs)]
+        return leaves
 
 
-class SequenceWriter(_BatchedWriter):
-    """Fixed-length overlapping sequences per environment (Reactor §3.3).
+class _ItemSink:
+    """The one `TrajectoryWriter` of a whole-item writer: each item is appended as one step
+    whose cells are the item's arrays, then inserted into every table by referencing it.
+
+    The writer keeps only that step alive, so every append is a chunk of its own: an item's
+    sample reads exactly its own data, compressed on its own."""
+
+    def __init__(self, client: reverb.Client, tables: tuple[str, ...]):
+        self.writer = client.trajectory_writer(num_keep_alive_refs=1)
+        self.tables = tables
+        self.flushed_to = 0  # see `_Writer._flush`
+
+    def insert(self, make_item, step_leaves: list, extras_leaves: list, priority: float) -> None:
+        self.writer.append(step_leaves + extras_leaves)
+        columns = [column[-1] for column in self.writer.history]
+        n = len(step_leaves)
+        _create_items(self, priority, make_item(columns[:n], columns[n:]))
+
+
+def _create_items(stream, priority: float, item: dict) -> None:
+    for table in stream.tables:  # items of several tables share the same chunks
+        stream.writer.create_item(table, priority, item)
+    stream.flushed_to = None  # a new item may be pending: the next flush must not be skipped
+
+
+def _table_names(table: str | Sequence[str]) -> tuple[str, ...]:
+    tables = (table,) if isinstance(table, str) else tuple(table)
+    if not tables:
+        raise ValueError("a writer needs at least one table")
+    return tables
+
+
+class UnrollWriter(_Writer):
+    """IMPALA's unrolls (§3): items of `unroll_length + 1` steps, one every `unroll_length`
+    steps, so consecutive unrolls of an environment share one step: the last (bootstrap) step
+    of one item is the first step of the next. Unrolls run across episodes (the per-step
+    discounts cut the returns). `first_step_extras` holds e.g. the core state at the start of
+    the unroll (IMPALA §3: the "initial LSTM state").
+
+    Whole items (see above): every environment's last `unroll_length + 1` steps sit in a numpy
+    ring, and since all environments step together, every `unroll_length` steps each of them
+    inserts its unroll, `num_envs` appends in all. `append(step, first_step_extras=None,
+    episode_end=None)` takes one batched step (every field with a leading `num_envs` axis);
+    `first_step_extras` is kept at unroll starts (pass it on every call or never);
+    `episode_end` is ignored. By default an append returns once its items are in the table
+    (`max_in_flight_items=0`, as the queue's blocking asks).
+    """
+
+    def __init__(
+        self,
+        client: reverb.Client,
+        table: str | Sequence[str],
+        unroll_length: int,
+        num_envs: int,
+        *,
+        max_in_flight_items: int | None = None,
+        flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
+    ):
+        _check_positive("unroll_length", unroll_length)
+        super().__init__(num_envs, max_in_flight_items or 0, flush_timeout_ms)
+        self._sink = _ItemSink(client, _table_names(table))
+        self._streams = [self._sink]
+        self.unroll_length = unroll_length
+        self._count = 0  # batched steps appended
+        self._steps: list[np.ndarray] = []  # per leaf [num_envs, unroll_length + 1, ...]
+        self._extras: list[np.ndarray] = []  # per leaf [num_envs, 2, ...]: the last two starts
+
+    def append(
+        self, step: Mapping[str, Nest], first_step_extras: Nest = None, episode_end=None
+    ) -> None:
+        """Appends one batched step; inserts the unrolls it completes. Raises
+        `reverb.DeadlineExceededError` if the table does not accept them within
+        `flush_timeout_ms`; the step is kept and its items stay queued in the writer."""
+        step_leaves, extras_leaves = self._batched_leaves(step, first_step_extras)
+        period, length = self.unroll_length, self.unroll_length + 1
+        if self._count == 0:
+            self._steps = [_ring(leaf, length) for leaf in step_leaves]
+            self._extras = [_ring(leaf, 2) for leaf in extras_leaves]
+        for ring, leaf in zip(self._steps, step_leaves):
+            ring[:, self._count % length] = leaf
+        if self._count % period == 0:  # unroll k starts here; its extras go to slot k % 2
+            for ring, leaf in zip(self._extras, extras_leaves):
+                ring[:, (self._count // period) % 2] = leaf
+        self._count += 1
+        start = self._count - length
+        if start >= 0 and start % period == 0:
+            order = np.arange(start, self._count) % length
+            steps = [ring[:, order] for ring in self._steps]
+            extras = [ring[:, (start // period) % 2] for ring in self._extras]
+            for env in range(self.num_envs):
+                self._sink.insert(
+                    self._make_item, [s[env] for s in steps], [e[env] for e in extras], 1.0
+                )
+        self._flush_run_ahead()
+
+
+def _ring(leaf: np.ndarray, size: int, extra_rows: int = 0) -> np.ndarray:
+    """Zeros `[num_envs, size + extra_rows, ...]` for the per-env leaves of `leaf` [num_envs, ...]."""
+    return np.zeros((leaf.shape[0], size + extra_rows, *leaf.shape[1:]), leaf.dtype)
+
+
+class _EnvStream:
+    """One environment's `TrajectoryWriter`, inserting an item every `period` appended steps.
+
+    After `count` appended steps, an item of the last `length` steps is inserted whenever
+    `count >= length` and `(count - length) % period == 0`, so items start at steps
+    0, period, 2 * period, ... of the stream. Steps are appended as flat lists of leaves (step
+    leaves, then first-step-extras leaves, which are kept only at item starts).
+    `make_item(step_columns, first_step_columns)` rebuilds the item's structure from the
+    referenced columns.
+    """
+
+    def __init__(
+        self, client: reverb.Client, tables: tuple[str, ...], length: int, period: int, make_item
+    ):
+        self.writer = client.trajectory_writer(num_keep_alive_refs=length)
+        self.tables = tables
+        self.length = length
+        self.period = period
+        self.make_item = make_item
+        self.count = 0
+        self.flushed_to = 0  # see `_Writer._flush`
+
+    def push(self, step_leaves: list, first_step_leaves: list, priority: float) -> None:
+        if self.count % self.period != 0:
+            first_step_leaves = [None] * len(first_step_leaves)  # None: not stored at this step
+        self.writer.append(step_leaves + first_step_leaves)
+        self.count += 1
+        if self.count >= self.length and (self.count - self.length) % self.period == 0:
+            columns = self.writer.history
+            num_step_leaves = len(step_leaves)
+            item = self.make_item(
+                [column[-self.length :] for column in columns[:num_step_leaves]],
+                [column[-self.length] for column in columns[num_step_leaves:]],
+            )
+            _create_items(self, priority, item)
+
+
+class SequenceWriter(_Writer):
+    """Fixed-length overlapping sequences per environment (Reactor §3.3), written by shared
+    references (see above).
 
     Every `stride` steps each environment inserts an item of its last `sequence_length` steps
     (Reactor: 33 steps, stride 1: every overlapping sequence has a key, §3.3-§3.4). Sequences run
@@ -442,9 +555,16 @@ class SequenceWriter(_BatchedWriter):
                 f"stride must be in [1, sequence_length={sequence_length}] so that every step "
                 f"lands in an item, got {stride}"
             )
-        super().__init__(
-            client, table, sequence_length, stride, num_envs, max_in_flight_items, flush_timeout_ms
-        )
+        if max_in_flight_items is None:
+            # choice: let about one sequence's worth of items wait per environment, so chunks
+            # can grow to about a sequence (compression).
+            max_in_flight_items = sequence_length // stride - 1
+        super().__init__(num_envs, max_in_flight_items, flush_timeout_ms)
+        tables = _table_names(table)
+        self._streams = [
+            _EnvStream(client, tables, sequence_length, stride, self._make_item)
+            for _ in range(num_envs)
+        ]
         self.initial_priority = initial_priority
 
     def append(
@@ -463,42 +583,13 @@ class SequenceWriter(_BatchedWriter):
         priority = self.initial_priority
         if not (math.isfinite(priority) and priority >= 0):
             raise ValueError(f"initial_priority must be finite and >= 0, got {priority}")
-        steps, extras = self._per_env_leaves(step, first_step_extras)
-        for stream, env_step, env_extras in zip(self._streams, steps, extras):
-            stream.push(env_step, env_extras, priority)
+        step_leaves, extras_leaves = self._batched_leaves(step, first_step_extras)
+        for env, stream in enumerate(self._streams):
+            stream.push([x[env] for x in step_leaves], [x[env] for x in extras_leaves], priority)
         self._flush_run_ahead()
 
 
-class UnrollWriter(SequenceWriter):
-    """IMPALA's unrolls (§3): items of `unroll_length + 1` steps, one every
-    `unroll_length` steps, so consecutive unrolls of an environment share one step: the last
-    (bootstrap) step of one item is the first step of the next. Unrolls run across episodes
-    (the per-step discounts cut the returns). `first_step_extras` holds e.g. the core state at
-    the start of the unroll (IMPALA §3: the "initial LSTM state")."""
-
-    def __init__(
-        self,
-        client: reverb.Client,
-        table: str | Sequence[str],
-        unroll_length: int,
-        num_envs: int,
-        *,
-        max_in_flight_items: int | None = None,
-        flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
-    ):
-        _check_positive("unroll_length", unroll_length)
-        super().__init__(
-            client,
-            table,
-            unroll_length + 1,
-            unroll_length,
-            num_envs,
-            max_in_flight_items=max_in_flight_items,
-            flush_timeout_ms=flush_timeout_ms,
-        )
-
-
-class BurnInSequenceWriter(_BatchedWriter):
+class BurnInSequenceWriter(_Writer):
     """R2D2-style sequences of DiCE / GDI / LBC: `burn_in + length + 1` steps per item.
 
     Layout (DiCE Table 5, GDI Table 6, LBC Table 3: burn-in 40, seq-length 80, bootstrap; the rest
@@ -524,9 +615,12 @@ class BurnInSequenceWriter(_BatchedWriter):
     stored at item starts; items whose start is padding store the extras of the episode's first
     step, i.e. the initial state (zeros for a fresh LSTM).
 
-    How it is written (`_EpisodeStream`): the padding is not appended step by step. Each
-    environment's `TrajectoryWriter` holds one block of zero steps that the items' padding
-    references again and again, so a MinAtar game of ~10 steps costs ~10 appends, not ~130.
+    Whole items (see above): item k of an episode covers its real steps
+    [k * period - burn_in, k * period - burn_in + item_length), those outside the episode being
+    padding. It is inserted in the append of its last step or, at the episode's end, if its
+    trained window holds real steps. Each environment's last `item_length` real steps sit in a
+    numpy ring with one zero row behind them, so the items an append completes are gathered in
+    one indexing per field (padding reads the zero row) and appended one by one.
     """
 
     def __init__(
@@ -550,17 +644,19 @@ class BurnInSequenceWriter(_BatchedWriter):
                 f"period must be in [1, length={length}] so that every step is trained, "
                 f"got {period}"
             )
-        self.burn_in = burn_in  # read by `_new_stream`
-        self._padding = None  # one padding step's leaves, made at the first append
-        super().__init__(
-            client,
-            table,
-            burn_in + length + 1,
-            period,
-            num_envs,
-            max_in_flight_items,
-            flush_timeout_ms,
-        )
+        super().__init__(num_envs, max_in_flight_items or 0, flush_timeout_ms)
+        self._sink = _ItemSink(client, _table_names(table))
+        self._streams = [self._sink]
+        self.burn_in = burn_in
+        self.period = period
+        self.item_length = burn_in + length + 1
+        # Items whose extras are kept while they wait: their starts lie within an item's length
+        # of each other, so this many slots are never reused before the item is inserted.
+        self._slots = self.item_length // period + 2
+        self._count = np.zeros(num_envs, np.int64)  # real steps of each env's episode so far
+        self._items = np.zeros(num_envs, np.int64)  # items of each env's episode inserted
+        self._steps: list[np.ndarray] = []  # per leaf [num_envs, item_length + 1, ...]
+        self._extras: list[np.ndarray] = []  # per leaf [num_envs, slots, ...]
 
     def append(
         self, step: Mapping[str, Nest], episode_end: np.ndarray, first_step_extras: Nest = None
@@ -576,158 +672,58 @@ class BurnInSequenceWriter(_BatchedWriter):
             raise ValueError(
                 f"episode_end must have shape ({self.num_envs},), got {episode_end.shape}"
             )
-        steps, extras = self._per_env_leaves(step, first_step_extras)
-        if self._padding is None:
-            # Made once: Reverb fixes every column's dtype and shape at the first append anyway.
-            self._padding = [np.zeros_like(leaf) for leaf in steps[0]] + [_PAD]
-        # The mask is the last leaf of every appended step (`_make_item` puts it back by name).
-        for stream, env_step, env_extras, end in zip(self._streams, steps, extras, episode_end):
-            stream.push(env_step + [_REAL], env_extras, self._padding)
-            if end:
-                stream.end_episode(self._padding)
+        step_leaves, extras_leaves = self._batched_leaves(step, first_step_extras)
+        H = self.item_length
+        if not self._steps:  # the last row stays zero: what padding positions read
+            self._steps = [_ring(leaf, H, extra_rows=1) for leaf in step_leaves]
+            self._extras = [_ring(leaf, self._slots) for leaf in extras_leaves]
+        envs = np.arange(self.num_envs)
+        for ring, leaf in zip(self._steps, step_leaves):
+            ring[envs, self._count % H] = leaf
+        self._keep_extras(extras_leaves)
+        self._count += 1
+        # The item this step completes (at most one: item starts are `period` >= 1 apart), and
+        # at an episode's end every item whose trained window holds real steps
+        # (k * period < count).
+        done = self._items + (self._items * self.period + H <= self.burn_in + self._count)
+        last = np.where(episode_end, -(-self._count // self.period), done)
+        self._insert(np.repeat(envs, last - self._items), self._items, last)
+        self._items = np.where(episode_end, 0, last)
+        self._count[episode_end] = 0
         self._flush_run_ahead()
 
-    def _new_stream(self, client: reverb.Client, tables: tuple[str, ...], length: int, period):
-        return _EpisodeStream(client, tables, self.burn_in, length, period, self._make_item)
+    def _keep_extras(self, leaves: list) -> None:
+        """Stores the extras of the items whose first real step this is: at an episode's first
+        step every item that starts in the burn-in padding, later the item starting here."""
+        if not leaves:
+            return
+        first = np.flatnonzero(self._count == 0)
+        later = np.flatnonzero((self._count > 0) & ((self._count + self.burn_in) % self.period == 0))
+        later_slots = (self._count[later] + self.burn_in) // self.period % self._slots
+        for ring, leaf in zip(self._extras, leaves):
+            for k in range(self.burn_in // self.period + 1):
+                ring[first, k % self._slots] = leaf[first]
+            ring[later, later_slots] = leaf[later]
+
+    def _insert(self, envs: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+        """Inserts items first[e]..last[e]-1 of each env e (`envs` repeats e once per item)."""
+        if envs.size == 0:
+            return
+        n = last - first
+        ks = np.arange(envs.size) - np.repeat(np.cumsum(n) - n, n) + np.repeat(first, n)
+        real = (ks * self.period - self.burn_in)[:, None] + np.arange(self.item_length)
+        mask = (real >= 0) & (real < self._count[envs][:, None])
+        rows = np.where(mask, real % self.item_length, self.item_length)
+        steps = [ring[envs[:, None], rows] for ring in self._steps] + [mask.astype(np.float32)]
+        extras = [ring[envs, ks % self._slots] for ring in self._extras]
+        for i in range(envs.size):
+            self._sink.insert(self._make_item, [s[i] for s in steps], [e[i] for e in extras], 1.0)
 
     def _make_item(self, step_columns: list, first_step_columns: list) -> dict:
+        # The mask is the last step leaf (`_insert`); it goes back into the steps by name.
         item = super()._make_item(step_columns[:-1], first_step_columns)
         item[STEPS][MASK] = step_columns[-1]
         return item
-
-
-class _EpisodeStream:
-    """One environment's `TrajectoryWriter` for `BurnInSequenceWriter`.
-
-    Each episode stands for the padded stream of the class docstring: `burn_in` padding steps,
-    the episode's `count` real steps, then padding. Item k covers its stream steps
-    [k * period, k * period + item_length) and is inserted as soon as its last step is appended
-    or, at the episode's end, if its trained window holds real steps: the same items, inserted
-    in the same `append` calls, as when every padding step was appended.
-
-    Only the real steps are appended one by one (appends are what the actor's replay write costs:
-    each is tens of µs of the writer's per-step Python and copying). The padding is a block of
-    `max(burn_in, length)` zero steps (the longest padding run of an item), appended once and
-    referenced by the items of many episodes, each run of padding one contiguous slice of it
-    (so an item still has a few chunk slices per column, and the table stores the zeros once).
-    Reverb lets an item reference any step among the writer's last `num_keep_alive_refs`
-    appends, so the writer keeps `item_length + block + reuse` of them: an item's real steps (at
-    most `item_length`, contiguous) and the block, which serves the episodes that start within
-    `reuse` real steps of it. Blocks are only appended between episodes: before an episode whose
-    burn-in items could outlive the block, or at an episode's end if the block is too old for
-    its end padding (a long episode: one block, as many appends as its burn-in and end padding
-    took before), and that block then serves the next episodes' burn-in too. Short episodes
-    share a block per `reuse` real steps: ~0.7 padding appends per real step instead of ~12.
-
-    First-step extras are appended only with the real steps that start items (the episode's
-    first step stands for the items that start in the burn-in padding).
-    """
-
-    def __init__(
-        self,
-        client: reverb.Client,
-        tables: tuple[str, ...],
-        burn_in: int,
-        item_length: int,
-        period: int,
-        make_item,
-    ):
-        self.tables = tables
-        self.burn_in = burn_in
-        self.item_length = item_length
-        self.period = period
-        self.make_item = make_item
-        self.block_length = max(burn_in, item_length - burn_in - 1)
-        # choice: a block serves an item's worth of real steps: ~0.7 padding appends per real
-        # step in short episodes, while the writer keeps ~2.7 items of steps per env alive
-        # (before: 1). A longer reuse saves little more (at most 0.7 appends per real step) and
-        # costs the actor memory for Atari-sized steps.
-        self.reuse = item_length
-        self.keep_alive = item_length + self.block_length + self.reuse
-        self.writer = client.trajectory_writer(num_keep_alive_refs=self.keep_alive)
-        self.appended = 0  # steps appended to `writer`
-        self.block_start = None  # index (in `writer`'s appends) of the padding block's 1st step
-        self.episode_start = 0  # index of the episode's first real step
-        self.count = 0  # real steps of the episode so far
-        self.items = 0  # items of the episode inserted so far
-        self.num_extras = 0  # first-step-extras leaves per step, set by the first `push`
-        self.flushed_to = 0  # see `_BatchedWriter._flush`
-
-    def push(self, step_leaves: list, first_step_leaves: list, padding: list) -> None:
-        """Appends a real step (mask included) and inserts the item it completes."""
-        self.num_extras = len(first_step_leaves)
-        if self.count == 0:
-            if self.burn_in > 0:  # the block must outlive the items starting in the burn-in
-                self._ensure_block(padding, more_appends=self.item_length - 1)
-            self.episode_start = self.appended
-        if self.count != 0 and (self.count + self.burn_in) % self.period != 0:
-            first_step_leaves = [None] * len(first_step_leaves)  # None: not stored at this step
-        self._append(step_leaves + first_step_leaves)
-        self.count += 1
-        if self.items * self.period + self.item_length <= self.burn_in + self.count:
-            self._insert_next_item()
-
-    def end_episode(self, padding: list) -> None:
-        """Inserts the padded items whose trained windows still hold real steps, then restarts."""
-        last_real = self.burn_in + self.count - 1  # in the virtual stream
-        # The next item trains on virtual steps [k * period + burn_in, ... + length).
-        while self.items * self.period + self.burn_in <= last_real:
-            self._ensure_block(padding, more_appends=0)
-            self._insert_next_item()
-        self.count = 0
-        self.items = 0
-
-    def _append(self, leaves: list) -> None:
-        self.writer.append(leaves)
-        self.appended += 1
-
-    def _ensure_block(self, padding: list, more_appends: int) -> None:
-        """Appends a new padding block unless the current one stays referable (within the
-        `keep_alive` last appends) for `more_appends` more appends."""
-        if (
-            self.block_start is not None
-            and self.appended + more_appends - self.block_start <= self.keep_alive
-        ):
-            return
-        self.block_start = self.appended
-        padding_step = padding + [None] * self.num_extras  # extras: never read at padding
-        for _ in range(self.block_length):
-            self._append(padding_step)
-
-    def _insert_next_item(self) -> None:
-        start = self.items * self.period - self.burn_in  # in real steps; < 0: in the burn-in
-        first_real = max(start, 0)
-        end_real = min(start + self.item_length, self.count)
-        pad_before = first_real - start
-        pad_after = self.item_length - pad_before - (end_real - first_real)
-
-        def refs(column, first: int, count: int) -> list:
-            """References of `count` steps of `column` from writer append `first` on."""
-            if count == 0:
-                return []
-            stop = first + count - self.appended  # <= 0; `column[a:0]` would be empty
-            return list(column[first - self.appended : stop if stop < 0 else None])
-
-        columns = self.writer.history  # step leaves (mask last), then extras leaves
-        num_step_leaves = len(columns) - self.num_extras
-        real_first = self.episode_start + first_real
-        step_columns = [
-            reverb.TrajectoryColumn(
-                refs(column, self.block_start, pad_before)
-                + refs(column, real_first, end_real - first_real)
-                + refs(column, self.block_start, pad_after)
-            )
-            for column in columns[:num_step_leaves]
-        ]
-        # The extras of the item's first real step: stored there (see `push`).
-        first_step_columns = [
-            column[real_first - self.appended] for column in columns[num_step_leaves:]
-        ]
-        _create_items(self, 1.0, self.make_item(step_columns, first_step_columns))
-        self.items += 1
-
-
-_REAL, _PAD = np.float32(1.0), np.float32(0.0)  # mask values
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import portpicker
 import pytest
 import reverb
 import tensorflow as tf
+import tree
 
 from common import replay
 
@@ -331,6 +332,129 @@ def test_burn_in_writer_rejects_a_mask_field(serve):
     with replay.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=1) as writer:
         with pytest.raises(ValueError, match="must not contain a 'mask'"):
             writer.append({**batched_step(1, 0), "mask": np.ones(1, np.float32)}, np.array([False]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole items and shared references write the same items
+
+# Fields of several dtypes and shapes, like an actor's record (observation planes, flags, ints).
+RICH_SPEC = {
+    "obs": tf.TensorSpec([3, 2], tf.uint8),
+    "reset": tf.TensorSpec([], tf.bool),
+    "action": tf.TensorSpec([], tf.int32),
+    "nested": {"value": tf.TensorSpec([2], tf.float32), "step": tf.TensorSpec([], tf.int64)},
+}
+RICH_EXTRAS = {"core": (tf.TensorSpec([4], tf.float32), tf.TensorSpec([4], tf.float32))}
+
+
+def random_steps(rng, num_envs, num_steps):
+    """Per-step batched records and extras of random values, every step different."""
+    for _ in range(num_steps):
+        yield (
+            {
+                "obs": rng.integers(0, 256, (num_envs, 3, 2), dtype=np.uint8),
+                "reset": rng.random(num_envs) < 0.3,
+                "action": rng.integers(0, 1000, num_envs, dtype=np.int32),
+                "nested": {
+                    "value": rng.normal(size=(num_envs, 2)).astype(np.float32),
+                    "step": rng.integers(0, 2**40, num_envs, dtype=np.int64),
+                },
+            },
+            {"core": tuple(rng.normal(size=(num_envs, 4)).astype(np.float32) for _ in range(2))},
+        )
+
+
+def table_items(client, table, num_items):
+    """The table's items (each sampled once and removed) as a multiset of their bytes."""
+    assert client.server_info()[table].current_size == num_items
+    keys = collections.Counter()
+    for _, data in sample_all(client, table, num_items):
+        keys[tuple(np.asarray(x).tobytes() for x in tf.nest.flatten(data))] += 1
+    assert client.server_info()[table].current_size == 0
+    return keys
+
+
+def test_whole_unrolls_equal_the_shared_reference_sequences(serve):
+    """IMPALA's `UnrollWriter` (whole items) and a `SequenceWriter` of the same length and
+    stride (items referencing shared steps) write the same items from the same steps, to two
+    tables at once (QueueWithReplay's queue and replay)."""
+    num_envs, unroll, num_steps = 3, 5, 37  # 7 unrolls per env; 2 steps left over
+    signature = replay.sequence_signature(RICH_SPEC, unroll + 1, RICH_EXTRAS)
+    tables = [replay.sample_k_table(name, 100, 1, 1.0, 1, 1e6, signature) for name in "abcd"]
+    _, client = serve(*tables)
+    whole = replay.UnrollWriter(client, ("a", "b"), unroll, num_envs)
+    shared = replay.SequenceWriter(client, ("c", "d"), unroll + 1, unroll, num_envs)
+    for step, extras in random_steps(np.random.default_rng(0), num_envs, num_steps):
+        whole.append(step, first_step_extras=extras)
+        shared.append(step, first_step_extras=extras)
+    whole.close()
+    shared.close()
+    items = [table_items(client, name, num_envs * 7) for name in "abcd"]
+    assert items[0] == items[1] == items[2] == items[3]
+    assert len(items[0]) == num_envs * 7  # random values: every item differs
+
+
+@pytest.mark.parametrize("burn_in,length,period", [(40, 80, 80), (40, 80, 30), (3, 4, 1), (0, 5, 5)])
+def test_whole_burn_in_items_equal_references_into_the_padded_stream(serve, burn_in, length, period):
+    """`BurnInSequenceWriter` (whole items gathered from rings) against the layout written the
+    other way: each episode's padded stream (`burn_in` zero steps whose extras are the
+    episode's first, the episode, zero steps to the last item's end) appended step by step to a
+    `SequenceWriter` with the same period, whose items reference those steps. Random episode
+    lengths from 1 to 3 items' worth, three environments ending their games at different steps."""
+    num_envs, num_steps = 3, 700
+    item_length = burn_in + length + 1
+    rng = np.random.default_rng(burn_in + length + period)
+    ends = rng.random((num_steps, num_envs)) < 1 / rng.integers(1, 3 * item_length, num_envs)
+    ends[-1] = True  # every episode ends, so both ways insert all their items
+    signature = replay.burn_in_signature(RICH_SPEC, burn_in, length, RICH_EXTRAS)
+    tables = [replay.sample_k_table(name, 10_000, 1, 1.0, 1, 1e9, signature) for name in "ab"]
+    _, client = serve(*tables)
+    whole = replay.BurnInSequenceWriter(client, "a", burn_in, length, num_envs, period=period)
+    streams = [[] for _ in range(num_envs)]  # each env's current episode: (step, extras)
+    reference = []
+
+    def write_padded(env_steps):
+        """The episode's padded stream through its own SequenceWriter (one env)."""
+        zero = tree.map_structure(np.zeros_like, env_steps[0][0])
+        count = len(env_steps)
+        stream_length = (-(-count // period) - 1) * period + item_length
+        padded = [(dict(zero, mask=np.float32(0)), env_steps[0][1])] * burn_in
+        padded += [(dict(s, mask=np.float32(1)), e) for s, e in env_steps]
+        padded += [(dict(zero, mask=np.float32(0)), env_steps[0][1])] * (
+            stream_length - len(padded)
+        )
+        with replay.SequenceWriter(client, "b", item_length, period, num_envs=1) as writer:
+            for s, e in padded:
+                writer.append(*tree.map_structure(lambda x: np.asarray(x)[None], (s, e)))
+        reference.append(stream_length)
+
+    for t, (step, extras) in enumerate(random_steps(rng, num_envs, num_steps)):
+        whole.append(step, ends[t], first_step_extras=extras)
+        for env in range(num_envs):
+            streams[env].append(tree.map_structure(lambda x: x[env], (step, extras)))
+            if ends[t, env]:
+                write_padded(streams[env])
+                streams[env] = []
+    whole.close()
+    num_items = sum((n - item_length) // period + 1 for n in reference)
+    assert table_items(client, "a", num_items) == table_items(client, "b", num_items)
+
+
+def test_writers_name_a_field_whose_dtype_or_shape_changes(serve):
+    _, client = serve(replay.queue_table("queue", 10, replay.sequence_signature(STEP_SPEC, 3)))
+    for writer in (
+        replay.UnrollWriter(client, "queue", 2, num_envs=2),
+        replay.SequenceWriter(client, "queue", 3, 2, num_envs=2),
+        replay.BurnInSequenceWriter(client, "queue", 0, 2, num_envs=2),
+    ):
+        ends = np.zeros(2, bool)
+        writer.append(batched_step(2, 0), episode_end=ends)
+        step = batched_step(2, 1)
+        with pytest.raises(ValueError, match=r"step field x is float64 \[\] per env; .* int32 \[\]"):
+            writer.append(dict(step, x=step["x"].astype(np.float64)), episode_end=ends)
+        with pytest.raises(ValueError, match=r"step field pair is int32 \[3\] per env"):
+            writer.append(dict(step, pair=np.zeros((2, 3), np.int32)), episode_end=ends)
+        writer.close(timeout_ms=100)
 
 
 # ----------------------------------------------------------------------------------------------
