@@ -5,6 +5,7 @@ alone (F), full training, and the shared-core bound 1/(1/L + 1/F).
     python -m benchmarks.agent_throughput --agents=gdi.gdi_h3,gdi.gdi_h3_shared_torso --env=Pong
     python -m benchmarks.agent_throughput --agents=reactor --env=Pong --rows=train -- --num_actors=4
     python -m benchmarks.agent_throughput --agents=impala --env=MinAtar/Breakout-v0 --rows=profile
+    python -m benchmarks.agent_throughput --env=MinAtar/Breakout-v0 --baseline=a28bd76
 
 Each agent, `<paper>` or `<paper>.<ablation>` (as common.compare names them), runs with its
 paper's default config for `--env`, as `python -m <paper>.main --env=<env>
@@ -53,6 +54,11 @@ functions, each over `--seconds` after `--warmup_s`:
   ...), printed under the table. It says where an actor's time goes when full training falls
   short of the bound because F is low.
 
+With --baseline=<git revision>, each agent is measured twice in turn, first by the code of that
+revision (a git worktree of it in a temporary folder, its own `benchmarks.agent_throughput` as
+the worker), then by the working tree's, so both see the same machine within minutes of each
+other; the table then has a row before, a row now and the ratio of the two for each agent.
+
 The CPU line (benchmarks.machine), TensorFlow's oneDNN and thread settings and each agent's
 config are printed first, then one markdown table. A row that could not be measured says n/a,
 and why under the table (the worker's full output is in the log directory printed at the start).
@@ -61,6 +67,7 @@ It prints figures; it asserts nothing.
 
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
+import contextlib
 import importlib
 import json
 import math
@@ -98,6 +105,13 @@ def define_flags(worker: bool) -> None:
         throughput.REPORTS_PER_ACTOR,
         "F's and full training's windows last until they hold this many of the actors' frame "
         "reports per actor (0: --seconds only).",
+    )
+    flags.DEFINE_string(
+        "baseline",
+        None,
+        "A git revision to measure beside the working tree: each agent's rows run first in a "
+        "worktree of it, then in the working tree, and a ratio row (working tree / baseline) "
+        "follows the two rows.",
     )
     flags.DEFINE_string("agent_worker", None, "Internal: measure this agent in this process.")
     flags.DEFINE_string("result_file", None, "Internal: where a worker writes its figures.")
@@ -219,10 +233,13 @@ def run_worker(
     reports_per_actor: int,
     paper_flags: list[str],
     log_dir: str,
+    code_dir: str | None = None,
 ) -> dict:
-    """One agent's worker process; its figures, or {"agent", "errors"} if it failed."""
-    result_file = os.path.join(log_dir, f"{agent}.json")
-    log_file = os.path.join(log_dir, f"{agent}.log")
+    """One agent's worker process, running the code in `code_dir` (default: this checkout);
+    its figures, or {"agent", "errors"} if it failed."""
+    tag = "" if code_dir is None else "_baseline"
+    result_file = os.path.join(log_dir, f"{agent}{tag}.json")
+    log_file = os.path.join(log_dir, f"{agent}{tag}.log")
     command = [
         sys.executable,
         "-m",
@@ -240,7 +257,12 @@ def run_worker(
     with open(log_file, "w") as log:
         log.write(" ".join(command) + "\n")
         log.flush()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        environment = dict(os.environ)
+        if code_dir is not None:  # its packages before any installed copy of this checkout's
+            environment["PYTHONPATH"] = code_dir
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, cwd=code_dir, env=environment
+        )
         try:
             process.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -298,9 +320,17 @@ def table_cells(result: dict) -> dict[str, float]:
     }
 
 
-def _cell(column: str, value: float) -> str:
+def ratio_cells(result: dict, baseline: dict) -> dict[str, float]:
+    """Each figure of `result` over the same figure of `baseline`."""
+    new, old = table_cells(result), table_cells(baseline)
+    return {column: throughput.ratio(new[column], old[column]) for column in new}
+
+
+def _cell(column: str, value: float, ratio: bool = False) -> str:
     if math.isnan(value):
         return "n/a"
+    if ratio:
+        return f"{value:.2f}x"
     if column in ("full / bound", "real share"):
         return f"{value:.0%}"
     if column in ("L updates/s", "updates/s", "replay ratio"):
@@ -308,19 +338,28 @@ def _cell(column: str, value: float) -> str:
     return f"{value:,.0f}"
 
 
-def markdown_table(env: str, results: list[dict]) -> str:
+def markdown_table(env: str, results: list[dict], baselines: list[dict] | None = None) -> str:
     """agent | L | L updates/s | F | full | full, acted | bound | full / bound | updates/s |
-    replay ratio; frames/s are environment frames (action repeats included)."""
-    cells = [table_cells(result) for result in results]
-    columns = list(cells[0]) if cells else list(table_cells({}))
+    replay ratio; frames/s are environment frames (action repeats included). With `baselines`
+    (one per result, measured on a baseline revision), each agent has three rows: the
+    baseline's, the working tree's and their ratio."""
+    columns = list(table_cells({}))
     lines = [
         f"| {env} | " + " | ".join(columns) + " |",
         "|---" * (len(columns) + 1) + "|",
     ]
-    for result, row in zip(results, cells):
-        lines.append(
-            f"| {result['agent']} | " + " | ".join(_cell(c, row[c]) for c in columns) + " |"
-        )
+
+    def row(name: str, cells: dict, ratio: bool = False) -> str:
+        return f"| {name} | " + " | ".join(_cell(c, cells[c], ratio) for c in columns) + " |"
+
+    for i, result in enumerate(results):
+        agent = result["agent"]
+        if baselines is None:
+            lines.append(row(agent, table_cells(result)))
+            continue
+        lines.append(row(f"{agent}, before", table_cells(baselines[i])))
+        lines.append(row(agent, table_cells(result)))
+        lines.append(row(f"{agent}, ratio", ratio_cells(result, baselines[i]), ratio=True))
     return "\n".join(lines)
 
 
@@ -369,29 +408,53 @@ def main(argv):
         f"agents one at a time; worker logs in {log_dir}",
         flush=True,
     )
-    results = []
-    for agent in FLAGS.agents:
-        result = run_worker(
-            agent,
-            FLAGS.env,
-            rows,
-            FLAGS.warmup_s,
-            FLAGS.seconds,
-            FLAGS.reports_per_actor,
-            paper_flags,
-            log_dir,
-        )
-        results.append(result)
-        figures = {k: _cell(k, v) for k, v in table_cells(result).items()}
-        print(f"{agent}: {figures}; errors: {result.get('errors') or 'none'}", flush=True)
+    results, baselines = [], []
+    with baseline_worktree(FLAGS.baseline) as baseline_dir:
+        for agent in FLAGS.agents:
+            runs = [(baselines, baseline_dir, "before")] if baseline_dir else []
+            for into, code_dir, label in runs + [(results, None, "")]:
+                result = run_worker(
+                    agent,
+                    FLAGS.env,
+                    rows,
+                    FLAGS.warmup_s,
+                    FLAGS.seconds,
+                    FLAGS.reports_per_actor,
+                    paper_flags,
+                    log_dir,
+                    code_dir,
+                )
+                into.append(result)
+                figures = {k: _cell(k, v) for k, v in table_cells(result).items()}
+                errors = result.get("errors") or "none"
+                print(f"{agent}{label and ', ' + label}: {figures}; errors: {errors}", flush=True)
     tensorflow = next((r["tensorflow"] for r in results if "tensorflow" in r), None)
     env = next((r["env"] for r in results if "env" in r), FLAGS.env)
     print()
     print(cpu_line())
     if tensorflow:
         print(tensorflow)
-    print(f"\n{markdown_table(env, results)}\n")
+    if FLAGS.baseline:
+        print(f"before: git {FLAGS.baseline}, measured just before the working tree, per agent")
+    print(f"\n{markdown_table(env, results, baselines if FLAGS.baseline else None)}\n")
     print("\n".join(notes(results)))
+
+
+@contextlib.contextmanager
+def baseline_worktree(revision: str | None):
+    """A detached git worktree of `revision` in a temporary folder (None: no worktree), removed
+    afterwards."""
+    if not revision:
+        yield None
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    folder = os.path.join(tempfile.mkdtemp(prefix="agent_throughput_baseline_"), "tree")
+    git = ["git", "-C", root, "worktree"]
+    subprocess.run([*git, "add", "--detach", folder, revision], check=True, capture_output=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run([*git, "remove", "--force", folder], check=False, capture_output=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ the first `--baseline_steps` of the same sequence), each on a fresh server, time
 `--repeats` times alternating old and new. It prints the median microseconds per batched append:
 wall clock (the final flush included; the items inserted in brackets) and the process's CPU time
 (all threads, the in-process server's included: steadier than wall clock on a busy machine).
-Both write the same items (tests/common/test_replay.py checks the layout).
+Both write the same items (tests/common/test_replay.py checks the layout, and that whole items
+equal items referencing the padded stream's steps).
 """
 
 import importlib.util
@@ -44,9 +45,10 @@ flags.DEFINE_integer(
 flags.DEFINE_integer("warmup", 20, "Untimed batched appends before timing.")
 flags.DEFINE_float("short_mean", 10.0, "Mean episode length of the short-episode case.")
 flags.DEFINE_float("long_mean", 1000.0, "Mean episode length of the long-episode case.")
-# The last commit before the padding block (each padding step appended on its own).
+# The last commit before whole items (one append per environment and step, padding shared from
+# a block of zero steps); cae6ee7 is the one before that block (each padding step appended).
 flags.DEFINE_string(
-    "baseline", "cae6ee7", "Git revision of common/replay.py to compare ('' skips)."
+    "baseline", "a28bd76", "Git revision of common/replay.py to compare ('' skips)."
 )
 flags.DEFINE_integer(
     "baseline_steps",

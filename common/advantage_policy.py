@@ -66,8 +66,8 @@ class AdvantageMixturePolicy:
         self.component_networks = list(component_networks)
         self.greedy = greedy
         self._rng = tf.random.Generator.from_seed(seed)
-        self._step = tf.function(self._step_graph, jit_compile=jit_compile, reduce_retracing=True)
-        self._value = tf.function(self._value_graph, jit_compile=jit_compile, reduce_retracing=True)
+        self._step = acting.CompiledCall(self._step_graph, jit_compile)
+        self._value = acting.CompiledCall(self._value_graph, jit_compile)
 
     @staticmethod
     def extras_spec() -> dict:

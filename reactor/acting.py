@@ -45,8 +45,8 @@ class ReactorPolicy:
         self.greedy = greedy
         self.support = support
         self._rng = tf.random.Generator.from_seed(seed)
-        self._step = tf.function(self._step_graph, jit_compile=jit_compile, reduce_retracing=True)
-        self._value = tf.function(self._value_graph, jit_compile=jit_compile, reduce_retracing=True)
+        self._step = acting.CompiledCall(self._step_graph, jit_compile)
+        self._value = acting.CompiledCall(self._value_graph, jit_compile)
 
     def initial_state(self, batch_size: int):
         return tuple(s.numpy() for s in self.network.initial_state(batch_size))
