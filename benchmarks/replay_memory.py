@@ -47,7 +47,7 @@ Not counted: the writers' buffers while acting (about item_length uncompressed s
 in the actor processes), the learner's sampled batches and dataset read-ahead, checkpoints on
 disk, TensorFlow and the environments.
 
-The raw size per step is `patterns.estimated_bytes(pattern, signature) / pattern.unique_steps()`
+The raw size per step is `patterns.estimated_bytes(pattern, signature) / pattern.stored_steps()`
 (the uncompressed step record, mask included); raw / measured is the compression Reverb achieves
 on these frames. Extrapolation: measured bytes/step x `unique_steps()` of the papers' default
 replays (dice/config.py, reactor/config.py, impala/config.py), the replay alone, against 24 GiB.
@@ -222,7 +222,7 @@ def env_spec(record: Record) -> agent_lib.EnvSpec:
 
 def raw_bytes_per_step(pattern: patterns.Pattern, record: Record) -> float:
     signature = make_agent(pattern, record).signature(env_spec(record))
-    return patterns.estimated_bytes(pattern, signature) / pattern.unique_steps()
+    return patterns.estimated_bytes(pattern, signature) / pattern.stored_steps()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -465,7 +465,7 @@ def main(argv):
         )
         notes.append(
             f"{label}: {pattern.unique_steps():,} unique steps, "
-            f"{raw_step * pattern.unique_steps() / GIB:.1f} GiB uncompressed "
+            f"{raw_step * pattern.stored_steps() / GIB:.1f} GiB uncompressed "
             f"(patterns.estimated_bytes), {kind}'s bytes/step"
         )
     print()

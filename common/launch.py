@@ -146,8 +146,8 @@ def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None)
     gib = patterns.estimated_bytes(pattern, signature) / 2**30
     print(
         f"[replay] {pattern.kind}: {pattern.capacity:,} items of {pattern.item_length} steps "
-        f"(~{pattern.unique_steps():,} distinct steps when full, {gib:.2f} GiB before Reverb's "
-        f"compression)",
+        f"(~{pattern.unique_steps():,} distinct steps when full, {pattern.stored_steps():,} "
+        f"stored, {gib:.2f} GiB before Reverb's compression)",
         flush=True,
     )
     tables = list(agent.tables(spec))

@@ -94,8 +94,14 @@ class Pattern:
         return 2 * batch_size
 
     def unique_steps(self) -> int:
-        """Steps held when the table is full: items share overlapping steps (memory estimate)."""
+        """Distinct environment steps the items of a full table cover (consecutive items of an
+        environment overlap by `item_length - period` steps)."""
         return self.capacity * self.period + self.item_length - self.period
+
+    def stored_steps(self) -> int:
+        """Step records a full table stores: the writers of `common.replay` append each item
+        whole, overlap and padding included (memory estimate)."""
+        return self.capacity * self.item_length
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +192,10 @@ class QueueWithReplay(Queue):
     def unique_steps(self):
         return max(self.capacity, self.replay_capacity) * self.period + 1
 
+    def stored_steps(self):
+        # An item's two copies (queue and replay) share its chunk.
+        return max(self.capacity, self.replay_capacity) * self.item_length
+
 
 @dataclasses.dataclass(frozen=True)
 class Prioritized(Pattern):
@@ -233,6 +243,9 @@ class Prioritized(Pattern):
                 error_buffer=self.error_buffer,
             )
         ]
+
+    def stored_steps(self):
+        return self.unique_steps()  # `replay.SequenceWriter`: items reference shared steps
 
     def writer(self, client, num_envs, flush_timeout_ms):
         return replay.SequenceWriter(
@@ -350,10 +363,11 @@ def concatenate_samples(*samples: reverb.ReplaySample) -> reverb.ReplaySample:
 
 
 def estimated_bytes(pattern: Pattern, signature: dict) -> int:
-    """Uncompressed bytes of a full experience table: unique steps x bytes per step (Reverb
-    compresses chunks, so the resident size is smaller; benchmarks/replay_memory.py measures it)."""
+    """Uncompressed bytes of a full experience table: stored steps x bytes per step (Reverb
+    compresses chunks, so the resident size is smaller, padding most of all;
+    benchmarks/replay_memory.py measures it)."""
     per_step = sum(
         int(np.prod(spec.shape[1:])) * spec.dtype.size
         for spec in tf.nest.flatten(signature[replay.STEPS])
     )
-    return pattern.unique_steps() * per_step
+    return pattern.stored_steps() * per_step
