@@ -120,6 +120,12 @@ class Axis:
         index = np.floor((clipped - self.lo) / self.acc + INDEX_TOLERANCE).astype(np.int64)
         return np.minimum(index, self.num_blocks - 1)
 
+    def block_index(self, x: float) -> int:
+        """`block_of` of one float, in Python floats: the same IEEE operations without numpy's
+        cost per call (an update finds one block per axis)."""
+        index = math.floor((min(max(x, self.lo), self.hi) - self.lo) / self.acc + INDEX_TOLERANCE)
+        return min(index, self.num_blocks - 1)
+
     def block_bounds(self, blocks) -> tuple[np.ndarray, np.ndarray]:
         """[lower, upper] edges of blocks in x (the last block ends at hi)."""
         blocks = np.asarray(blocks)
@@ -133,9 +139,9 @@ class Axis:
     def to_coordinate(self, value) -> np.ndarray:
         """Bandit coordinate of a behaviour parameter: x = log(1 + 1/tau) (DiCE App. A, GDI App. G)."""
         value = np.asarray(value, dtype=np.float64)
-        if np.any(np.isnan(value)):
+        if np.isnan(value).any():
             raise ValueError(f"behaviour parameter {self.name!r} is NaN: {value!r}")
-        if self.log1p and np.any(value < 0):
+        if self.log1p and (value < 0).any():
             raise ValueError(
                 f"{self.name!r} is an inverse temperature and must be >= 0, got {value!r}"
             )
@@ -170,9 +176,11 @@ class Grid:
         self.size = int(np.prod(self.shape))
 
     def block_of(self, x) -> int:
-        """Flat block index of one point x (shape [len(axes)])."""
-        index = [int(axis.block_of(xi)) for axis, xi in zip(self.axes, np.atleast_1d(x))]
-        return int(np.ravel_multi_index(index, self.shape))
+        """Flat (C-order) block index of one point x (shape [len(axes)])."""
+        block = 0
+        for axis, xi in zip(self.axes, np.atleast_1d(x).tolist()):
+            block = block * axis.num_blocks + axis.block_index(xi)
+        return block
 
     def sample_in(self, blocks, rng: np.random.Generator) -> np.ndarray:
         """One point drawn uniformly inside each flat block ("sample d candidates from these blocks,
@@ -185,6 +193,16 @@ class Grid:
             fraction = rng.random(index.shape) * (1.0 - EDGE_MARGIN)
             points.append(lower + fraction * (upper - lower))
         return np.stack(points, axis=-1)
+
+    def point_in(self, block: int, rng: np.random.Generator) -> np.ndarray:
+        """`sample_in([block], rng)[0]` in Python floats: the same draws and arithmetic, without
+        numpy's cost per call on one-element arrays."""
+        point = []
+        for axis, index in zip(self.axes, np.unravel_index(block, self.shape)):
+            lower = axis.lo + int(index) * axis.acc
+            upper = min(lower + axis.acc, axis.hi)
+            point.append(lower + rng.random() * (1.0 - EDGE_MARGIN) * (upper - lower))
+        return np.array(point)
 
     def sample_uniform(self, rng: np.random.Generator) -> np.ndarray:
         """One point uniform over the whole box in the bandit coordinates (DiCE's `random`
@@ -212,21 +230,24 @@ def ucb_scores(
     values = np.asarray(values, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
     exploit = _zscores(values, over) if standardise else values
-    total = counts.sum(-1, keepdims=True) - (counts if ucb_sum == "others" else 0.0)
+    total = np.add.reduce(counts, -1, keepdims=True) - (counts if ucb_sum == "others" else 0.0)
     return exploit + ucb_scale * np.sqrt(np.log1p(total) / (1.0 + counts))
 
 
 def _zscores(values: np.ndarray, over) -> np.ndarray:
     """(V - mean V)/std V along the last axis over the entries in `over` (all when None); 0 elsewhere and
-    where the std is below 1e-8."""
+    where the std is below 1e-8. np.mean's and np.std's own steps, spelled out: the same bits
+    without their cost per call on these small arrays."""
     if over is None:
-        mean, std = values.mean(-1, keepdims=True), values.std(-1, keepdims=True)
-        return np.where(std >= STD_FLOOR, (values - mean) / np.maximum(std, STD_FLOOR), 0.0)
+        deviation = values - np.add.reduce(values, -1, keepdims=True) / values.shape[-1]
+        std = np.sqrt(np.add.reduce(deviation * deviation, -1, keepdims=True) / values.shape[-1])
+        return np.where(std >= STD_FLOOR, deviation / np.maximum(std, STD_FLOOR), 0.0)
     over = np.asarray(over, bool)
-    n = np.maximum(over.sum(-1, keepdims=True), 1)
-    mean = np.where(over, values, 0.0).sum(-1, keepdims=True) / n
-    std = np.sqrt(np.where(over, (values - mean) ** 2, 0.0).sum(-1, keepdims=True) / n)
-    return np.where(over & (std >= STD_FLOOR), (values - mean) / np.maximum(std, STD_FLOOR), 0.0)
+    n = np.maximum(np.add.reduce(over, -1, keepdims=True), 1)
+    deviation = values - np.add.reduce(np.where(over, values, 0.0), -1, keepdims=True) / n
+    squares = np.where(over, deviation * deviation, 0.0)
+    std = np.sqrt(np.add.reduce(squares, -1, keepdims=True) / n)
+    return np.where(over & (std >= STD_FLOOR), deviation / np.maximum(std, STD_FLOOR), 0.0)
 
 
 def top_k(scores, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -237,8 +258,10 @@ def top_k(scores, k: int, rng: np.random.Generator) -> np.ndarray:
     if not 1 <= k <= scores.size:
         raise ValueError(f"k must lie in [1, {scores.size}], got k={k}")
     kth_largest = np.partition(scores, scores.size - k)[scores.size - k]
-    above = np.flatnonzero(scores > kth_largest)
-    tied = np.flatnonzero(scores == kth_largest)
+    above = (scores > kth_largest).nonzero()[0]
+    tied = (scores == kth_largest).nonzero()[0]
+    if tied.size == 1:  # the usual case once values differ: rng.choice would draw nothing
+        return np.concatenate([above, tied])
     return np.concatenate([above, rng.choice(tied, size=k - above.size, replace=False)])
 
 
@@ -255,8 +278,10 @@ def gumbel_top_k(logits, k: int, rng: np.random.Generator) -> np.ndarray:
 
 def most_voted(votes, rng: np.random.Generator) -> int:
     """The arm with the most votes, ties drawn uniformly (LBC App. E.4.2 and its Remark)."""
-    arms, counts = np.unique(np.asarray(votes), return_counts=True)
-    return int(rng.choice(arms[counts == counts.max()]))
+    counts = np.bincount(votes)  # a counter per arm up to the largest vote: cheaper than sorting
+    arms = (counts == counts.max()).nonzero()[0]
+    # rng.choice(arms) is this draw (the same numbers and generator state), without its overhead.
+    return int(arms[rng.integers(0, arms.size, dtype=np.int64)])
 
 
 # ----------------------------------------------------------------------------- tile codings
@@ -329,12 +354,8 @@ class OffsetTiling:
             columns.append(num_weights + np.ravel_multi_index(index.T, tile_shape))
             num_weights += int(np.prod(tile_shape))
         tiles = np.stack(columns, axis=1)
-        return (
-            tiles,
-            np.ones(tiles.shape, bool),
-            np.full(len(tiles), float(tiles.shape[1])),
-            num_weights,
-        )
+        denominators = np.full(len(tiles), float(tiles.shape[1]))
+        return tiles, np.ones(tiles.shape, bool), denominators, num_weights
 
 
 Tiling = NeighbourTiling | OffsetTiling
@@ -354,6 +375,8 @@ class TileCodedBandit:
     - score: `ucb_scores` over all blocks (DiCE Eq. (11), GDI Eq. (15));
     - candidates: mode `argmax` takes the top-d blocks (ties at random), mode `random` draws d distinct
       blocks with softmax(score) probabilities (the papers' "scores as logits without replacement").
+
+    A `BanditEnsemble` computes the same for all its bandits at once (`_StackedBandits`).
     """
 
     def __init__(
@@ -399,6 +422,53 @@ class TileCodedBandit:
         self.counts[block] += 1.0
 
 
+# numpy sums up to 7 numbers left to right from +0.0, so added zeros, anywhere, change no bit
+# (longer sums go pairwise, in an order set by their length).
+_IN_ORDER_SUM = 7
+
+
+class _StackedBandits:
+    """An ensemble's bandits as [M, ...] arrays, so that V and the update run once for all M bandits
+    (numpy's cost per call dominates on these small arrays); each bandit's `weights` and `counts`
+    become views of rows here. Bit for bit `TileCodedBandit`'s numbers: a block's tiles are summed
+    in the same order, and masked or padding slots read a zero column after the weights. With more
+    than `_IN_ORDER_SUM` tiles per block, each bandit computes alone."""
+
+    def __init__(self, bandits: Sequence[TileCodedBandit]):
+        self._bandits, sizes = bandits, [bandit.weights.size for bandit in bandits]
+        self.weights = np.zeros((len(bandits), max(sizes) + 1))  # the last column stays 0
+        self.counts = np.array([bandit.counts for bandit in bandits])
+        self._flat, zero = self.weights.reshape(-1), max(sizes)  # a view, which `_tiles` indexes
+        width = max(bandit.tiles.shape[1] for bandit in bandits)
+        self._tiles = np.full((len(bandits), self.counts.shape[1], width), zero)
+        for m, (bandit, size) in enumerate(zip(bandits, sizes)):
+            self.weights[m, :size] = bandit.weights
+            bandit.weights, bandit.counts = self.weights[m, :size], self.counts[m]
+            self._tiles[m, :, : bandit.tiles.shape[1]] = np.where(bandit.mask, bandit.tiles, zero)
+        self._tiles += self.weights.shape[1] * np.arange(len(bandits))[:, None, None]
+        self._denominators = np.array([bandit.denominators for bandit in bandits])
+        self._lr = np.array([bandit.lr for bandit in bandits])
+        self._alone = width > _IN_ORDER_SUM
+
+    def values(self) -> np.ndarray:
+        """Every bandit's V (`TileCodedBandit.values`), [M, blocks]."""
+        if self._alone:
+            return np.array([bandit.values() for bandit in self._bandits])
+        return self._flat[self._tiles].sum(-1) / self._denominators
+
+    def update(self, block: int, target: float) -> None:
+        """`TileCodedBandit.update` of every bandit."""
+        if self._alone:
+            for bandit in self._bandits:
+                bandit.update(block, target)
+            return
+        tiles = self._tiles[:, block]
+        value = self._flat[tiles].sum(-1) / self._denominators[:, block]
+        self._flat[tiles] += (self._lr * (target - value))[:, None]
+        self.weights[:, -1] = 0.0  # masked and padding slots took their share there
+        self.counts[:, block] += 1.0
+
+
 class BanditEnsemble:
     """DiCE Algorithm 2 / GDI Algorithm 4: M tile-coded bandits on one grid.
 
@@ -428,6 +498,7 @@ class BanditEnsemble:
             for _ in range(num_bandits)
         ]
         self.bandits = [self._build(*spec) for spec in self._specs]
+        self._stack = _StackedBandits(self.bandits)
 
     def _build(self, greedy: bool, lr: float, tiling_spec: np.ndarray) -> TileCodedBandit:
         tiles = self.tiling.tiles(self.grid.shape, tiling_spec)
@@ -442,21 +513,23 @@ class BanditEnsemble:
 
     def candidates(self) -> np.ndarray:
         """The M*d candidate points, [M*d, len(axes)]."""
-        blocks = np.concatenate([bandit.candidate_blocks(self._rng) for bandit in self.bandits])
-        return self.grid.sample_in(blocks, self._rng)
+        scores = ucb_scores(self._stack.values(), self._stack.counts, self._ucb_scale)
+        blocks = [  # `TileCodedBandit.candidate_blocks`, bandit after bandit
+            (top_k if bandit.greedy else gumbel_top_k)(row, self._num_candidates, self._rng)
+            for bandit, row in zip(self.bandits, scores)
+        ]
+        return self.grid.sample_in(np.concatenate(blocks), self._rng)
 
     def propose(self) -> np.ndarray:
         candidates = self.candidates()
         return candidates[self._rng.integers(len(candidates))]
 
     def update(self, x, target: float) -> None:
-        block = self.grid.block_of(x)
-        for bandit in self.bandits:
-            bandit.update(block, target)
+        self._stack.update(self.grid.block_of(x), target)
 
     def mean_values(self) -> np.ndarray:
         """The ensemble's evaluation of each block: the mean of the bandits' V (DiCE §3.3)."""
-        return np.mean([bandit.values() for bandit in self.bandits], axis=0)
+        return np.mean(self._stack.values(), axis=0)
 
     def measured_values(self) -> np.ndarray:
         """`mean_values()` of the blocks some game has been played in, -inf for the others.
@@ -477,8 +550,8 @@ class BanditEnsemble:
         values = self.measured_values()
         if not np.isfinite(values).any():
             return self.propose()
-        block = top_k(values, 1, self._rng)
-        return self.grid.sample_in(block, self._rng)[0]
+        (block,) = top_k(values, 1, self._rng)
+        return self.grid.point_in(block, self._rng)
 
     def best_block(self) -> int:
         """The block `propose_best` favours, first on ties (any block before the first game),
@@ -489,31 +562,23 @@ class BanditEnsemble:
     def state_dict(self) -> StateDict:
         state = {}
         for m, (bandit, (greedy, lr, spec)) in enumerate(zip(self.bandits, self._specs)):
-            state.update(
-                {
-                    f"bandit{m}/greedy": np.array(greedy),
-                    f"bandit{m}/lr": np.array(lr),
-                    f"bandit{m}/tiling": spec.copy(),
-                    f"bandit{m}/weights": bandit.weights.copy(),
-                    f"bandit{m}/counts": bandit.counts.copy(),
-                }
-            )
+            state[f"bandit{m}/greedy"], state[f"bandit{m}/lr"] = np.array(greedy), np.array(lr)
+            state[f"bandit{m}/tiling"] = spec.copy()
+            state[f"bandit{m}/weights"] = bandit.weights.copy()
+            state[f"bandit{m}/counts"] = bandit.counts.copy()
         return state
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        specs = [
-            (
-                bool(state[f"bandit{m}/greedy"]),
-                float(state[f"bandit{m}/lr"]),
-                np.array(state[f"bandit{m}/tiling"], dtype=np.float64),
-            )
-            for m in range(len(self.bandits))
-        ]
+        specs = []
+        for m in range(len(self.bandits)):
+            greedy, lr = bool(state[f"bandit{m}/greedy"]), float(state[f"bandit{m}/lr"])
+            specs.append((greedy, lr, np.array(state[f"bandit{m}/tiling"], dtype=np.float64)))
         bandits = [self._build(*spec) for spec in specs]
+        stack = _StackedBandits(bandits)
         for m, bandit in enumerate(bandits):
             _copy_into(bandit.weights, state[f"bandit{m}/weights"], f"bandit{m}/weights")
             _copy_into(bandit.counts, state[f"bandit{m}/counts"], f"bandit{m}/counts")
-        self._specs, self.bandits = specs, bandits
+        self._specs, self.bandits, self._stack = specs, bandits, stack
 
 
 # ----------------------------------------------------------------------------- LBC bandits
@@ -564,42 +629,47 @@ class BanditPopulation:
         if top_d > self.grid.size:
             raise ValueError(f"top_d={top_d} exceeds the {self.grid.size} arms")
         self._top_d, self._ucb_range, self._replace_every = top_d, tuple(ucb_range), replace_every
-        self._pick, self._standardise, self._ucb_sum = pick, standardise, ucb_sum
+        self._pick = pick
         self.ucb_scales = rng.uniform(*self._ucb_range, size=num_bandits)
         self.counts = np.zeros((num_bandits, self.grid.size))
         self.return_sums = np.zeros((num_bandits, self.grid.size))
         self.episodes = 0
+        self.scoring = (self.counts.shape, standardise, ucb_sum)  # `scores_of` stacks alike ones
 
     def values(self) -> np.ndarray:
         """V_m per arm, [M, arms]; 0 for unvisited arms."""
-        return np.divide(
-            self.return_sums, self.counts, out=np.zeros_like(self.counts), where=self.counts > 0
-        )
+        return _mean_returns(self.return_sums, self.counts)
 
     def scores(self) -> np.ndarray:
+        return BanditPopulation.scores_of([self])[0]
+
+    @staticmethod
+    def scores_of(populations: Sequence[BanditPopulation]) -> np.ndarray:
+        """The `scores()` of populations of one `scoring`, [P, M, arms], in one `ucb_scores` call
+        on their stacked arrays (numpy's cost per call dominates at LBC's sizes); rows are scored
+        apart, so each is the population's own."""
+        counts = np.array([population.counts for population in populations])
+        sums = np.array([population.return_sums for population in populations])
+        scales = np.array([population.ucb_scales for population in populations])[..., None]
+        _, standardise, ucb_sum = populations[0].scoring
+        values = _mean_returns(sums, counts)
         return ucb_scores(
-            self.values(),
-            self.counts,
-            self.ucb_scales[:, None],
-            standardise=self._standardise,
-            over=self.counts > 0,
-            ucb_sum=self._ucb_sum,
+            values, counts, scales, standardise=standardise, over=counts > 0, ucb_sum=ucb_sum
         )
 
-    def votes(self) -> np.ndarray:
-        """The M*D arms voted for (each bandit's D arms are distinct)."""
-        scores = self.scores()
-        if (
-            self._pick == "top"
-        ):  # sort by score, ties by an independent uniform key per bandit and arm
+    def votes(self, scores: np.ndarray | None = None) -> np.ndarray:
+        """The M*D arms voted for (each bandit's D arms are distinct); `scores` as `scores()`."""
+        scores = self.scores() if scores is None else scores
+        # "top": sort by score, ties by an independent uniform key per bandit and arm.
+        if self._pick == "top":
             order = np.lexsort((self._rng.random(scores.shape), -scores), axis=-1)
         else:  # Gumbel-top-D: D draws without replacement from softmax(score)
             order = np.argsort(-(scores + self._rng.gumbel(size=scores.shape)), axis=-1)
         return order[:, : self._top_d].ravel()
 
-    def propose(self) -> np.ndarray:
-        arm = most_voted(self.votes(), self._rng)
-        return self.grid.sample_in([arm], self._rng)[0]
+    def propose(self, scores: np.ndarray | None = None) -> np.ndarray:
+        arm = most_voted(self.votes(scores), self._rng)
+        return self.grid.point_in(arm, self._rng)
 
     def propose_best(self) -> np.ndarray:
         """Evaluation option: a point uniform in the population's greedy arm. Each bandit that
@@ -612,7 +682,7 @@ class BanditPopulation:
         values = np.where(visited, self.values(), -np.inf)
         order = np.lexsort((self._rng.random(values.shape), -values), axis=-1)
         arm = most_voted(order[visited.any(-1), 0], self._rng)
-        return self.grid.sample_in([arm], self._rng)[0]
+        return self.grid.point_in(arm, self._rng)
 
     def update(self, x, episode_return: float) -> None:
         arm = self.grid.block_of(x)
@@ -637,6 +707,11 @@ class BanditPopulation:
         for key in ("ucb_scales", "counts", "return_sums"):
             _copy_into(getattr(self, key), state[key], key)
         self.episodes = int(state["episodes"])
+
+
+def _mean_returns(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """S/N (LBC Eq. (23)), 0 where N = 0."""
+    return np.divide(sums, counts, out=np.zeros_like(counts), where=counts > 0)
 
 
 class UniformSelector:
@@ -729,19 +804,9 @@ def _rng_words(rng: np.random.Generator) -> np.ndarray:
     state = rng.bit_generator.state
     if state["bit_generator"] != "PCG64":
         raise ValueError(f"only PCG64 generators can be saved, got {state['bit_generator']}")
-    low = (1 << 64) - 1
-    pcg = state["state"]
-    return np.array(
-        [
-            pcg["state"] >> 64,
-            pcg["state"] & low,
-            pcg["inc"] >> 64,
-            pcg["inc"] & low,
-            state["has_uint32"],
-            state["uinteger"],
-        ],
-        dtype=np.uint64,
-    )
+    low, pcg = (1 << 64) - 1, state["state"]
+    words = [pcg["state"] >> 64, pcg["state"] & low, pcg["inc"] >> 64, pcg["inc"] & low]
+    return np.array(words + [state["has_uint32"], state["uinteger"]], dtype=np.uint64)
 
 
 def _set_rng_words(rng: np.random.Generator, words) -> None:
@@ -778,7 +843,13 @@ class AxisController:
         if selection != "bandits":
             make_selector = functools.partial(UniformSelector, in_params=(selection == "uniform"))
         self._selectors = [make_selector(group, self._rng) for group in groups]
-        self._splits = np.cumsum([len(group) for group in groups])[:-1]
+        ends = np.cumsum([len(group) for group in groups]).tolist()
+        self._parts = [slice(end - len(group), end) for group, end in zip(groups, ends)]
+        alike = {}  # e.g. LBC's N eta, and N omega, populations: each set scored in one call
+        for k, selector in enumerate(self._selectors):
+            if isinstance(selector, BanditPopulation):
+                alike.setdefault(selector.scoring, []).append(k)
+        self._alike = list(alike.values())
 
     # Subclasses map the paper's variables to one coordinate per axis and back.
     def _params(self, x: np.ndarray) -> Params:
@@ -790,7 +861,15 @@ class AxisController:
 
     def propose(self) -> Params:
         """The behaviour parameters for the next episode."""
-        return self._params(np.concatenate([selector.propose() for selector in self._selectors]))
+        scores = {}  # populations' scores draw nothing: computing them first changes no draw
+        for members in self._alike:
+            populations = [self._selectors[k] for k in members]
+            scores.update(zip(members, BanditPopulation.scores_of(populations)))
+        points = [
+            selector.propose(scores[k]) if k in scores else selector.propose()
+            for k, selector in enumerate(self._selectors)
+        ]
+        return self._params(np.concatenate(points))
 
     def update(self, params: Mapping[str, Any], episode_return: float) -> None:
         """Learn from one finished episode run with `params` (as returned by `propose`) and its raw
@@ -799,15 +878,13 @@ class AxisController:
         if not np.isfinite(episode_return):
             raise ValueError(f"episode_return must be finite, got {episode_return!r}")
         x = self.coordinates(params)
-        for selector, part in zip(self._selectors, np.split(x, self._splits)):
-            selector.update(part, float(episode_return))
+        for selector, part in zip(self._selectors, self._parts):
+            selector.update(x[part], float(episode_return))
 
     def state_dict(self) -> StateDict:
         state = {"rng": _rng_words(self._rng)}
         for k, selector in enumerate(self._selectors):
-            state.update(
-                {f"selector{k}/{key}": value for key, value in selector.state_dict().items()}
-            )
+            state.update({f"selector{k}/{key}": v for key, v in selector.state_dict().items()})
         return state
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
@@ -819,11 +896,8 @@ class AxisController:
             )
         for k, selector in enumerate(self._selectors):
             prefix = f"selector{k}/"
-            selector.load_state_dict(
-                {
-                    key[len(prefix) :]: value
-                    for key, value in state.items()
-                    if key.startswith(prefix)
-                }
-            )
+            own = {
+                key[len(prefix) :]: value for key, value in state.items() if key.startswith(prefix)
+            }
+            selector.load_state_dict(own)
         _set_rng_words(self._rng, state["rng"])

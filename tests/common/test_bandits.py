@@ -104,6 +104,29 @@ class _AlmostOneRng:
         return np.full(shape, np.nextafter(1.0, 0.0))
 
 
+def test_one_point_block_and_draw_match_the_array_versions():
+    # Grid.block_of and Grid.point_in work in Python floats: the blocks of Axis.block_of, and the
+    # points and generator state of Grid.sample_in.
+    rng = np.random.default_rng(0)
+    for axis in [
+        bandits.eta_axis("eta", "log1p", 50.0, 50),
+        bandits.Axis("epsilon", 0.0, 1.0, 0.1),
+        bandits.Axis("eta1", 0.0, math.exp(4.0), 0.2),
+    ]:
+        edges = axis.lo + axis.acc * np.arange(axis.num_blocks + 1)
+        x = np.concatenate([rng.uniform(axis.lo - 1, axis.hi + 1, 500), edges, [0.3, axis.hi]])
+        assert [axis.block_index(v) for v in x.tolist()] == axis.block_of(x).tolist()
+    grid = bandits.Grid(
+        [bandits.eta_axis("eta", "log1p", 50.0, 5), bandits.Axis("epsilon", 0.0, 1.0, 0.1)]
+    )
+    one, array = np.random.default_rng(1), np.random.default_rng(1)
+    for block in range(grid.size):
+        point = grid.point_in(block, one)
+        np.testing.assert_array_equal(point, grid.sample_in([block], array)[0])
+        assert grid.block_of(point) == block
+    assert one.bit_generator.state == array.bit_generator.state
+
+
 # ----------------------------------------------------------------------------- DiCE bandit, Eqs. (9)-(11)
 
 
@@ -215,6 +238,37 @@ def test_gdi_scores():
     assert set(bandits.top_k(scores, 2, np.random.default_rng(0))) == {2, 3}
 
 
+def test_an_ensemble_computes_as_each_of_its_bandits_alone():
+    # BanditEnsemble computes V and the update of all its bandits at once (_StackedBandits): bit
+    # for bit each TileCodedBandit's own numbers, with masked border tiles (DiCE), bandits of
+    # different weight counts (GDI), and with 9 tiles per block (width 4), too many to stack.
+    rng = np.random.default_rng(4)
+    neighbour, offset = bandits.NeighbourTiling(), bandits.OffsetTiling(num_tilings=(1, 4))
+    specs = [(neighbour, [1.0]), (neighbour, [3.0])]
+    specs += [(offset, offset.draw(rng)), (neighbour, [2.0]), (offset, offset.draw(rng))]
+    for wide in ([], [(neighbour, [4.0])]):
+        tables = [tiling.tiles((20,), np.asarray(spec)) for tiling, spec in specs + wide]
+        alone, stacked = [
+            [
+                bandits.TileCodedBandit(
+                    20, *table, greedy=True, lr=0.05 * (m + 1), num_candidates=3, ucb_scale=1.0
+                )
+                for m, table in enumerate(tables)
+            ]
+            for _ in range(2)
+        ]
+        stack = bandits._StackedBandits(stacked)
+        for _ in range(300):
+            block, target = int(rng.integers(20)), float(rng.normal(5.0, 10.0))
+            for bandit in alone:
+                bandit.update(block, target)
+            stack.update(block, target)
+        np.testing.assert_array_equal(stack.values(), [bandit.values() for bandit in alone])
+        for reference, bandit in zip(alone, stacked):
+            assert reference.weights.tobytes() == bandit.weights.tobytes()
+            np.testing.assert_array_equal(reference.counts, bandit.counts)
+
+
 # ----------------------------------------------------------------------------- candidate selection
 
 
@@ -241,6 +295,26 @@ def test_random_mode_draws_distinct_blocks_with_softmax_first_pick():
     )
     softmax = np.exp(logits) / np.exp(logits).sum()
     assert chi_square(first, 20000 * softmax) < CHI2_999[3]
+
+
+def test_top_k_and_most_voted_draw_as_rng_choice():
+    # Their shortcuts (no draw for a lone tied score; rng.integers for rng.choice) pick what
+    # rng.choice picks and leave the generator where it leaves it.
+    rng = np.random.default_rng(2)
+    for trial in range(400):
+        scores = rng.integers(0, 4 if trial % 2 else 1000, 12).astype(float)
+        votes, k = rng.integers(0, 6, 20), int(rng.integers(1, 13))
+        seed = int(rng.integers(1 << 30))
+        ours, reference = np.random.default_rng(seed), np.random.default_rng(seed)
+        kth = np.sort(scores)[-k]
+        above, tied = np.flatnonzero(scores > kth), np.flatnonzero(scores == kth)
+        drawn = reference.choice(tied, size=k - above.size, replace=False)
+        np.testing.assert_array_equal(
+            bandits.top_k(scores, k, ours), np.concatenate([above, drawn])
+        )
+        arms, counts = np.unique(votes, return_counts=True)
+        assert bandits.most_voted(votes, ours) == reference.choice(arms[counts == counts.max()])
+        assert ours.bit_generator.state == reference.bit_generator.state
 
 
 # ----------------------------------------------------------------------------- LBC, Eqs. (22)-(25), Alg. 1
@@ -290,6 +364,30 @@ def test_lbc_scores():
     assert set(population.votes()) == {1, 2, 4, 0}  # top-4 by Eq. (25)
     assert set(bandits.top_k(eq24, 4, np.random.default_rng(0))) == {1, 4, 0, 3}
     np.testing.assert_array_equal(lbc_population().scores(), np.zeros((7, 5)))
+
+
+@pytest.mark.parametrize(
+    "scoring", [{}, {"standardise": False}, {"ucb_sum": "others", "replace_every": 7}]
+)
+def test_populations_scored_together_score_as_each_alone(scoring):
+    # BanditPopulation.scores_of scores populations in one call: each population's Eq. (24)/(25)
+    # scores, bit for bit.
+    rng = np.random.default_rng(6)
+    populations = [lbc_population(num_arms=10, **scoring) for _ in range(3)]
+    for population in populations:
+        for _ in range(int(rng.integers(0, 40))):
+            population.update([rng.uniform(0, 10)], float(rng.normal(0, 5)))
+    for population, scores in zip(populations, bandits.BanditPopulation.scores_of(populations)):
+        expected = bandits.ucb_scores(
+            population.values(),
+            population.counts,
+            population.ucb_scales[:, None],
+            standardise=scoring.get("standardise", True),
+            over=population.counts > 0,
+            ucb_sum=scoring.get("ucb_sum", "all"),
+        )
+        np.testing.assert_array_equal(scores, expected)
+        np.testing.assert_array_equal(population.scores(), expected)
 
 
 def test_lbc_vote_ties_are_uniform_at_start():
