@@ -146,3 +146,41 @@ def test_nd_head_is_scalar_dueling():
     outputs, _ = net.step(tf.zeros([2, 4]), tf.ones([2], tf.bool), net.initial_state(2))
     assert outputs.q.shape == (2, 4)
     assert net.q_values(outputs.q, None) is outputs.q
+
+
+def test_stacked_cores_equal_the_two_keras_cells(net):
+    # The unroll steps both LSTMs as one stacked computation (hoisted input projections, one
+    # batched matmul a step); it must be the two Keras LSTMCells it takes its weights from,
+    # with the policy LSTM's input stop-gradient, values and gradients alike.
+    rng = np.random.default_rng(5)
+    x = tf.cast(rng.integers(0, 256, [3, 2, 84, 84, 1]), tf.uint8)
+    reset = tf.constant([[False, True], [False, False], [True, False]])
+    state = tuple(tf.constant(rng.normal(size=[2, 128]), tf.float32) for _ in range(4))
+    weights = [*net.policy_core.trainable_variables, *net.q_core.trainable_variables]
+    weights += net.shared.trainable_variables
+
+    def keras_cells():
+        features = tf.reshape(net.features(tf.reshape(x, [6, 84, 84, 1])), [3, 2, 256])
+        policy, q, hidden = state[:2], state[2:], []
+        for t in range(3):
+            keep = 1.0 - tf.cast(reset[t], tf.float32)[:, None]
+            policy = [s * keep for s in policy]
+            q = [s * keep for s in q]
+            policy_h, policy = net.policy_core(tf.stop_gradient(features[t]), policy)
+            q_h, q = net.q_core(features[t], q)
+            hidden.append((policy_h, q_h))
+        return net.heads(tf.stack([h[0] for h in hidden]), tf.stack([h[1] for h in hidden]))
+
+    def outputs_and_gradients(unroll):
+        with tf.GradientTape() as tape:
+            outputs = unroll()
+            loss = tf.reduce_sum(outputs.q * tf.sin(tf.range(51.0)))
+            loss += tf.reduce_sum(tf.math.log(outputs.policy_probs))
+        return outputs, tape.gradient(loss, weights)
+
+    expected, expected_grads = outputs_and_gradients(keras_cells)
+    outputs, grads = outputs_and_gradients(lambda: net.unroll(x, reset, state)[0])
+    np.testing.assert_allclose(outputs.q, expected.q, atol=1e-5)
+    np.testing.assert_allclose(outputs.policy_probs, expected.policy_probs, atol=1e-6)
+    for grad, want, var in zip(grads, expected_grads, weights):
+        np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-4, err_msg=var.name)
