@@ -356,17 +356,23 @@ class _Writer:
         if self._leaf_kinds is None:
             self._leaf_kinds = kinds
         elif kinds != self._leaf_kinds:
-            paths = [("step", p) for p, _ in tree.flatten_with_path(step)]
-            if first_step_extras is not None:
-                paths += [("first_step_extras", p) for p, _ in tree.flatten_with_path(first_step_extras)]
-            i = next(i for i, (a, b) in enumerate(zip(kinds, self._leaf_kinds)) if a != b)
-            (what, path), (dtype, shape), (want_dtype, want_shape) = (
-                paths[i], kinds[i], self._leaf_kinds[i])
-            raise ValueError(
-                f"{what} field {'/'.join(map(str, path))} is {dtype} {list(shape)} per env; the "
-                f"first append fixed it to {want_dtype} {list(want_shape)}"
-            )
+            self._name_changed_leaf(kinds, step, first_step_extras)
         return steps, extras
+
+    def _name_changed_leaf(self, kinds: list, step: Nest, first_step_extras: Nest) -> None:
+        """Raises on the first leaf whose dtype or shape differs from the first append's."""
+        named = [("step", path) for path, _ in tree.flatten_with_path(step)]
+        if first_step_extras is not None:
+            extras = tree.flatten_with_path(first_step_extras)
+            named += [("first_step_extras", path) for path, _ in extras]
+        for (what, path), (dtype, shape), (want_dtype, want_shape) in zip(
+            named, kinds, self._leaf_kinds
+        ):
+            if (dtype, shape) != (want_dtype, want_shape):
+                raise ValueError(
+                    f"{what} field {'/'.join(map(str, path))} is {dtype} {list(shape)} per env; "
+                    f"the first append fixed it to {want_dtype} {list(want_shape)}"
+                )
 
     def _checked_leaves(self, batched: Nest, what: str) -> list[np.ndarray]:
         leaves = [np.asarray(leaf) for leaf in tree.flatten(batched)]
@@ -698,7 +704,9 @@ class BurnInSequenceWriter(_Writer):
         if not leaves:
             return
         first = np.flatnonzero(self._count == 0)
-        later = np.flatnonzero((self._count > 0) & ((self._count + self.burn_in) % self.period == 0))
+        later = np.flatnonzero(
+            (self._count > 0) & ((self._count + self.burn_in) % self.period == 0)
+        )
         later_slots = (self._count[later] + self.burn_in) // self.period % self._slots
         for ring, leaf in zip(self._extras, leaves):
             for k in range(self.burn_in // self.period + 1):

@@ -394,8 +394,12 @@ def test_whole_unrolls_equal_the_shared_reference_sequences(serve):
     assert len(items[0]) == num_envs * 7  # random values: every item differs
 
 
-@pytest.mark.parametrize("burn_in,length,period", [(40, 80, 80), (40, 80, 30), (3, 4, 1), (0, 5, 5)])
-def test_whole_burn_in_items_equal_references_into_the_padded_stream(serve, burn_in, length, period):
+@pytest.mark.parametrize(
+    "burn_in,length,period", [(40, 80, 80), (40, 80, 30), (3, 4, 1), (0, 5, 5)]
+)
+def test_whole_burn_in_items_equal_references_into_the_padded_stream(
+    serve, burn_in, length, period
+):
     """`BurnInSequenceWriter` (whole items gathered from rings) against the layout written the
     other way: each episode's padded stream (`burn_in` zero steps whose extras are the
     episode's first, the episode, zero steps to the last item's end) appended step by step to a
@@ -431,7 +435,7 @@ def test_whole_burn_in_items_equal_references_into_the_padded_stream(serve, burn
     for t, (step, extras) in enumerate(random_steps(rng, num_envs, num_steps)):
         whole.append(step, ends[t], first_step_extras=extras)
         for env in range(num_envs):
-            streams[env].append(tree.map_structure(lambda x: x[env], (step, extras)))
+            streams[env].append(tree.map_structure(lambda x, e=env: x[e], (step, extras)))
             if ends[t, env]:
                 write_padded(streams[env])
                 streams[env] = []
@@ -450,7 +454,9 @@ def test_writers_name_a_field_whose_dtype_or_shape_changes(serve):
         ends = np.zeros(2, bool)
         writer.append(batched_step(2, 0), episode_end=ends)
         step = batched_step(2, 1)
-        with pytest.raises(ValueError, match=r"step field x is float64 \[\] per env; .* int32 \[\]"):
+        with pytest.raises(
+            ValueError, match=r"step field x is float64 \[\] per env; .* int32 \[\]"
+        ):
             writer.append(dict(step, x=step["x"].astype(np.float64)), episode_end=ends)
         with pytest.raises(ValueError, match=r"step field pair is int32 \[3\] per env"):
             writer.append(dict(step, pair=np.zeros((2, 3), np.int32)), episode_end=ends)
