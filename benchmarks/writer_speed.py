@@ -39,8 +39,8 @@ flags.DEFINE_integer("num_envs", 80, "Environments per batched append (DiCE's ac
 flags.DEFINE_integer(
     "steps",
     250,
-    "Timed batched appends per case of the new writer: enough for each env's padding block to be "
-    "appended again about twice in the short case (every ~121 steps).",
+    "Timed batched appends per case of the new writer: about two items' worth of steps per env "
+    "in the long case, some 2,000 items in the short one.",
 )
 flags.DEFINE_integer("warmup", 20, "Untimed batched appends before timing.")
 flags.DEFINE_float("short_mean", 10.0, "Mean episode length of the short-episode case.")
