@@ -1,11 +1,14 @@
 """benchmarks/agent_throughput.py's arithmetic and table, and benchmarks/throughput.py's synthetic
 learner batch: the bound 1/(1/L + 1/F) and full training's fraction of it, the replay ratio, n/a
-for a row that was not measured, the worker's paper read from its command line, and a synthetic
+for a row that was not measured, a baseline's rows before, now and their ratio and its git
+worktree, the worker's paper read from its command line, and a synthetic
 batch that Reactor's compiled train step (the stored core state, Reverb's sample info, priorities)
 takes and trains on with finite stats; an actor's profile (a real actor process)."""
 
 import cProfile
 import math
+import os
+import subprocess
 import time
 
 import numpy as np
@@ -62,6 +65,43 @@ def test_table_has_the_bound_and_n_a_for_missing_rows():
     assert lines[2] == "| impala | 300 | 0.5 | 100% | 600 | 100 | 110 | 200 | 50% | 0.25 | 1 |"
     assert lines[3] == "| dice |" + " n/a |" * 10
     assert agent_throughput.notes([failed]) == ["- dice: no worker row: exit status 1: boom"]
+
+
+def test_a_baseline_gives_each_agent_a_row_before_a_row_now_and_their_ratio():
+    def result(learner, fleet, full):
+        train = {"frames_per_s": full, "actor_frames_per_s": full, "updates_per_s": 1.0}
+        return {
+            "agent": "impala",
+            "learner": {"frames_per_s": learner, "updates_per_s": 1.0},
+            "fleet": {"frames_per_s": fleet},
+            "train": dict(train, replay_ratio=1.0),
+        }
+
+    before, now = result(300.0, 600.0, 100.0), result(300.0, 1200.0, 150.0)
+    lines = agent_throughput.markdown_table("Pong", [now], [before]).splitlines()
+    assert lines[2] == "| impala, before | 300 | 1 | n/a | 600 | 100 | 100 | 200 | 50% | 1 | 1 |"
+    assert lines[3] == "| impala | 300 | 1 | n/a | 1,200 | 150 | 150 | 240 | 62% | 1 | 1 |"
+    # F 2x, full 1.5x, bound 240 / 200, full / bound 0.625 / 0.5; no real share (no frame counts).
+    assert lines[4] == (
+        "| impala, ratio | 1.00x | 1.00x | n/a | 2.00x | 1.50x | 1.50x | 1.20x | 1.25x | 1.00x "
+        "| 1.00x |"
+    )
+
+
+def test_the_baseline_worktree_holds_the_revision_and_goes_away():
+    with agent_throughput.baseline_worktree("HEAD") as folder:
+        assert os.path.isfile(os.path.join(folder, "benchmarks", "agent_throughput.py"))
+        head = subprocess.run(
+            ["git", "-C", folder, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        ours = subprocess.run(
+            ["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout
+        assert head == ours
+    assert not os.path.exists(folder)
+    with agent_throughput.baseline_worktree(None) as folder:
+        assert folder is None
 
 
 def test_the_bound_counts_the_learner_in_the_real_frames_training_counts():
