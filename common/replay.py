@@ -376,12 +376,15 @@ class _Writer:
 
     def _checked_leaves(self, batched: Nest, what: str) -> list[np.ndarray]:
         leaves = [np.asarray(leaf) for leaf in tree.flatten(batched)]
-        for (path, _), leaf in zip(tree.flatten_with_path(batched), leaves):
-            if leaf.ndim == 0 or leaf.shape[0] != self.num_envs:
-                raise ValueError(
-                    f"{what} field {'/'.join(map(str, path))} has shape {leaf.shape}; "
-                    f"every field needs a leading num_envs={self.num_envs} axis"
-                )
+        bad = [
+            i for i, leaf in enumerate(leaves) if leaf.ndim == 0 or leaf.shape[0] != self.num_envs
+        ]
+        if bad:  # paths only here: flattening with them costs every append otherwise
+            path, leaf = tree.flatten_with_path(batched)[bad[0]]
+            raise ValueError(
+                f"{what} field {'/'.join(map(str, path))} has shape {np.shape(leaf)}; "
+                f"every field needs a leading num_envs={self.num_envs} axis"
+            )
         return leaves
 
 
