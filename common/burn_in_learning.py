@@ -74,31 +74,65 @@ def unroll_trained(
     networks: Sequence, batch: dict, burn_in: int, return_features: bool = False
 ) -> list:
     """Each network's outputs on the trained steps, `[(advantages [T+1, B, A], values
-    [T+1, B]), ...]`, from the core state each stored at the item's first step (one entry per
-    network in `batch["core_state"]`, `common.advantage_policy`). `return_features` adds each
-    network's torso embeddings [T+1, B, D] (auxiliary tasks, `common.dynamics`).
+    [T+1, B]), ...]`, from its core state after the burn-in (`warmed_up_states`).
+    `return_features` adds each network's torso embeddings [T+1, B, D] (auxiliary tasks,
+    `common.dynamics`).
 
     The torso runs once per distinct torso (`common.networks.torso_outputs`: GDI-H3's shared
     torso serves both networks), on the burn-in and on the trained steps apart: only the trained
     steps' pass is on the gradient's path."""
-    observation = batch[UNROLL_INPUTS[0]]
-    burn_in_features = networks_lib.torso_outputs(networks, observation[:burn_in], True)
-    trained_features = networks_lib.torso_outputs(networks, observation[burn_in:], True)
-    other_inputs = [batch[name] for name in UNROLL_INPUTS[1:]]
+    states = warmed_up_states(networks, batch, burn_in)
+    trained_features = networks_lib.torso_outputs(networks, batch[UNROLL_INPUTS[0]][burn_in:], True)
+    other_inputs = [batch[name][burn_in:] for name in UNROLL_INPUTS[1:]]
     outputs = []
-    for network, core_state, burn, trained in zip(
-        networks, batch[acting.CORE_STATE], burn_in_features, trained_features
-    ):
-        features = tf.concat([tf.stop_gradient(burn), trained], 0)
-
-        def unroll(features, *rest, network=network):
-            return network.unroll(None, *rest, return_features=return_features, features=features)
-
-        output, _ = sequences.burn_in_unroll(
-            unroll, [features, *other_inputs], core_state, burn_in, batch[replay.MASK]
+    for network, state, features in zip(networks, states, trained_features):
+        output, _ = network.unroll(
+            None, *other_inputs, state, return_features=return_features, features=features
         )
         outputs.append(output)
     return outputs
+
+
+def warmed_up_states(networks: Sequence, batch: dict, burn_in: int) -> list:
+    """Each network's core state entering the first trained step, without gradient (R2D2's
+    burn-in, `common.sequences.burn_in_unroll`): the state stored at the item's first step (one
+    entry per network in `batch["core_state"]`, `common.advantage_policy`) run through the
+    burn-in steps, the padding among them holding it.
+
+    Only the items whose burn-in holds a real step go through the torso and the cores; the
+    others keep their stored state, which is what padding alone gives (an episode's first item
+    has an all-padding burn-in). A batch of games shorter than an item runs no burn-in at all."""
+    stored = list(batch[acting.CORE_STATE])
+    if burn_in == 0 or not tf.nest.flatten(stored):
+        return stored
+    real = tf.cast(batch[replay.MASK][:burn_in], tf.float32) > 0  # [burn_in, B]
+    rows = tf.where(tf.reduce_any(real, axis=0))[:, 0]
+
+    def warm_up() -> list:
+        def taken(x):
+            return tf.gather(x[:burn_in], rows, axis=1)
+
+        features = networks_lib.torso_outputs(networks, taken(batch[UNROLL_INPUTS[0]]), True)
+        other_inputs = [taken(batch[name]) for name in UNROLL_INPUTS[1:]]
+        states = []
+        for network, state, network_features in zip(networks, stored, features):
+
+            def unroll(features, *rest, network=network):
+                return network.unroll(None, *rest, features=features)
+
+            start = tf.nest.map_structure(lambda s: tf.gather(s, rows), state)
+            warm = sequences.burn_in_state(
+                unroll, [network_features, *other_inputs], start, tf.gather(real, rows, axis=1)
+            )
+            states.append(
+                tf.nest.map_structure(
+                    lambda s, w: tf.tensor_scatter_nd_update(s, rows[:, None], w), state, warm
+                )
+            )
+        return states
+
+    states = tf.cond(tf.size(rows) > 0, warm_up, lambda: stored)
+    return tf.nest.map_structure(tf.stop_gradient, states)
 
 
 def trained_steps(batch: dict, burn_in: int) -> dict:
@@ -108,20 +142,43 @@ def trained_steps(batch: dict, burn_in: int) -> dict:
     return tf.nest.map_structure(lambda x: x[burn_in:], steps)
 
 
-def split_batch(batch: dict, parts: int) -> list[dict]:
+def split_batch(batch: dict, parts: int, trim_burn_in: int | None = None) -> list[dict]:
     """`parts` equal slices of a batch along its batch axis (axis 1 of the time-major step
-    fields, axis 0 of the core state and the sample info)."""
+    fields, axis 0 of the core state and the sample info).
+
+    With `trim_burn_in` (the items' burn-in; the learner cuts padding, `--trim_padding`) the
+    items are first ordered by the trained positions they hold up to their last real one, and
+    each slice is cut after its own last real trained position and one bootstrap position
+    (`replay.trim_trailing_padding`): a slice of short games does not unroll the positions only
+    a longer game in the batch needs. What is cut is padding after every real step of the
+    slice's items, as in the batch-wide cut, so each slice's losses are unchanged."""
     size = tf.shape(batch[replay.MASK])[1] // parts
+    order = None
+    if trim_burn_in is not None:
+        order = tf.argsort(replay.last_real_trained_position(batch[replay.MASK], trim_burn_in))
     slices = []
     for i in range(parts):
+        if order is None:
+            rows = tf.range(i * size, (i + 1) * size)
+        else:
+            rows = order[i * size : (i + 1) * size]
         part = {}
         for key, value in batch.items():
             if key == "learner_step":
                 part[key] = value
             elif key in (acting.CORE_STATE, "info"):
-                part[key] = tf.nest.map_structure(lambda x: x[i * size : (i + 1) * size], value)
+                part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows), value)
             else:
-                part[key] = tf.nest.map_structure(lambda x: x[:, i * size : (i + 1) * size], value)
+                part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=1), value)
+        if trim_burn_in is not None:
+            mask = part[replay.MASK]
+            end = replay.trimmed_length(mask, trim_burn_in, tf.shape(mask)[0] - trim_burn_in - 1)
+            part = {
+                key: value
+                if key in ("learner_step", acting.CORE_STATE, "info")
+                else tf.nest.map_structure(lambda x: x[:end], value)
+                for key, value in part.items()
+            }
         slices.append(part)
     return slices
 
@@ -153,14 +210,15 @@ def make_train_step(
     parts = config.learner_microbatches
 
     def gradients(batch: dict):
-        if parts == 1:
+        if parts == 1 and not config.trim_padding:
             with tf.GradientTape() as tape:
                 loss, stats = loss_fn(batch)
             return tape.gradient(loss, variables), stats
         trained = tf.cast(batch[replay.MASK][config.burn_in : -1], tf.float32)
         total = tf.maximum(tf.reduce_sum(trained), 1.0)
         summed_gradients, summed_stats = None, None
-        for part in split_batch(batch, parts):
+        trim_burn_in = config.burn_in if config.trim_padding else None
+        for part in split_batch(batch, parts, trim_burn_in):
             weight = tf.reduce_sum(tf.cast(part[replay.MASK][config.burn_in : -1], tf.float32))
             weight /= total
             # The slices share no data, so without this edge the graph may run their forward

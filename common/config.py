@@ -375,8 +375,9 @@ class BurnInLearnerSettings(ProcessSettings):
     )
     # choice: backprop through the deep torso keeps ~2.5 MB of activations per frame, ~13 GB
     # for 64 x 81 trained frames on a CPU (GDI-H3: two torsos); 4 slices of 16 sequences give
-    # exactly the same gradient (common.burn_in_learning) in about a quarter of the memory. 1
-    # for a big GPU. LBC: its own.
+    # exactly the same gradient (common.burn_in_learning) in about a quarter of the memory, and
+    # with --trim_padding each slice of shorter games unrolls fewer positions. 1 for a big GPU.
+    # LBC: its own.
     trim_padding: bool = field(
         True, "Cut the trained positions that are padding in every item of a batch."
     )
@@ -550,7 +551,10 @@ BURN_IN_CARTPOLE: dict[str, Any] = dict(
 BURN_IN_MINATAR: dict[str, Any] = dict(
     network="minatar",
     total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
-    learner_microbatches=1,  # the small torso's activations fit in one slice
+    # choice: with the padding cut, slices ordered by length each skip the positions only a
+    # longer game needs (common.burn_in_learning.split_batch); DiCE's step on batches of
+    # random-play Breakout games: 440 ms in 1 slice, 290 in 2, 191 in 4, 247 in 8 (docs/minatar.md)
+    learner_microbatches=4,
     noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
 )
 

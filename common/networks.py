@@ -299,6 +299,21 @@ def _head(units: int, hidden: int | None) -> tf.keras.layers.Layer:
     return tf.keras.Sequential([_dense(hidden, "relu"), _dense(units)])
 
 
+def lstm_step(projected, keep, h, c, recurrent_kernel):
+    """One step of Keras' LSTMCell (gates i, f, c, o; sigmoid and tanh) from its projected inputs
+    x W + b, `projected` [..., B, 4U]; `keep` [..., B, 1] is 0 where the state is zeroed first
+    (an episode starts). Any leading axes batch several LSTMs at once (Reactor's two share one
+    matmul a step). Returns (h, c).
+
+    The unrolls of this project are op-bound on a CPU: with x W + b of all steps computed in one
+    matmul outside the recurrence, a step is one matmul and a few elementwise ops."""
+    h, c = h * keep, c * keep
+    z = projected + tf.matmul(h, recurrent_kernel)
+    i, f, g, o = tf.split(z, 4, axis=-1)
+    c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    return tf.sigmoid(o) * tf.tanh(c), c
+
+
 class ActorCriticNet(tf.keras.Model):
     """The actor-critic network of IMPALA (§5, Fig. 3) and of DiCE, GDI and LBC (their A head is the
     logits head): torso -> [LSTM core] -> policy logits and value.
@@ -392,14 +407,22 @@ class ActorCriticNet(tf.keras.Model):
             parts.append(instruction)
         return tf.concat([tf.cast(part, features.dtype) for part in parts], -1)
 
-    def _core_step(self, inputs, reset, state):
-        """One LSTM step; the state of envs whose episode starts here is zeroed first."""
-        state = [
-            tf.cast(tf.where(reset[:, None], tf.zeros_like(s), s), self.core.compute_dtype)
-            for s in state
-        ]
-        output, new_state = self.core(inputs, state)
-        return output, tuple(tf.cast(s, tf.float32) for s in new_state)
+    def _projected(self, inputs: tf.Tensor) -> tf.Tensor:
+        """x W + b of the core's gates ([..., 4U], compute dtype) for core inputs [..., D]: for an
+        unroll one matmul for all its steps, out of the recurrence."""
+        dtype = self.core.compute_dtype
+        kernel, bias = (tf.cast(w, dtype) for w in (self.core.kernel, self.core.bias))
+        return tf.tensordot(tf.cast(inputs, dtype), kernel, 1) + bias
+
+    def _core_step(self, projected, reset, state):
+        """One LSTM step (Keras' LSTMCell on the core's weights) from the projected inputs; the
+        state of envs whose episode starts here is zeroed first. The state crosses steps in
+        float32, as it leaves the network."""
+        dtype = self.core.compute_dtype
+        keep = 1.0 - tf.cast(reset, dtype)[:, None]
+        h, c = (tf.cast(s, dtype) for s in state)
+        h, c = lstm_step(projected, keep, h, c, tf.cast(self.core.recurrent_kernel, dtype))
+        return h, (tf.cast(h, tf.float32), tf.cast(c, tf.float32))
 
     def _heads(self, x):
         return (
@@ -423,7 +446,7 @@ class ActorCriticNet(tf.keras.Model):
         if self.instruction_encoder is not None and instruction is not None:
             instruction = self.instruction_encoder(instruction)
         inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
-        output, state = self._core_step(inputs, tf.convert_to_tensor(reset), state)
+        output, state = self._core_step(self._projected(inputs), reset, state)
         return self._heads(output), state
 
     def unroll(
@@ -460,7 +483,9 @@ class ActorCriticNet(tf.keras.Model):
 
             zeros = tf.zeros_like(state[0], dtype=self.core.compute_dtype)
             outputs, states = tf.scan(
-                scan_step, (inputs, tf.convert_to_tensor(reset)), initializer=(zeros, tuple(state))
+                scan_step,
+                (self._projected(inputs), tf.convert_to_tensor(reset)),
+                initializer=(zeros, tuple(state)),
             )
             final_state = tuple(s[-1] for s in states)
         heads = self._heads(outputs)

@@ -805,7 +805,15 @@ def _time_major(sample: reverb.ReplaySample) -> reverb.ReplaySample:
     return reverb.ReplaySample(info=sample.info, data=data)
 
 
-def trimmed_length(mask, burn_in: int, length: int, quantum: int):
+def last_real_trained_position(mask, burn_in: int):
+    """Per item of a batch of `BurnInSequenceWriter` items (`mask` [burn_in + length + 1, B]),
+    how many trained positions it holds up to its last real one ([B] int32; 0 if none)."""
+    real = tf.cast(mask[burn_in:-1], tf.float32) > 0  # [length, B]
+    positions = tf.range(1, tf.shape(real)[0] + 1)[:, None]
+    return tf.reduce_max(tf.where(real, positions, 0), axis=0)
+
+
+def trimmed_length(mask, burn_in: int, length, quantum: int = 1):
     """Positions of a batch of `BurnInSequenceWriter` items (`mask` [burn_in + length + 1, B]) to
     keep: the burn-in, the trained positions up to the last one that is real in some item,
     rounded up to a multiple of `quantum` (at most `length`), and one bootstrap position.
@@ -815,8 +823,7 @@ def trimmed_length(mask, burn_in: int, length: int, quantum: int):
     every loss is a masked mean: the kept positions' losses and gradients are the same, and the
     new bootstrap position is padding in every item, as the old one was wherever it was cut.
     """
-    real_positions = tf.reduce_any(tf.cast(mask[burn_in : burn_in + length], tf.bool), axis=1)
-    needed = tf.reduce_max(tf.where(real_positions, tf.range(1, length + 1), 1))
+    needed = tf.maximum(tf.reduce_max(last_real_trained_position(mask, burn_in)), 1)
     kept = tf.minimum(length, (needed + quantum - 1) // quantum * quantum)
     return burn_in + kept + 1
 

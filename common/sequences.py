@@ -235,10 +235,11 @@ def _hold(keep: tf.Tensor, new_state: Nest, old_state: Nest) -> Nest:
     )
 
 
-def _burn_in_state(
+def burn_in_state(
     unroll_fn: UnrollFn, inputs: Sequence[Nest], state: Nest, mask: tf.Tensor | None
 ) -> Nest:
-    """The state after the burn-in steps, holding it on masked steps (no stop_gradient here)."""
+    """The state after the burn-in steps `inputs` ([burn_in, B, ...]) from `state`, held on the
+    steps where `mask` is 0 (no stop_gradient here; `burn_in_unroll` says how)."""
     if mask is None:
         return unroll_fn(*inputs, state)[1]
     real = tf.cast(mask, tf.float32) > 0  # [L, B]
@@ -309,6 +310,6 @@ def burn_in_unroll(
     state = initial_state
     if burn_in > 0 and tf.nest.flatten(state):
         burn_in_mask = None if mask is None else tf.convert_to_tensor(mask)[:burn_in]
-        state = _burn_in_state(unroll_fn, _time_slice(inputs, 0, burn_in), state, burn_in_mask)
+        state = burn_in_state(unroll_fn, _time_slice(inputs, 0, burn_in), state, burn_in_mask)
     state = tf.nest.map_structure(tf.stop_gradient, state)
     return unroll_fn(*_time_slice(inputs, burn_in, None), state)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from common import networks
 from common import policies
 from reactor import config as config_lib
 
@@ -86,8 +87,8 @@ class ReactorNet(tf.keras.Model):
         self.shared = tf.keras.layers.Dense(128)  # Table 3 row 7
         self.policy_core = tf.keras.layers.LSTMCell(lstm_units)
         self.q_core = tf.keras.layers.LSTMCell(lstm_units)
-        # The cells hold the LSTMs' weights (and their checkpoint names); `_core_step` computes
-        # both cells at once from them. Built here: variables cannot be created inside tf.scan.
+        # The cells hold the LSTMs' weights (and their checkpoint names);
+        # `common.networks.lstm_step` computes both cells at once from them. Built here: variables cannot be created inside tf.scan.
         for core in (self.policy_core, self.q_core):
             core.build((None, 256))
         head_atoms = num_atoms if distributional else 1
@@ -140,17 +141,6 @@ class ReactorNet(tf.keras.Model):
         return tf.stack([self.policy_core.recurrent_kernel, self.q_core.recurrent_kernel])
 
     @staticmethod
-    def _core_step(inputs, keep, h, c, recurrent_kernels):
-        """Both LSTMs one step: each is Keras' LSTMCell (gates i, f, c, o; sigmoid, tanh),
-        computed on stacked [2, B, ...] tensors. `inputs` [2, B, 4U] from `_core_inputs`;
-        `keep` [B, 1] is 0 where an episode starts, which zeroes the state there."""
-        h, c = h * keep, c * keep
-        z = inputs + tf.matmul(h, recurrent_kernels)
-        i, f, g, o = tf.split(z, 4, axis=-1)
-        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-        return tf.sigmoid(o) * tf.tanh(c), c
-
-    @staticmethod
     def _stacked(state) -> tuple[tf.Tensor, tf.Tensor]:
         """(policy h, policy c, Q h, Q c) -> (h, c), each [2, B, U] (policy, Q)."""
         policy_h, policy_c, q_h, q_c = state
@@ -168,7 +158,7 @@ class ReactorNet(tf.keras.Model):
         """One step of B envs: observation [B, ...], reset [B] bool -> (outputs [B, ...], state)."""
         inputs = self._core_inputs(self.features(observation))
         h, c = self._stacked(state)
-        h, c = self._core_step(inputs, self._keep(reset), h, c, self._recurrent_kernels())
+        h, c = networks.lstm_step(inputs, self._keep(reset), h, c, self._recurrent_kernels())
         return self.heads(h[0], h[1]), self._unstacked(h, c)
 
     def unroll(self, observation, reset, state):
@@ -180,7 +170,7 @@ class ReactorNet(tf.keras.Model):
         recurrent_kernels = self._recurrent_kernels()
 
         def scan_step(carry, elems):
-            return self._core_step(*elems, *carry, recurrent_kernels)
+            return networks.lstm_step(*elems, *carry, recurrent_kernels)
 
         hs, cs = tf.scan(scan_step, (inputs, self._keep(reset)), initializer=self._stacked(state))
         return self.heads(hs[:, 0], hs[:, 1]), self._unstacked(hs[-1], cs[-1])

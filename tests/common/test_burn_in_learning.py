@@ -11,9 +11,10 @@ tests/gdi test_learning)."""
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
-from common import burn_in_learning, replay, schedules
+from common import burn_in_learning, networks, replay, schedules, sequences
 from common.config import BurnInLearnerSettings
 
 BURN_IN, LENGTH, BATCH = 1, 4, 6  # LENGTH: steps of an item, burn-in and bootstrap included
@@ -123,3 +124,89 @@ def test_slices_add_up_to_the_whole_batch_gradient():
         loss, gradient = run_step(parts)
         np.testing.assert_allclose(loss, whole_loss, rtol=1e-5)
         np.testing.assert_allclose(gradient, expected, rtol=1e-5)
+
+
+def test_sorted_slices_are_cut_after_their_own_last_real_step():
+    """With the padding cut, the items go into slices in the order of their real trained
+    positions, and each slice loses the positions after its own items' last real one (plus
+    one bootstrap position): every item lands in one slice, its kept positions unchanged."""
+    burn_in, length, batch_size = 2, 6, 6
+    real_trained = np.array([6, 1, 3, 0, 2, 5])  # real trained positions of each item
+    mask = np.zeros([burn_in + length + 1, batch_size], np.float32)
+    mask[:burn_in, ::2] = 1.0  # a real burn-in for items 0, 2 and 4
+    for item, real in enumerate(real_trained):
+        mask[burn_in : burn_in + real, item] = 1.0
+    mask[-1, 0] = 1.0  # item 0's game goes on: its bootstrap step is real
+    x = (np.random.default_rng(1).normal(size=mask.shape) * mask).astype(np.float32)
+    batch = {
+        "x": tf.constant(x),
+        replay.MASK: tf.constant(mask),
+        "core_state": (tf.constant(np.arange(batch_size, dtype=np.float32)),),
+        "learner_step": tf.constant(3, tf.int64),
+    }
+    slices = burn_in_learning.split_batch(batch, 3, trim_burn_in=burn_in)
+    items = [slice_["core_state"][0].numpy().astype(int) for slice_ in slices]
+    assert [sorted(real_trained[i]) for i in items] == [[0, 1], [2, 3], [5, 6]]
+    assert sorted(np.concatenate(items)) == list(range(batch_size))
+    for slice_, rows in zip(slices, items):
+        kept = burn_in + max(1, real_trained[rows].max()) + 1
+        assert slice_[replay.MASK].shape[0] == kept
+        np.testing.assert_array_equal(slice_["x"], x[:kept, rows])
+        np.testing.assert_array_equal(slice_[replay.MASK], mask[:kept, rows])
+        assert int(slice_["learner_step"]) == 3
+    # Without the cut: slices in the batch's order, whole.
+    whole = burn_in_learning.split_batch(batch, 2)
+    assert [s["core_state"][0].numpy().tolist() for s in whole] == [[0, 1, 2], [3, 4, 5]]
+    assert all(s[replay.MASK].shape[0] == burn_in + length + 1 for s in whole)
+
+
+@pytest.mark.parametrize("layout", ["mixed", "no_real_burn_in", "padding_then_real"])
+def test_the_burn_in_runs_only_where_it_is_real_and_ends_in_the_same_states(layout):
+    """`warmed_up_states` (the burn-in run on the items whose burn-in holds a real step) and
+    `unroll_trained` equal R2D2's burn-in and unroll on every item
+    (`sequences.burn_in_unroll`), for two networks: items with a real burn-in, items whose
+    burn-in is all padding (they keep the stored state), and one whose burn-in starts with
+    padding (the step-by-step path)."""
+    burn_in, length, batch_size, actions = 3, 4, 5, 3
+    steps = burn_in + length + 1
+    rng = np.random.default_rng(7)
+    nets = [networks.ActorCriticNet(actions, torso="mlp", lstm_units=8) for _ in range(2)]
+    for net in nets:
+        net.create_variables((4,), tf.float32)
+    mask = np.ones([steps, batch_size], np.float32)
+    reset = np.zeros([steps, batch_size], bool)
+    padded_burn_in = {"mixed": [1, 3], "no_real_burn_in": range(batch_size)}.get(layout, [1])
+    for item in padded_burn_in:  # an episode's first item
+        mask[:burn_in, item] = 0.0
+        reset[burn_in, item] = True
+    if layout == "padding_then_real":
+        mask[0, 2] = 0.0
+        reset[1, 2] = True
+    mask[burn_in + 2 :, 4] = 0.0  # a game that ends inside the item
+    batch = {
+        "observation": tf.constant(rng.normal(size=[steps, batch_size, 4]) * mask[..., None]),
+        "prev_action": tf.constant(rng.integers(0, actions, [steps, batch_size]), tf.int32),
+        "prev_reward": tf.constant(rng.normal(size=[steps, batch_size]) * mask, tf.float32),
+        "reset": tf.constant(reset),
+        replay.MASK: tf.constant(mask),
+        "core_state": [
+            tuple(tf.constant(rng.normal(size=[batch_size, 8]), tf.float32) for _ in range(2))
+            for _ in nets
+        ],
+    }
+    batch["observation"] = tf.cast(batch["observation"], tf.float32)
+    inputs = [batch[name] for name in burn_in_learning.UNROLL_INPUTS]
+    states = burn_in_learning.warmed_up_states(nets, batch, burn_in)
+    outputs = burn_in_learning.unroll_trained(nets, batch, burn_in)
+    for net, stored, state, output in zip(nets, batch["core_state"], states, outputs):
+        expected_outputs, _ = sequences.burn_in_unroll(net.unroll, inputs, stored, burn_in, mask)
+        expected = sequences.burn_in_state(
+            net.unroll, [x[:burn_in] for x in inputs], stored, mask[:burn_in]
+        )
+        for got, want, kept in zip(state, expected, stored):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(
+                tf.gather(got, padded_burn_in), tf.gather(kept, padded_burn_in)
+            )
+        for got, want in zip(output, expected_outputs):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

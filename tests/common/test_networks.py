@@ -152,6 +152,52 @@ def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
         np.testing.assert_allclose(s, s_step, atol=1e-5)
 
 
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_the_core_is_the_keras_lstm_cell_it_takes_its_weights_from(precision):
+    # The unroll projects the inputs of all steps in one matmul and steps the recurrence with
+    # `networks.lstm_step`; it must compute the Keras LSTMCell whose weights it holds (a state
+    # zeroed at resets, carried in float32 between steps), values and gradients alike.
+    rng = np.random.default_rng(4)
+    T, B, units = 5, 3, 16
+
+    def build():
+        return ActorCriticNet(4, torso="minatar", lstm_units=units)
+
+    net = networks.build_in_precision(precision, build)
+    net.create_variables((10, 10, 4))
+    obs, a, r, reset = _inputs(rng, T, B, 4, (10, 10, 4))
+    obs %= 2
+    state = _random_state(rng, B, units)
+    weights = net.core.trainable_variables
+    dtype = net.core.compute_dtype
+
+    def keras_cell():
+        features = networks.torso_outputs([net], obs, time_major=True)[0]
+        inputs = net._core_inputs(features, a, r, reset, None)
+        h, c, outputs = *state, []
+        for t in range(T):
+            keep = 1.0 - tf.cast(reset[t], tf.float32)[:, None]
+            out, (h, c) = net.core(inputs[t], [tf.cast(h * keep, dtype), tf.cast(c * keep, dtype)])
+            h, c = tf.cast(h, tf.float32), tf.cast(c, tf.float32)
+            outputs.append(out)
+        return net._heads(tf.stack(outputs)), (h, c)
+
+    def outputs_and_gradients(unroll):
+        with tf.GradientTape() as tape:
+            (logits, values), final = unroll()
+            loss = tf.reduce_sum(logits * tf.sin(tf.range(4.0))) + tf.reduce_sum(values**2)
+        return (logits, values, *final), tape.gradient(loss, weights)
+
+    expected, expected_grads = outputs_and_gradients(keras_cell)
+    got, grads = outputs_and_gradients(lambda: net.unroll(obs, a, r, reset, state))
+    tolerance = 1e-5 if precision == "float32" else 0.05
+    for value, want in zip(got, expected):
+        np.testing.assert_allclose(value, want, rtol=tolerance, atol=tolerance)
+    for grad, want, var in zip(grads, expected_grads, weights):
+        scale = 1.0 if precision == "float32" else float(tf.reduce_max(tf.abs(want)))
+        np.testing.assert_allclose(grad, want, rtol=1e-4, atol=tolerance * scale, err_msg=var.name)
+
+
 def test_reset_zeroes_the_state_and_the_previous_action_and_reward():
     # At an episode start the output equals that of a fresh zero state with no
     # previous action or reward, whatever stale values are passed in.
