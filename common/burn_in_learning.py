@@ -80,16 +80,14 @@ def unroll_trained(
 
     The torso runs once per distinct torso (`common.networks.torso_outputs`: GDI-H3's shared
     torso serves both networks), on the burn-in and on the trained steps apart: only the trained
-    steps' pass is on the gradient's path."""
+    steps' pass is on the gradient's path. The networks' LSTM cores step together
+    (`common.networks.unroll_together`)."""
     states = warmed_up_states(networks, batch, burn_in)
-    trained_features = networks_lib.torso_outputs(networks, batch[UNROLL_INPUTS[0]][burn_in:], True)
+    features = networks_lib.torso_outputs(networks, batch[UNROLL_INPUTS[0]][burn_in:], True)
     other_inputs = [batch[name][burn_in:] for name in UNROLL_INPUTS[1:]]
-    outputs = []
-    for network, state, features in zip(networks, states, trained_features):
-        output, _ = network.unroll(
-            None, *other_inputs, state, return_features=return_features, features=features
-        )
-        outputs.append(output)
+    outputs, _ = networks_lib.unroll_together(
+        networks, features, *other_inputs, states, return_features=return_features
+    )
     return outputs
 
 
@@ -114,22 +112,19 @@ def warmed_up_states(networks: Sequence, batch: dict, burn_in: int) -> list:
 
         features = networks_lib.torso_outputs(networks, taken(batch[UNROLL_INPUTS[0]]), True)
         other_inputs = [taken(batch[name]) for name in UNROLL_INPUTS[1:]]
-        states = []
-        for network, state, network_features in zip(networks, stored, features):
 
-            def unroll(features, *rest, network=network):
-                return network.unroll(None, *rest, features=features)
+        def unroll(features, prev_action, prev_reward, reset, states):
+            return networks_lib.unroll_together(
+                networks, features, prev_action, prev_reward, reset, states
+            )
 
-            start = tf.nest.map_structure(lambda s: tf.gather(s, rows), state)
-            warm = sequences.burn_in_state(
-                unroll, [network_features, *other_inputs], start, tf.gather(real, rows, axis=1)
-            )
-            states.append(
-                tf.nest.map_structure(
-                    lambda s, w: tf.tensor_scatter_nd_update(s, rows[:, None], w), state, warm
-                )
-            )
-        return states
+        start = tf.nest.map_structure(lambda s: tf.gather(s, rows), stored)
+        warm = sequences.burn_in_state(
+            unroll, [features, *other_inputs], start, tf.gather(real, rows, axis=1)
+        )
+        return tf.nest.map_structure(
+            lambda s, w: tf.tensor_scatter_nd_update(s, rows[:, None], w), stored, warm
+        )
 
     states = tf.cond(tf.size(rows) > 0, warm_up, lambda: stored)
     return tf.nest.map_structure(tf.stop_gradient, states)
@@ -142,45 +137,63 @@ def trained_steps(batch: dict, burn_in: int) -> dict:
     return tf.nest.map_structure(lambda x: x[burn_in:], steps)
 
 
-def split_batch(batch: dict, parts: int, trim_burn_in: int | None = None) -> list[dict]:
-    """`parts` equal slices of a batch along its batch axis (axis 1 of the time-major step
-    fields, axis 0 of the core state and the sample info).
+# choice: a step of an unroll, forward and backward, costs about as much as 12 more items do on
+# the 2-core AVX2 CPU of docs/minatar.md (DiCE's LSTM over 81 steps: 83 ms for 8 items, 313 ms
+# for 64): what `split_point` weighs a part's positions against its items with.
+STEP_COST_IN_ITEMS = 12.0
 
-    With `trim_burn_in` (the items' burn-in; the learner cuts padding, `--trim_padding`) the
-    items are first ordered by the trained positions they hold up to their last real one, and
-    each slice is cut after its own last real trained position and one bootstrap position
-    (`replay.trim_trailing_padding`): a slice of short games does not unroll the positions only
-    a longer game in the batch needs. What is cut is padding after every real step of the
-    slice's items, as in the batch-wide cut, so each slice's losses are unchanged."""
-    size = tf.shape(batch[replay.MASK])[1] // parts
-    order = None
-    if trim_burn_in is not None:
-        order = tf.argsort(replay.last_real_trained_position(batch[replay.MASK], trim_burn_in))
-    slices = []
-    for i in range(parts):
-        if order is None:
-            rows = tf.range(i * size, (i + 1) * size)
+
+def _taken(batch: dict, rows: tf.Tensor) -> dict:
+    """The items `rows` of a batch (axis 1 of the time-major step fields, axis 0 of the core
+    state and the sample info)."""
+    part = {}
+    for key, value in batch.items():
+        if key == "learner_step":
+            part[key] = value
+        elif key in (acting.CORE_STATE, "info"):
+            part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows), value)
         else:
-            rows = order[i * size : (i + 1) * size]
-        part = {}
-        for key, value in batch.items():
-            if key == "learner_step":
-                part[key] = value
-            elif key in (acting.CORE_STATE, "info"):
-                part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows), value)
-            else:
-                part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=1), value)
-        if trim_burn_in is not None:
-            mask = part[replay.MASK]
-            end = replay.trimmed_length(mask, trim_burn_in, tf.shape(mask)[0] - trim_burn_in - 1)
-            part = {
-                key: value
-                if key in ("learner_step", acting.CORE_STATE, "info")
-                else tf.nest.map_structure(lambda x: x[:end], value)
-                for key, value in part.items()
-            }
-        slices.append(part)
-    return slices
+            part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=1), value)
+    return part
+
+
+def split_batch(batch: dict, parts: int, sort_burn_in: int | None = None) -> list[dict]:
+    """`parts` equal slices of a batch along its batch axis; with `sort_burn_in` (the items'
+    burn-in) the items are first ordered by `replay.last_real_trained_position`, so that each
+    slice holds games of similar lengths, shortest first."""
+    size = tf.shape(batch[replay.MASK])[1] // parts
+    order = tf.range(tf.shape(batch[replay.MASK])[1])
+    if sort_burn_in is not None:
+        order = tf.argsort(replay.last_real_trained_position(batch[replay.MASK], sort_burn_in))
+    return [_taken(batch, order[i * size : (i + 1) * size]) for i in range(parts)]
+
+
+def cut_padding(part: dict, burn_in: int) -> dict:
+    """`part` cut after its items' last real trained position and one bootstrap position
+    (`replay.trim_trailing_padding`, at any length): what is cut is padding after every real
+    step of its items, so its losses are unchanged."""
+    mask = part[replay.MASK]
+    end = replay.trimmed_length(mask, burn_in, tf.shape(mask)[0] - burn_in - 1)
+    return {
+        key: value
+        if key in ("learner_step", acting.CORE_STATE, "info")
+        else tf.nest.map_structure(lambda x: x[:end], value)
+        for key, value in part.items()
+    }
+
+
+def split_point(lengths: tf.Tensor) -> tf.Tensor:
+    """Where to cut items sorted by their trained positions (`lengths` [n], ascending) in two
+    parts, each unrolled up to its longest item: the s in [0, n] that minimises the estimated
+    cost (positions of a part) x (`STEP_COST_IN_ITEMS` + its items) of [:s] and [s:] (0 or n:
+    do not cut)."""
+    n = tf.shape(lengths)[0]
+    positions = tf.cast(tf.maximum(lengths, 1) + 1, tf.float32)  # trained + bootstrap
+    items = tf.cast(tf.range(n + 1), tf.float32)
+    short = tf.concat([[0.0], positions], 0) * (STEP_COST_IN_ITEMS + items)
+    long = positions[-1] * (STEP_COST_IN_ITEMS + tf.cast(n, tf.float32) - items)
+    long *= tf.cast(items < tf.cast(n, tf.float32), tf.float32)
+    return tf.argmin(short + long, output_type=tf.int32)
 
 
 def make_train_step(
@@ -208,32 +221,65 @@ def make_train_step(
     optimizer.build(variables)
     repeats = config.times_sampled if config.reuse_mode == "repeat" else 1
     parts = config.learner_microbatches
+    # XLA compiles static shapes only: under it the batch-wide cut of the dataset is the only one.
+    cut_in_step = config.trim_padding and not config.jit_compile
+
+    def weighted_gradients(part: dict, total: tf.Tensor):
+        """The gradient and stats of `part`, weighted by its share of the batch's real trained
+        steps (`total`)."""
+        weight = tf.reduce_sum(tf.cast(part[replay.MASK][config.burn_in : -1], tf.float32))
+        weight /= total
+        with tf.GradientTape() as tape:
+            loss, stats = loss_fn(part)
+        grads = [g * weight for g in tape.gradient(loss, variables)]
+        return grads, {k: v * weight for k, v in stats.items()}
+
+    def added(a: tuple, b: tuple) -> tuple:
+        return [x + y for x, y in zip(a[0], b[0])], {k: a[1][k] + v for k, v in b[1].items()}
+
+    def trimmed_gradients(part: dict, total: tf.Tensor):
+        """`part` (sorted by length) cut in two where that saves most (`split_point`), each half
+        cut after its own last real step (`cut_padding`), or whole and cut where splitting saves
+        nothing: a batch of short games does not unroll the positions only its longest need."""
+        burn_in = config.burn_in
+        lengths = replay.last_real_trained_position(part[replay.MASK], burn_in)
+        cut = split_point(lengths)
+        size = tf.shape(lengths)[0]
+
+        def halves():
+            rows = tf.range(size)
+            short, long = (_taken(part, r) for r in (rows[:cut], rows[cut:]))
+            return added(
+                weighted_gradients(cut_padding(short, burn_in), total),
+                weighted_gradients(cut_padding(long, burn_in), total),
+            )
+
+        return tf.cond(
+            (cut > 0) & (cut < size),
+            halves,
+            lambda: weighted_gradients(cut_padding(part, burn_in), total),
+        )
 
     def gradients(batch: dict):
-        if parts == 1 and not config.trim_padding:
+        if parts == 1 and not cut_in_step:
             with tf.GradientTape() as tape:
                 loss, stats = loss_fn(batch)
             return tape.gradient(loss, variables), stats
         trained = tf.cast(batch[replay.MASK][config.burn_in : -1], tf.float32)
         total = tf.maximum(tf.reduce_sum(trained), 1.0)
-        summed_gradients, summed_stats = None, None
-        trim_burn_in = config.burn_in if config.trim_padding else None
-        for part in split_batch(batch, parts, trim_burn_in):
-            weight = tf.reduce_sum(tf.cast(part[replay.MASK][config.burn_in : -1], tf.float32))
-            weight /= total
+        summed = None
+        sort_burn_in = config.burn_in if cut_in_step else None
+        for part in split_batch(batch, parts, sort_burn_in):
             # The slices share no data, so without this edge the graph may run their forward
             # passes at once and hold every slice's activations: no memory would be saved. Each
             # slice starts once the previous slice's gradients exist.
-            with tf.control_dependencies(summed_gradients or []), tf.GradientTape() as tape:
-                loss, stats = loss_fn(part)
-            grads = [g * weight for g in tape.gradient(loss, variables)]
-            stats = {k: v * weight for k, v in stats.items()}
-            if summed_gradients is None:
-                summed_gradients, summed_stats = grads, stats
-            else:
-                summed_gradients = [a + b for a, b in zip(summed_gradients, grads)]
-                summed_stats = {k: summed_stats[k] + v for k, v in stats.items()}
-        return summed_gradients, summed_stats
+            with tf.control_dependencies(summed[0] if summed else []):
+                if cut_in_step:
+                    result = trimmed_gradients(part, total)
+                else:
+                    result = weighted_gradients(part, total)
+            summed = result if summed is None else added(summed, result)
+        return summed
 
     frames_per_update = config.frames_per_learner_step / repeats
 
@@ -244,4 +290,5 @@ def make_train_step(
             optimizer_stats = optimizer.apply(grads, variables, schedule_step=progress + repeat)
         return dict(stats, **{f"optimizer/{k}": v for k, v in optimizer_stats.items()})
 
-    return tf.function(step, jit_compile=config.jit_compile)
+    # The cut in the step takes any batch length: one trace serves the dataset's cut batches.
+    return tf.function(step, jit_compile=config.jit_compile, reduce_retracing=cut_in_step)

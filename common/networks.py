@@ -314,6 +314,74 @@ def lstm_step(projected, keep, h, c, recurrent_kernel):
     return tf.sigmoid(o) * tf.tanh(c), c
 
 
+def _cell(projected, keep, state, recurrent_kernel):
+    """`lstm_step` in the dtype of `projected` from a float32 (h, c); returns (h, float32 (h, c))."""
+    h, c = (tf.cast(s, projected.dtype) for s in state)
+    h, c = lstm_step(projected, keep, h, c, recurrent_kernel)
+    return h, (tf.cast(h, tf.float32), tf.cast(c, tf.float32))
+
+
+def _scan_cores(networks: Sequence, projected: Sequence, reset, states: Sequence) -> tuple:
+    """The LSTM cores of `networks` (one size and compute dtype) over T steps, stepped together:
+    one batched matmul a step for all of them. `projected` holds each core's projected inputs
+    [T, B, 4U], `states` each (h, c) at the start. Returns (outputs [T, N, B, U], each core's
+    final (h, c))."""
+    dtype = networks[0].core.compute_dtype
+    recurrent = tf.stack([tf.cast(net.core.recurrent_kernel, dtype) for net in networks])
+    keep = 1.0 - tf.cast(reset, dtype)[..., None]  # [T, B, 1]
+
+    def scan_step(carry, elems):
+        return _cell(*elems, carry[1], recurrent)
+
+    start = tuple(tf.stack([tf.convert_to_tensor(s[i]) for s in states]) for i in range(2))
+    outputs, (hs, cs) = tf.scan(
+        scan_step,
+        (tf.stack(list(projected), axis=1), keep),
+        initializer=(tf.zeros_like(start[0], dtype), start),
+    )
+    return outputs, [(hs[-1, i], cs[-1, i]) for i in range(len(networks))]
+
+
+def unroll_together(
+    networks: Sequence,
+    features: Sequence,
+    prev_action,
+    prev_reward,
+    reset,
+    states: Sequence,
+    return_features: bool = False,
+) -> tuple[list, list]:
+    """Each network's `unroll` on its torso `features` [T, B, D] from its state, with their LSTM
+    cores stepped together when they can be (same size and compute dtype, no language channel):
+    the step of an unroll is op-bound on a CPU, so N cores in one batched matmul a step cost
+    little more than one. Returns (each network's outputs, each network's final state), as N
+    calls of `unroll` would."""
+    first = networks[0]
+    stackable = all(
+        net.use_lstm
+        and net.instruction_encoder is None
+        and net.lstm_units == first.lstm_units
+        and net.core.compute_dtype == first.core.compute_dtype
+        for net in networks
+    )
+    if len(networks) == 1 or not stackable:
+        unrolled = [
+            net.unroll(None, prev_action, prev_reward, reset, state, None, return_features, f)
+            for net, f, state in zip(networks, features, states)
+        ]
+        return [u[0] for u in unrolled], [u[1] for u in unrolled]
+    projected = [
+        net._projected(net._core_inputs(f, prev_action, prev_reward, reset, None))
+        for net, f in zip(networks, features)
+    ]
+    hidden, final_states = _scan_cores(networks, projected, reset, states)
+    outputs = []
+    for i, (net, f) in enumerate(zip(networks, features)):
+        heads = net._heads(hidden[:, i])
+        outputs.append((*heads, tf.cast(f, tf.float32)) if return_features else heads)
+    return outputs, final_states
+
+
 class ActorCriticNet(tf.keras.Model):
     """The actor-critic network of IMPALA (§5, Fig. 3) and of DiCE, GDI and LBC (their A head is the
     logits head): torso -> [LSTM core] -> policy logits and value.
@@ -420,9 +488,7 @@ class ActorCriticNet(tf.keras.Model):
         float32, as it leaves the network."""
         dtype = self.core.compute_dtype
         keep = 1.0 - tf.cast(reset, dtype)[:, None]
-        h, c = (tf.cast(s, dtype) for s in state)
-        h, c = lstm_step(projected, keep, h, c, tf.cast(self.core.recurrent_kernel, dtype))
-        return h, (tf.cast(h, tf.float32), tf.cast(c, tf.float32))
+        return _cell(projected, keep, state, tf.cast(self.core.recurrent_kernel, dtype))
 
     def _heads(self, x):
         return (
@@ -477,17 +543,8 @@ class ActorCriticNet(tf.keras.Model):
             if self.instruction_encoder is not None and instruction is not None:
                 instruction = _fold_time(self.instruction_encoder, instruction)
             inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
-
-            def scan_step(carry, step_inputs):
-                return self._core_step(*step_inputs, carry[1])
-
-            zeros = tf.zeros_like(state[0], dtype=self.core.compute_dtype)
-            outputs, states = tf.scan(
-                scan_step,
-                (self._projected(inputs), tf.convert_to_tensor(reset)),
-                initializer=(zeros, tuple(state)),
-            )
-            final_state = tuple(s[-1] for s in states)
+            outputs, (final_state,) = _scan_cores([self], [self._projected(inputs)], reset, [state])
+            outputs = outputs[:, 0]
         heads = self._heads(outputs)
         if return_features:
             heads = (*heads, tf.cast(features, tf.float32))

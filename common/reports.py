@@ -52,7 +52,8 @@ class Report(NamedTuple):
 
 
 class Reporter:
-    """The actor's side: one report per finished game, a heartbeat every `heartbeat_steps`."""
+    """The actor's side: one item per batched step in which games finished, a heartbeat every
+    `heartbeat_steps` steps."""
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class Reporter:
     ):
         self._writer = client.trajectory_writer(num_keep_alive_refs=1)
         self._table = table
+        self._num_envs = num_envs
         self._frames_per_env_step = num_envs * frames_per_step
         self._heartbeat_steps = heartbeat_steps
         self._pending_frames = 0
@@ -84,34 +86,29 @@ class Reporter:
         self._param_shapes = [np.shape(b)[1:] for b in behaviour]
         self._pending_frames += self._frames_per_env_step
         self._steps_since_report += 1
-        for env in np.flatnonzero(~np.isnan(episode_returns)):
-            self._insert(
-                float(episode_returns[env]),
-                int(episode_lengths[env]),
-                [np.asarray(b[env], np.float32) for b in behaviour],
-                float("nan") if behaviour_entropy is None else float(behaviour_entropy[env]),
+        if not np.isnan(episode_returns).all():
+            entropy = (
+                np.full(self._num_envs, np.nan) if behaviour_entropy is None else behaviour_entropy
             )
-        if self._steps_since_report >= self._heartbeat_steps:
+            self._insert(episode_returns, episode_lengths, entropy, behaviour)
+        elif self._steps_since_report >= self._heartbeat_steps:
             self.heartbeat()
 
     def heartbeat(self) -> None:
         """Reports the frames produced since the last report, without a game."""
         if self._pending_frames:
-            self._insert(
-                float("nan"),
-                0,
-                [np.zeros(shape, np.float32) for shape in self._param_shapes],
-                float("nan"),
-            )
+            no_games = np.full(self._num_envs, np.nan)
+            params = [np.zeros((self._num_envs, *shape)) for shape in self._param_shapes]
+            self._insert(no_games, np.zeros(self._num_envs), no_games, params)
 
-    def _insert(self, episode_return: float, length: int, params: list, entropy: float) -> None:
+    def _insert(self, returns, lengths, entropy, params: Sequence[np.ndarray]) -> None:
         self._writer.append(
             [
                 np.int64(self._pending_frames),
-                np.float32(episode_return),
-                np.int32(length),
-                np.float32(entropy),
-                *params,
+                np.asarray(returns, np.float32),
+                np.asarray(lengths, np.int32),
+                np.asarray(entropy, np.float32),
+                *(np.asarray(p, np.float32) for p in params),
             ]
         )
         self._writer.create_item(self._table, 1.0, [c[-1] for c in self._writer.history])
@@ -125,6 +122,26 @@ class Reporter:
         except reverb.DeadlineExceededError:
             pass
         self._writer.close()
+
+
+def reports_in(data: Sequence) -> list[Report]:
+    """The reports one item of the table holds (`Reporter`): a game per environment whose game
+    ended, in environment order, the first carrying the item's frames; a heartbeat (no game)
+    where none ended."""
+    frames, returns, lengths, entropy, *params = (np.asarray(column) for column in data)
+    games = np.flatnonzero(~np.isnan(returns))
+    if not games.size:
+        return [Report(int(frames), float("nan"), 0, tuple(p[0] for p in params))]
+    return [
+        Report(
+            int(frames) if i == 0 else 0,
+            float(returns[env]),
+            int(lengths[env]),
+            tuple(p[env] for p in params),
+            float(entropy[env]),
+        )
+        for i, env in enumerate(games)
+    ]
 
 
 class ReportReader:
@@ -144,16 +161,8 @@ class ReportReader:
         try:
             # choice: no end; the thread blocks between reports and ends with the server.
             for sample in client.sample(table, 2**62, emit_timesteps=False):
-                frames, episode_return, length, entropy, *params = sample.data
-                self._received.put(
-                    Report(
-                        int(frames),
-                        float(episode_return),
-                        int(length),
-                        tuple(np.asarray(p) for p in params),
-                        float(entropy),
-                    )
-                )
+                for report in reports_in(sample.data):
+                    self._received.put(report)
         except Exception as error:  # the server went away: nothing more will arrive
             self.error = error
 

@@ -194,7 +194,7 @@ def actor_run():
     )
     counters = acting.run_actor(settings, lstm_policy, agent.replay, address, max_steps=MAX_STEPS)
     items = drain_table(client, patterns.EXPERIENCE_TABLE)
-    game_reports = [report for report in drain_table(client, reports.REPORTS_TABLE)]
+    game_reports = drain_table(client, reports.REPORTS_TABLE)
     server.stop()
     return counters, items, reference, game_reports
 
@@ -249,9 +249,12 @@ def test_learner_unroll_from_the_stored_state_reproduces_the_actor(actor_run):
 
 
 def test_actor_reports_each_game_once_and_every_frame_it_produced(actor_run):
-    counters, _, _, game_reports = actor_run
-    frames, returns, lengths = zip(*[(int(r[0]), float(r[1]), int(r[2])) for r in game_reports])
-    games = [(ret, length) for ret, length in zip(returns, lengths) if not np.isnan(ret)]
+    counters, _, _, report_items = actor_run
+    # One item per step that finished games, a return per env (NaN where none ended).
+    assert all(np.shape(item[1]) == (NUM_ENVS,) for item in report_items)
+    game_reports = [report for item in report_items for report in reports.reports_in(item)]
+    frames = [report.frames for report in game_reports]
+    games = [(r.episode_return, r.episode_length) for r in game_reports if r.is_game]
     # CartPole pays 1 per step, so a game's raw return is its length; each game reported once.
     assert [ret for ret, _ in games] == counters["game_returns"] and games
     assert all(ret == length for ret, length in games)

@@ -21,28 +21,36 @@ BURN_IN, LENGTH, BATCH = 1, 4, 6  # LENGTH: steps of an item, burn-in and bootst
 BETA_1 = 0.9
 
 
-def config_for(parts: int) -> BurnInLearnerSettings:
+def config_for(
+    parts: int, trim_padding: bool = True, length: int = LENGTH
+) -> BurnInLearnerSettings:
     """The burn-in learner's settings of a one-repeat step in `parts` slices (the schedules'
     frames are the CartPole frames of a batch; a constant lr never reads them)."""
     return BurnInLearnerSettings(
         env="CartPole",
         batch_size=BATCH,
         burn_in=BURN_IN,
-        sequence_length=LENGTH - BURN_IN - 1,
+        sequence_length=length - BURN_IN - 1,
         times_sampled=1,
         reuse_mode="repeat",
         learner_microbatches=parts,
+        trim_padding=trim_padding,
         jit_compile=False,  # the step runs numpy callbacks below
     ).validate()
 
 
-def make_batch(seed=0) -> dict:
+def make_batch(seed=0, length: int = LENGTH) -> dict:
+    """Items of `length` steps; with the default length, items 1 and 4 end early; longer items
+    hold one real trained step but for the last, which is real throughout."""
     rng = np.random.default_rng(seed)
-    mask = np.ones([LENGTH, BATCH], np.float32)
-    mask[2:, 1] = 0.0  # sequences padded at their ends: the slices' shares of real steps differ
-    mask[3:, 4] = 0.0
+    mask = np.ones([length, BATCH], np.float32)
+    if length == LENGTH:
+        mask[2:, 1] = 0.0  # sequences padded at their ends: the slices' shares of real steps differ
+        mask[3:, 4] = 0.0
+    else:
+        mask[BURN_IN + 1 :, :-1] = 0.0
     return {
-        "x": tf.constant(rng.normal(size=(LENGTH, BATCH, 3)), tf.float32),
+        "x": tf.constant(rng.normal(size=(length, BATCH, 3)) * mask[..., None], tf.float32),
         replay.MASK: tf.constant(mask),
     }
 
@@ -62,7 +70,9 @@ def logged(events: list, event, x: tf.Tensor) -> tf.Tensor:
     return out
 
 
-def run_step(parts: int, events: list | None = None):
+def run_step(
+    parts: int, events: list | None = None, trim_padding: bool = True, length: int = LENGTH
+):
     """One compiled step over `make_batch()` in `parts` slices of a linear model whose loss is
     the masked mean of (x w)^2 over the trained steps; returns the loss and the gradient the
     optimizer received (its first moment after one update is (1 - beta_1) g). With `events`,
@@ -90,16 +100,18 @@ def run_step(parts: int, events: list | None = None):
         return loss, {"loss": loss}
 
     optimizer = schedules.AdamW(1e-3, beta_1=BETA_1, clip_norm=None)
-    step = burn_in_learning.make_train_step(loss_fn, [weights], optimizer, config_for(parts))
-    stats = step(make_batch(), tf.constant(0, tf.int64))
-    assert traced == list(range(parts))  # one trace
+    config = config_for(parts, trim_padding, length)
+    step = burn_in_learning.make_train_step(loss_fn, [weights], optimizer, config)
+    stats = step(make_batch(length=length), tf.constant(0, tf.int64))
+    # One trace per slice; with the cut, three (the slice in two halves, or whole).
+    assert traced == list(range(parts * (3 if trim_padding else 1)))
     gradient = optimizer.first_moments[0].numpy() / (1.0 - BETA_1)
     return float(stats["loss"]), gradient
 
 
 def test_each_slice_runs_after_the_previous_slices_gradients():
     events = []
-    run_step(3, events)
+    run_step(3, events, trim_padding=False)
     assert events == [
         ("forward", 0),
         ("backward", 0),
@@ -108,6 +120,14 @@ def test_each_slice_runs_after_the_previous_slices_gradients():
         ("forward", 2),
         ("backward", 2),
     ]
+    # With the cut, a slice runs whole or in two halves (traces 3i, 3i + 1, 3i + 2 of slice i),
+    # and still only once the previous slice's gradients exist.
+    events = []
+    run_step(3, events)
+    slices = [k // 3 for _, k in events]
+    assert slices == sorted(slices) and set(slices) == {0, 1, 2}
+    for _, k in events:
+        assert events.index(("forward", k)) < events.index(("backward", k))
 
 
 def test_slices_add_up_to_the_whole_batch_gradient():
@@ -126,10 +146,28 @@ def test_slices_add_up_to_the_whole_batch_gradient():
         np.testing.assert_allclose(gradient, expected, rtol=1e-5)
 
 
+def test_halves_add_up_to_the_whole_batch_gradient():
+    """Five one-step games and one long one: the slice is cut in two (two forward passes), and
+    the halves' weighted gradients are the whole batch's."""
+    length = 41
+    batch = make_batch(length=length)
+    x = batch["x"].numpy()[BURN_IN:-1]
+    mask = batch[replay.MASK].numpy()[BURN_IN:-1]
+    y = x @ np.array([0.5, -1.0, 2.0])
+    expected = 2 * np.einsum("tb,tb,tbi->i", mask, y, x)[:, None] / mask.sum()
+    events = []
+    loss, gradient = run_step(1, events, length=length)
+    assert sorted(events) == [("backward", 0), ("backward", 1), ("forward", 0), ("forward", 1)]
+    np.testing.assert_allclose(loss, (mask * y**2).sum() / mask.sum(), rtol=1e-5)
+    np.testing.assert_allclose(gradient, expected, rtol=1e-5)
+    whole_loss, whole = run_step(1, trim_padding=False, length=length)
+    np.testing.assert_allclose(whole, expected, rtol=1e-5)
+
+
 def test_sorted_slices_are_cut_after_their_own_last_real_step():
     """With the padding cut, the items go into slices in the order of their real trained
-    positions, and each slice loses the positions after its own items' last real one (plus
-    one bootstrap position): every item lands in one slice, its kept positions unchanged."""
+    positions, and a slice loses the positions after its own items' last real one (plus one
+    bootstrap position): every item lands in one slice, its kept positions unchanged."""
     burn_in, length, batch_size = 2, 6, 6
     real_trained = np.array([6, 1, 3, 0, 2, 5])  # real trained positions of each item
     mask = np.zeros([burn_in + length + 1, batch_size], np.float32)
@@ -144,20 +182,37 @@ def test_sorted_slices_are_cut_after_their_own_last_real_step():
         "core_state": (tf.constant(np.arange(batch_size, dtype=np.float32)),),
         "learner_step": tf.constant(3, tf.int64),
     }
-    slices = burn_in_learning.split_batch(batch, 3, trim_burn_in=burn_in)
+    slices = burn_in_learning.split_batch(batch, 3, sort_burn_in=burn_in)
     items = [slice_["core_state"][0].numpy().astype(int) for slice_ in slices]
-    assert [sorted(real_trained[i]) for i in items] == [[0, 1], [2, 3], [5, 6]]
-    assert sorted(np.concatenate(items)) == list(range(batch_size))
+    assert [real_trained[i].tolist() for i in items] == [[0, 1], [2, 3], [5, 6]]
     for slice_, rows in zip(slices, items):
+        cut = burn_in_learning.cut_padding(slice_, burn_in)
         kept = burn_in + max(1, real_trained[rows].max()) + 1
-        assert slice_[replay.MASK].shape[0] == kept
-        np.testing.assert_array_equal(slice_["x"], x[:kept, rows])
-        np.testing.assert_array_equal(slice_[replay.MASK], mask[:kept, rows])
-        assert int(slice_["learner_step"]) == 3
+        assert cut[replay.MASK].shape[0] == kept
+        np.testing.assert_array_equal(cut["x"], x[:kept, rows])
+        np.testing.assert_array_equal(cut[replay.MASK], mask[:kept, rows])
+        assert int(cut["learner_step"]) == 3
     # Without the cut: slices in the batch's order, whole.
     whole = burn_in_learning.split_batch(batch, 2)
     assert [s["core_state"][0].numpy().tolist() for s in whole] == [[0, 1, 2], [3, 4, 5]]
     assert all(s[replay.MASK].shape[0] == burn_in + length + 1 for s in whole)
+
+
+def test_a_slice_is_cut_in_two_where_that_saves_most():
+    """`split_point` on worked numbers, cost = positions x (12 + items) per part: seven 1-step
+    games and one 80-step game cut after the seventh (2 x 19 + 81 x 13 = 1,091 against 81 x 20
+    = 1,620 whole); equal games are not cut (0); two groups of four cut between them."""
+
+    def point(lengths):
+        return int(burn_in_learning.split_point(tf.constant(lengths, tf.int32)))
+
+    assert point([1] * 7 + [80]) == 7
+    assert point([80] * 8) == 0
+    assert point([0] * 8) == 0
+    # 10 x (12 + 4) + 61 x (12 + 4) = 1,136 against 61 x 20 = 1,220 whole.
+    assert point([9] * 4 + [60] * 4) == 4
+    # 50 x 16 + 61 x 16 = 1,776 against 61 x 20 = 1,220: not cut.
+    assert point([49] * 4 + [60] * 4) == 0
 
 
 @pytest.mark.parametrize("layout", ["mixed", "no_real_burn_in", "padding_then_real"])

@@ -198,6 +198,44 @@ def test_the_core_is_the_keras_lstm_cell_it_takes_its_weights_from(precision):
         np.testing.assert_allclose(grad, want, rtol=1e-4, atol=tolerance * scale, err_msg=var.name)
 
 
+def test_networks_unrolled_together_equal_their_own_unrolls():
+    # Three networks' LSTM cores stepped as one batched matmul a step: the outputs, the final
+    # states and the gradients of each network's own unroll (GDI's two networks, LBC's three).
+    rng = np.random.default_rng(6)
+    T, B = 5, 3
+    nets = [_built((4,), tf.float32, num_actions=3, torso="mlp", lstm_units=16) for _ in range(3)]
+    obs, a, r, reset = _inputs(rng, T, B, 3, (4,))
+    obs = rng.normal(size=obs.shape).astype(np.float32)
+    states = [_random_state(rng, B, 16) for _ in nets]
+    weights = [v for net in nets for v in net.trainable_variables]
+
+    def features():
+        return [networks.torso_outputs([net], obs, time_major=True)[0] for net in nets]
+
+    def outputs_and_gradients(unroll):
+        with tf.GradientTape() as tape:
+            outputs, finals = unroll()
+            loss = sum(tf.reduce_sum(o[0] * tf.sin(tf.range(3.0))) for o in outputs)
+            loss += sum(tf.reduce_sum(o[1] ** 2) + tf.reduce_sum(o[2]) for o in outputs)
+        return tf.nest.flatten((outputs, finals)), tape.gradient(loss, weights)
+
+    def apart():
+        unrolled = [
+            net.unroll(None, a, r, reset, s, return_features=True, features=f)
+            for net, s, f in zip(nets, states, features())
+        ]
+        return [u[0] for u in unrolled], [u[1] for u in unrolled]
+
+    expected, expected_grads = outputs_and_gradients(apart)
+    got, grads = outputs_and_gradients(
+        lambda: networks.unroll_together(nets, features(), a, r, reset, states, True)
+    )
+    for value, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5)
+    for grad, want in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-5)
+
+
 def test_reset_zeroes_the_state_and_the_previous_action_and_reward():
     # At an episode start the output equals that of a fresh zero state with no
     # previous action or reward, whatever stale values are passed in.
