@@ -43,7 +43,10 @@ functions, each over `--seconds` after `--warmup_s`:
 - bound = 1/(1/(s L) + 1/F), the most any schedule reaches when one set of cores runs both, and
   full training's fraction of it. s ("real share") is the share of full training's trained
   positions that held real steps: the sample-k papers pad an item after its game's end and count
-  only real steps as frames, while L trains full items (`real_share`); elsewhere s = 1. It assumes that L and F each keep every core busy: with fewer
+  only real steps as frames, while L trains full items (`real_share`); elsewhere s = 1. Their
+  learners also skip most of a short game's padding inside the step
+  (`common.burn_in_learning`), which full items do not show: for them s L understates the
+  learner, and full training may exceed the bound. It assumes that L and F each keep every core busy: with fewer
   actor processes than cores (CartPole's one actor on 2 cores), learner and actors also run side
   by side and full training may exceed it; so may a window too short for the replay's rate
   limiter to hold its ratio (the limiter lets either side run ahead by its error buffer).
