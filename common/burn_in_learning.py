@@ -2,8 +2,9 @@
 Algorithms 2-3; LBC App. F, Algorithm 2): sample-k items in, AdamW step out.
 
 A paper supplies its loss on the trained part of the items; this module supplies the rest:
-- `unroll_trained`: burn-in from the stored LSTM state without gradient, then the trained steps
-  with gradient (`common.sequences.burn_in_unroll`), for each network of the agent;
+- `unroll_trained`: burn-in from the stored LSTM state without gradient (`warmed_up_states`, on
+  the items whose burn-in holds a real step), then the trained steps with gradient, for each
+  network of the agent (R2D2's, `common.sequences.burn_in_unroll`);
 - `trained_steps`: the per-step fields of the trained part (burn-in dropped);
 - `sample_k_replay`: its replay pattern;
 - `make_optimizer`: AdamW with linear warm-up then linear decay of the learning rate, weight
@@ -12,7 +13,10 @@ A paper supplies its loss on the trained part of the items; this module supplies
   docs/papers/dice.md#departures-from-the-paper);
 - `make_train_step`: one compiled step; `repeats` > 1 is the other reading of "sample reuse"
   (several optimiser steps on each batch, `reuse_mode=repeat`;
-  docs/papers/dice.md#departures-from-the-paper).
+  docs/papers/dice.md#departures-from-the-paper). It computes the gradient in slices of the
+  batch (`split_batch`) and, with `trim_padding`, each slice whole or in two parts by length
+  (`split_point`), each cut after its own last real step (`cut_padding`): short games do not
+  pay for the padding a long game in the batch needs.
 
 The config is the paper's, a `common.config.BurnInLearnerSettings`: its replay, AdamW and
 `jit_compile` fields, and the `gradient_updates` and `frames_per_learner_step` it derives.
@@ -216,7 +220,9 @@ def make_train_step(
     adds them up, each weighted by its share of the batch's trained real steps: `loss_fn`
     averages over the real trained steps of what it is given (masked means), so the weighted
     sum is exactly the whole batch's gradient (and stats), in about 1/k of the activation
-    memory.
+    memory. With `config.trim_padding` (and no XLA, which needs static shapes) the slices hold
+    items sorted by length, and each is computed whole or in two parts by the same weighting,
+    each part cut after its own last real step.
     """
     optimizer.build(variables)
     repeats = config.times_sampled if config.reuse_mode == "repeat" else 1
