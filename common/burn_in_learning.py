@@ -36,6 +36,9 @@ from common import schedules
 from common import sequences
 
 UNROLL_INPUTS = ("observation", "prev_action", "prev_reward", "reset")
+# The batch's fields that are not time-major steps: batch-major per item, and the step's count.
+PER_ITEM = (acting.CORE_STATE, "info")
+NOT_STEPS = (*PER_ITEM, "learner_step")
 
 
 def sample_k_replay(config: config_lib.BurnInLearnerSettings) -> patterns.SampleK:
@@ -137,7 +140,7 @@ def warmed_up_states(networks: Sequence, batch: dict, burn_in: int) -> list:
 def trained_steps(batch: dict, burn_in: int) -> dict:
     """The item's per-step fields from the first trained step on ([T+1, B, ...]); nested
     fields (the behaviour parameters) are sliced too."""
-    steps = {k: v for k, v in batch.items() if k not in (acting.CORE_STATE, "info", "learner_step")}
+    steps = {k: v for k, v in batch.items() if k not in NOT_STEPS}
     return tf.nest.map_structure(lambda x: x[burn_in:], steps)
 
 
@@ -154,7 +157,7 @@ def _taken(batch: dict, rows: tf.Tensor) -> dict:
     for key, value in batch.items():
         if key == "learner_step":
             part[key] = value
-        elif key in (acting.CORE_STATE, "info"):
+        elif key in PER_ITEM:
             part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows), value)
         else:
             part[key] = tf.nest.map_structure(lambda x: tf.gather(x, rows, axis=1), value)
@@ -176,14 +179,9 @@ def cut_padding(part: dict, burn_in: int) -> dict:
     """`part` cut after its items' last real trained position and one bootstrap position
     (`replay.trim_trailing_padding`, at any length): what is cut is padding after every real
     step of its items, so its losses are unchanged."""
-    mask = part[replay.MASK]
-    end = replay.trimmed_length(mask, burn_in, tf.shape(mask)[0] - burn_in - 1)
-    return {
-        key: value
-        if key in ("learner_step", acting.CORE_STATE, "info")
-        else tf.nest.map_structure(lambda x: x[:end], value)
-        for key, value in part.items()
-    }
+    steps = {key: value for key, value in part.items() if key not in NOT_STEPS}
+    length = tf.shape(part[replay.MASK])[0] - burn_in - 1
+    return dict(part, **replay.trim_trailing_padding(steps, burn_in, length, quantum=1))
 
 
 def split_point(lengths: tf.Tensor) -> tf.Tensor:

@@ -375,10 +375,10 @@ def unroll_together(
         for net, f in zip(networks, features)
     ]
     hidden, final_states = _scan_cores(networks, projected, reset, states)
-    outputs = []
-    for i, (net, f) in enumerate(zip(networks, features)):
-        heads = net._heads(hidden[:, i])
-        outputs.append((*heads, tf.cast(f, tf.float32)) if return_features else heads)
+    outputs = [
+        net._outputs(hidden[:, i], f, return_features)
+        for i, (net, f) in enumerate(zip(networks, features))
+    ]
     return outputs, final_states
 
 
@@ -545,10 +545,12 @@ class ActorCriticNet(tf.keras.Model):
             inputs = self._core_inputs(features, prev_action, prev_reward, reset, instruction)
             outputs, (final_state,) = _scan_cores([self], [self._projected(inputs)], reset, [state])
             outputs = outputs[:, 0]
-        heads = self._heads(outputs)
-        if return_features:
-            heads = (*heads, tf.cast(features, tf.float32))
-        return heads, final_state
+        return self._outputs(outputs, features, return_features), final_state
+
+    def _outputs(self, hidden, features, return_features: bool) -> tuple:
+        """The heads on the core's outputs, and the torso's features with `return_features`."""
+        heads = self._heads(hidden)
+        return (*heads, tf.cast(features, tf.float32)) if return_features else heads
 
     def create_variables(
         self,

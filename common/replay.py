@@ -828,7 +828,7 @@ def trimmed_length(mask, burn_in: int, length, quantum: int = 1):
     return burn_in + kept + 1
 
 
-def trim_trailing_padding(steps: Nest, burn_in: int, length: int, quantum: int) -> Nest:
+def trim_trailing_padding(steps: Nest, burn_in: int, length, quantum: int) -> Nest:
     """`steps` (time-major fields of a batch of burn-in items) cut to `trimmed_length`."""
     end = trimmed_length(steps[MASK], burn_in, length, quantum)
     return tf.nest.map_structure(lambda x: x[:end], steps)
