@@ -362,22 +362,30 @@ class Learner:
         return round(self.settings.frames_per_learner_step * share)
 
     def record_reports(self) -> None:
-        """Adds the actors' produced frames and logs each finished game they reported, once."""
-        wall_time = self._elapsed()
-        for report in self.reports.drain():
-            self.actor_frames.assign_add(report.frames)
-            if report.is_game:
-                behaviour = dict(zip(self._behaviour_names, report.behaviour))
-                if not np.isnan(report.behaviour_entropy):
-                    behaviour["entropy"] = report.behaviour_entropy
-                self.logger.episode(
-                    int(self.actor_frames.numpy()),
-                    report.episode_return,
-                    report.episode_length,
-                    wall_time,
-                    behaviour,
-                )
-                self.games_logged += 1
+        """Adds the actors' produced frames and logs each finished game they reported, once,
+        at the frames produced up to its report."""
+        reports = self.reports.drain()
+        if not reports:
+            return
+        produced = int(self.actor_frames.numpy()) + np.cumsum([r.frames for r in reports])
+        self.actor_frames.assign(int(produced[-1]))
+        games = [i for i, report in enumerate(reports) if report.is_game]
+        if not games:
+            return
+        played = [reports[i] for i in games]
+        behaviour = {
+            name: np.stack([report.behaviour[k] for report in played])
+            for k, name in enumerate(self._behaviour_names)
+        }
+        behaviour["entropy"] = np.array([report.behaviour_entropy for report in played])
+        self.logger.episodes(
+            produced[games],
+            [report.episode_return for report in played],
+            [report.episode_length for report in played],
+            self._elapsed(),
+            behaviour,
+        )
+        self.games_logged += len(games)
 
     def _log(self, fps: float, actor_fps: float) -> None:
         step = int(self.step.numpy())

@@ -75,9 +75,15 @@ class CsvLog:
             self._file.flush()
 
     def append(self, *row) -> None:
-        if len(row) != len(self.header):
-            raise ValueError(f"row {row} does not match header {self.header}")
-        self._writer.writerow(row)
+        self.extend([row])
+
+    def extend(self, rows) -> None:
+        """Appends rows, then flushes once."""
+        rows = [tuple(row) for row in rows]
+        for row in rows:
+            if len(row) != len(self.header):
+                raise ValueError(f"row {row} does not match header {self.header}")
+        self._writer.writerows(rows)
         self._file.flush()
 
     def close(self) -> None:
@@ -125,36 +131,65 @@ class RunLogger:
         # Behaviour parameters of the games since the last `scalars` call, for the histograms.
         self._behaviour_values: dict[str, list[float]] = collections.defaultdict(list)
 
-    def episode(
+    def episodes(
         self,
-        frames: int,
-        episode_return: float,
-        episode_length: int,
+        frames: Sequence[int],
+        returns: Sequence[float],
+        lengths: Sequence[int],
         wall_time: float,
         behaviour: Mapping[str, np.ndarray] | None = None,
     ) -> None:
-        """Records one finished game (CSV row + TensorBoard point), with the behaviour
-        parameters it was played with (TensorBoard `behaviour/<name>`; vectors per component)."""
-        self._episodes.append(
-            int(frames), float(episode_return), int(episode_length), round(float(wall_time), 3)
+        """Records finished games, oldest first, one entry per game in each array: a CSV row and
+        a TensorBoard point each, with the behaviour parameters each was played with
+        (`behaviour[name][g]`: a scalar logs `behaviour/<name>`, a vector one tag per component;
+        a NaN logs no point, e.g. an entropy the policy does not report)."""
+        frames = np.asarray(frames, np.int64).reshape(-1)
+        returns = np.asarray(returns, np.float64).reshape(-1)
+        lengths = np.asarray(lengths, np.int64).reshape(-1)
+        if not frames.size:
+            return
+        wall_time = round(float(wall_time), 3)
+        self._episodes.extend(
+            (frame, episode_return, length, wall_time)
+            for frame, episode_return, length in zip(
+                frames.tolist(), returns.tolist(), lengths.tolist()
+            )
         )
-        self._recent_returns.append(float(episode_return))
-        self._episode_count += 1
-        import tensorflow as tf
+        self._recent_returns.extend(returns.tolist())
+        self._episode_count += frames.size
+        return_tag, length_tag = GAME_TAGS
+        points = {return_tag: (frames, returns), length_tag: (frames, lengths)}
+        for name, values in (behaviour or {}).items():
+            values = np.asarray(values, np.float64)
+            columns = values.reshape(frames.size, -1)
+            for i, column in enumerate(columns.T):
+                tag = name if values.ndim == 1 else f"{name}_{i}"
+                kept = ~np.isnan(column)
+                points[BEHAVIOUR_TAG_PREFIX + tag] = (frames[kept], column[kept])
+                self._behaviour_values[tag].extend(column[kept].tolist())
+        self._write_points(
+            {tag: (steps, values.astype(np.float32)) for tag, (steps, values) in points.items()}
+        )
 
-        with self._summary.as_default(step=int(frames)):
-            return_tag, length_tag = GAME_TAGS
-            tf.summary.scalar(return_tag, float(episode_return))
-            tf.summary.scalar(length_tag, float(episode_length))
-            for name, value in (behaviour or {}).items():
-                value = np.asarray(value)
-                if value.ndim == 0:
-                    tf.summary.scalar(f"{BEHAVIOUR_TAG_PREFIX}{name}", float(value))
-                    self._behaviour_values[name].append(float(value))
-                else:
-                    for i, component in enumerate(value.reshape(-1)):
-                        tf.summary.scalar(f"{BEHAVIOUR_TAG_PREFIX}{name}_{i}", float(component))
-                        self._behaviour_values[f"{name}_{i}"].append(float(component))
+    @functools.cached_property
+    def _write_points(self) -> Callable:
+        """Writes `{tag: (steps, values)}` as one TensorBoard point per entry, in one compiled
+        call: written one eager `tf.summary.scalar` at a time, MinAtar's hundreds of games a
+        second took most of a learner's core."""
+        import tensorflow as tf
+        from tensorboard.plugins.scalar import metadata
+
+        # What `tf.summary.scalar` writes, without the loop's name scope in the tag.
+        scalar = metadata.create_summary_metadata(display_name=None, description=None)
+
+        @tf.function(reduce_retracing=True)
+        def write(points):
+            with self._summary.as_default():
+                for tag, (steps, values) in points.items():
+                    for i in tf.range(tf.size(steps)):
+                        tf.summary.write(tag, values[i], step=steps[i], metadata=scalar)
+
+        return write
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
         """Writes `values`, and one histogram per behaviour parameter of the games recorded

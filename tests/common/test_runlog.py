@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from common import runlog
@@ -18,8 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_progress_line_counts_down_and_stops_at_the_budget(tmp_path, capsys):
     logger = runlog.RunLogger(str(tmp_path), total_frames=120_000, name="gdi-h3 Breakout")
-    logger.episode(frames=10_000, episode_return=2.0, episode_length=180, wall_time=1.0)
-    logger.episode(frames=20_000, episode_return=1.0, episode_length=150, wall_time=2.0)
+    logger.episodes(frames=[10_000], returns=[2.0], lengths=[180], wall_time=1.0)
+    logger.episodes(frames=[20_000], returns=[1.0], lengths=[150], wall_time=2.0)
     line = logger.progress(step=5, frames=60_000, fps=200.0, loss=12.3)
     assert line == (
         "[gdi-h3 Breakout] step 5 | frames 60.0K/120.0K (50.0%) | 200 fps | "
@@ -29,6 +30,41 @@ def test_progress_line_counts_down_and_stops_at_the_budget(tmp_path, capsys):
     # The last update overshoots the budget by part of a batch: nothing is left, not "-1d23h".
     assert logger.progress(12, 122_880, 104.0, 10.6).endswith("| eta 0m00s")
     assert logger.progress(0, 0, 0.0, float("nan")).endswith("| eta ?")
+
+
+def test_games_logged_together_are_the_games_logged_one_by_one(tmp_path):
+    """One call with a drain's games writes the rows and points of one call per game: the
+    behaviour scalars and vector components at each game's frames, no point for a NaN."""
+    frames, returns, lengths = [40, 40, 72, 96], [1.0, 0.5, 3.0, 2.0], [5, 5, 9, 12]
+    behaviour = {
+        "eta": np.array([0.1, 0.2, 0.3, 0.4]),
+        "psi": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]),
+        "entropy": np.array([0.5, np.nan, 1.5, np.nan]),
+    }
+    together = runlog.RunLogger(str(tmp_path / "together"), total_frames=1000)
+    together.episodes(frames, returns, lengths, 3.0, behaviour)
+    together.close()
+    apart = runlog.RunLogger(str(tmp_path / "apart"), total_frames=1000)
+    for g in range(4):
+        one = {name: values[g : g + 1] for name, values in behaviour.items()}
+        apart.episodes(frames[g : g + 1], returns[g : g + 1], lengths[g : g + 1], 3.0, one)
+    apart.close()
+
+    scalars = runlog.read_scalars(str(tmp_path / "together"))
+    assert scalars == runlog.read_scalars(str(tmp_path / "apart"))
+    assert scalars["episode/return"] == list(zip(frames, returns))
+    assert scalars["episode/length"] == list(zip(frames, lengths))
+    assert scalars["behaviour/entropy"] == [(40, 0.5), (72, 1.5)]
+    assert scalars["behaviour/psi_1"] == [(40, 2.0), (40, 4.0), (72, 6.0), (96, 8.0)]
+    np.testing.assert_allclose([v for _, v in scalars["behaviour/eta"]], [0.1, 0.2, 0.3, 0.4])
+    rows = (tmp_path / "together" / runlog.EPISODES_CSV).read_text()
+    assert rows == (tmp_path / "apart" / runlog.EPISODES_CSV).read_text()
+    assert rows.splitlines()[1:] == [
+        "40,1.0,5,3.0",
+        "40,0.5,5,3.0",
+        "72,3.0,9,3.0",
+        "96,2.0,12,3.0",
+    ]
 
 
 def test_format_duration():
@@ -127,7 +163,9 @@ def test_rewind_cuts_csv_rows_and_tensorboard_points_at_their_own_frames(tmp_pat
     logger = runlog.RunLogger(logdir, total_frames=1000)
     evaluation = runlog.EvalLogger(logdir)
     for frames in (100, 200, 300):  # the learner's frames
-        logger.episode(frames + 60, 1.0, 1, 1.0, behaviour={"eta": 0.5, "psi": [1.0, 2.0]})
+        logger.episodes(
+            [frames + 60], [1.0], [1], 1.0, behaviour={"eta": [0.5], "psi": [[1.0, 2.0]]}
+        )
         logger.scalars({"loss/total": 1.0, "episode/mean_recent_return": 1.0}, frames)
         evaluation.episode(frames, 2.0, float("nan"), 1.0)
         evaluation.round(frames, [2.0], [float("nan")])
@@ -156,7 +194,7 @@ def test_rewind_cuts_csv_rows_and_tensorboard_points_at_their_own_frames(tmp_pat
 
     # The resumed run's points follow the kept ones; a file with nothing to cut is not rewritten.
     logger = runlog.RunLogger(logdir, total_frames=1000)
-    logger.episode(270, 1.0, 1, 2.0)
+    logger.episodes([270], [1.0], [1], 2.0)
     logger.close()
     assert steps(logdir)["episode/return"] == [160, 260, 270]
     assert runlog.rewind(logdir, frames=200, actor_frames=270) == {
