@@ -114,16 +114,19 @@ def test_lagged_weights_are_published_with_the_frames_of_their_step(queue, tmp_p
     # Batches of uneven real steps (padded items count only those), so the frames of a step are
     # not step x frames per step: weights published publish_lag = 1 step old carry the frames
     # the learner had consumed when they were made.
-    learner, _, _ = make_learner(tmp_path, queue, publish_lag=1)
+    learner, net, _ = make_learner(tmp_path, queue, publish_lag=1)
     new_frames = iter([7, 11, 13])
     learner._new_frames = lambda steps: next(new_frames)
     learner.run(max_steps=3)  # the queue's 3 batches: frames 7, 18, 31; publishes at 0 and 2
     published = replay.ParamsSubscriber(learner.client).latest()
     assert (published.step, published.frames) == (1, 7)  # step 2's publish, one step old
+    # The weights as they were after step 1 (w[1] counts the steps), though two steps moved them.
+    assert published.weights[0][1] == 1.0 and net.w.numpy()[1] == 3.0
     learner.publish(latest=True)  # the final evaluation's: step 3's own weights
     published = replay.ParamsSubscriber(learner.client).latest()
     learner.close()
     assert (published.step, published.frames) == (3, 31)
+    assert published.weights[0][1] == 3.0
 
 
 def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_path, capsys):
