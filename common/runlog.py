@@ -1,6 +1,7 @@
 """Run logging: TensorBoard scalars, per-episode CSV files and one concise console line.
 
-Files under a run's logdir (common.ablation_runner reads the CSVs; each row is flushed):
+Files under a run's logdir (common.ablation_runner reads the CSVs; flushed after each write, a
+row or the rows of the games logged together):
 - `episodes.csv`: `frames,episode_return,episode_length,wall_time`, one row per finished game
   (raw whole-game score; `frames` = environment frames the actors had produced then;
   `wall_time` = seconds since the run started, continued across resumes);
