@@ -33,6 +33,7 @@ their run-ahead and every wait has a timeout
 from __future__ import annotations
 
 from absl import logging
+import collections
 import math
 import threading
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -257,9 +258,9 @@ def connect(address: str, timeout_s: float = 10.0) -> reverb.Client:
 # - Whole items (`UnrollWriter`, `BurnInSequenceWriter`): the actor keeps each environment's
 #   recent steps in numpy rings and, when items complete, appends each one whole, as a single
 #   step of one `TrajectoryWriter` whose cells are the item's arrays, and inserts it by
-#   referencing that step. A Reverb append costs about 60 µs of C++ and 120 µs of Python per
-#   call whatever its size, so one append per item instead of one per environment and step
-#   makes the write about an item's length cheaper (benchmarks/writer_speed.py). The price is
+#   referencing that step (`ItemSink`). A Reverb append costs tens of µs whatever its size, so
+#   one append per item instead of one per environment and step makes the write about an
+#   item's length cheaper (benchmarks/writer_speed.py). The price is
 #   that overlapping steps are stored once per item: one step in 21 for IMPALA's unrolls, the
 #   41-step burn-in overlap of the burn-in papers' 121-step items, and their padding, which
 #   Reverb's chunk compression reduces to almost nothing.
@@ -272,7 +273,7 @@ class _Writer:
     """What every writer shares: checks of the batched inputs, bounded flushing, closing.
 
     A subclass keeps its Reverb writers as `_streams`: objects with a `writer`
-    (`reverb.TrajectoryWriter`) and a `flushed_to` count (see `_flush`)."""
+    (`reverb.TrajectoryWriter`) and a `flush(max_pending, timeout_ms)`."""
 
     def __init__(self, num_envs: int, max_in_flight_items: int, flush_timeout_ms: int):
         _check_positive("num_envs", num_envs)
@@ -286,6 +287,7 @@ class _Writer:
         self._step_structure = None  # both fixed by the first append
         self._extras_structure = None
         self._leaf_kinds: list | None = None  # (dtype, shape without the env axis) per leaf
+        self._item_columns: list[int] | None = None  # see `_item_order`
         self._closed = False
 
     def flush(self, timeout_ms: int | None = None) -> None:
@@ -314,15 +316,8 @@ class _Writer:
         self.close()
 
     def _flush(self, max_pending: int, timeout_ms: int) -> None:
-        # A stream whose last flush returned with at most `flushed_to` items pending and that
-        # created no item since still has at most that many (pending items only get confirmed):
-        # flushing it again would return at once, yet costs ~0.1 ms per stream and batched step,
-        # and most streams create no item in a given step.
         for stream in self._streams:
-            if stream.flushed_to is not None and stream.flushed_to <= max_pending:
-                continue
-            stream.writer.flush(block_until_num_items=max_pending, timeout_ms=timeout_ms)
-            stream.flushed_to = max_pending
+            stream.flush(max_pending, timeout_ms)
 
     def _flush_run_ahead(self) -> None:
         """Bounds the items in flight; a full table raises after the timeout."""
@@ -333,6 +328,15 @@ class _Writer:
         if self._extras_structure is not None:
             item[FIRST_STEP_EXTRAS] = tree.unflatten_as(self._extras_structure, first_step_columns)
         return item
+
+    def _item_order(self, num_step_leaves: int, num_extras_leaves: int) -> list[int]:
+        """For whole items (`ItemSink`): which of an item's leaves (step leaves, then extras)
+        each column of the item is, in the order Reverb flattens the item's structure."""
+        if self._item_columns is None:
+            leaves = list(range(num_step_leaves + num_extras_leaves))
+            item = self._make_item(leaves[:num_step_leaves], leaves[num_step_leaves:])
+            self._item_columns = tree.flatten(item)
+        return self._item_columns
 
     def _batched_leaves(self, step: Nest, first_step_extras: Nest) -> tuple[list, list]:
         """The flat leaves of a batched step and of its extras (`[num_envs, ...]` arrays), after
@@ -388,29 +392,79 @@ class _Writer:
         return leaves
 
 
-class _ItemSink:
-    """The one `TrajectoryWriter` of a whole-item writer: each item is appended as one step
-    whose cells are the item's arrays, then inserted into every table by referencing it.
+# Reverb's trajectory writer logs a warning ("The number of pending items is alarmingly high")
+# every few items while 50 or more of its items await the server's confirmation; a batched
+# step completes up to one whole item per environment at once, so whole items go to Reverb in
+# groups of at most this many unconfirmed ones.
+MAX_UNCONFIRMED_ITEMS = 32
+
+
+def _flush_stream(stream, max_pending: int, timeout_ms: int) -> None:
+    """Waits until at most `max_pending` of the stream's items are unconfirmed.
+
+    A stream whose last flush returned with at most `flushed_to` items pending and that created
+    no item since still has at most that many (pending items only get confirmed): flushing it
+    again would return at once, yet costs ~0.1 ms per stream and batched step, and most
+    streams create no item in a given step."""
+    if stream.flushed_to is not None and stream.flushed_to <= max_pending:
+        return
+    stream.writer.flush(block_until_num_items=max_pending, timeout_ms=timeout_ms)
+    stream.flushed_to = max_pending
+
+
+class ItemSink:
+    """Inserts whole items: each item's arrays are appended as one step of a Reverb trajectory
+    writer and the item references that step's cells, in every table of `tables`.
 
     The writer keeps only that step alive, so every append is a chunk of its own: an item's
-    sample reads exactly its own data, compressed on its own."""
+    sample reads exactly its own data, compressed on its own.
+
+    `insert` hands an item to Reverb at once (a few items a step: reports, weights); `queue`
+    keeps it until `flush`, which hands the queued items over `MAX_UNCONFIRMED_ITEMS` at a time
+    (a writer's batch of items). It calls the writer's C++ core (`reverb.TrajectoryWriter.
+    _writer`, dm-reverb 0.14.0: the pinned version) directly. The Python wrapper's `append` and
+    `history` rebuild the step's paths and column structure on every call, about as long as the
+    C++ append itself, and a whole item is one call of each
+    (docs/minatar.md#whole-items-through-reverbs-c-writer). The C++ writer still checks every
+    item against its table's signature, so a mismatch fails as loudly as before.
+    """
 
     def __init__(self, client: reverb.Client, tables: tuple[str, ...]):
-        self.writer = client.trajectory_writer(num_keep_alive_refs=1)
+        self.writer = client.trajectory_writer(num_keep_alive_refs=1)  # flush and close
+        self._core = self.writer._writer
         self.tables = tables
-        self.flushed_to = 0  # see `_Writer._flush`
+        self.flushed_to = 0  # see `_flush_stream`
+        self._queued: collections.deque = collections.deque()  # (leaves, priority, order)
+        self._unconfirmed = 0  # at least the items Reverb has not confirmed yet
 
-    def insert(self, make_item, step_leaves: list, extras_leaves: list, priority: float) -> None:
-        self.writer.append(step_leaves + extras_leaves)
-        columns = [column[-1] for column in self.writer.history]
-        n = len(step_leaves)
-        _create_items(self, priority, make_item(columns[:n], columns[n:]))
+    def insert(self, leaves: list, priority: float, order: Sequence[int] | None = None) -> None:
+        """Appends `leaves` (arrays) as one step and inserts the item whose flattened columns are
+        `leaves[i] for i in order` (all of them, in turn, by default)."""
+        refs = self._core.Append(leaves)
+        columns = [[ref] for ref in refs] if order is None else [[refs[i]] for i in order]
+        squeezed = [True] * len(columns)  # each column is one cell, without a time axis
+        for table in self.tables:  # items of several tables share the same chunks
+            self._core.CreateItem(table, priority, columns, squeezed)
+        self._unconfirmed += len(self.tables)
+        self.flushed_to = None  # a new item may be pending: the next flush must not be skipped
 
+    def queue(self, leaves: list, priority: float, order: Sequence[int] | None = None) -> None:
+        """`insert` at the next `flush`."""
+        self._queued.append((leaves, priority, order))
 
-def _create_items(stream, priority: float, item: dict) -> None:
-    for table in stream.tables:  # items of several tables share the same chunks
-        stream.writer.create_item(table, priority, item)
-    stream.flushed_to = None  # a new item may be pending: the next flush must not be skipped
+    def flush(self, max_pending: int, timeout_ms: int) -> None:
+        """Inserts the queued items, waiting for the server whenever `MAX_UNCONFIRMED_ITEMS` are
+        unconfirmed, then until at most `max_pending` are. Raises `reverb.DeadlineExceededError`
+        after `timeout_ms` of any one wait; the items not yet inserted stay queued."""
+        per_item = len(self.tables)
+        while self._queued:
+            if self._unconfirmed + per_item > MAX_UNCONFIRMED_ITEMS:
+                half = MAX_UNCONFIRMED_ITEMS // 2
+                self.writer.flush(block_until_num_items=half, timeout_ms=timeout_ms)
+                self._unconfirmed = half
+            self.insert(*self._queued.popleft())
+        _flush_stream(self, max_pending, timeout_ms)
+        self._unconfirmed = min(self._unconfirmed, max_pending)
 
 
 def _table_names(table: str | Sequence[str]) -> tuple[str, ...]:
@@ -448,7 +502,7 @@ class UnrollWriter(_Writer):
     ):
         _check_positive("unroll_length", unroll_length)
         super().__init__(num_envs, max_in_flight_items or 0, flush_timeout_ms)
-        self._sink = _ItemSink(client, _table_names(table))
+        self._sink = ItemSink(client, _table_names(table))
         self._streams = [self._sink]
         self.unroll_length = unroll_length
         self._count = 0  # batched steps appended
@@ -477,10 +531,9 @@ class UnrollWriter(_Writer):
             order = np.arange(start, self._count) % length
             steps = [ring[:, order] for ring in self._steps]
             extras = [ring[:, (start // period) % 2] for ring in self._extras]
+            order = self._item_order(len(steps), len(extras))
             for env in range(self.num_envs):
-                self._sink.insert(
-                    self._make_item, [s[env] for s in steps], [e[env] for e in extras], 1.0
-                )
+                self._sink.queue([*(s[env] for s in steps), *(e[env] for e in extras)], 1.0, order)
         self._flush_run_ahead()
 
 
@@ -509,7 +562,7 @@ class _EnvStream:
         self.period = period
         self.make_item = make_item
         self.count = 0
-        self.flushed_to = 0  # see `_Writer._flush`
+        self.flushed_to = 0  # see `_flush_stream`
 
     def push(self, step_leaves: list, first_step_leaves: list, priority: float) -> None:
         if self.count % self.period != 0:
@@ -523,7 +576,12 @@ class _EnvStream:
                 [column[-self.length :] for column in columns[:num_step_leaves]],
                 [column[-self.length] for column in columns[num_step_leaves:]],
             )
-            _create_items(self, priority, item)
+            for table in self.tables:  # items of several tables share the same chunks
+                self.writer.create_item(table, priority, item)
+            self.flushed_to = None  # a new item is pending: the next flush must not be skipped
+
+    def flush(self, max_pending: int, timeout_ms: int) -> None:
+        _flush_stream(self, max_pending, timeout_ms)
 
 
 class SequenceWriter(_Writer):
@@ -654,7 +712,7 @@ class BurnInSequenceWriter(_Writer):
                 f"got {period}"
             )
         super().__init__(num_envs, max_in_flight_items or 0, flush_timeout_ms)
-        self._sink = _ItemSink(client, _table_names(table))
+        self._sink = ItemSink(client, _table_names(table))
         self._streams = [self._sink]
         self.burn_in = burn_in
         self.period = period
@@ -727,8 +785,9 @@ class BurnInSequenceWriter(_Writer):
         rows = np.where(mask, real % self.item_length, self.item_length)
         steps = [ring[envs[:, None], rows] for ring in self._steps] + [mask.astype(np.float32)]
         extras = [ring[envs, ks % self._slots] for ring in self._extras]
+        order = self._item_order(len(steps), len(extras))
         for i in range(envs.size):
-            self._sink.insert(self._make_item, [s[i] for s in steps], [e[i] for e in extras], 1.0)
+            self._sink.queue([*(s[i] for s in steps), *(e[i] for e in extras)], 1.0, order)
 
     def _make_item(self, step_columns: list, first_step_columns: list) -> dict:
         # The mask is the last step leaf (`_insert`); it goes back into the steps by name.
@@ -883,20 +942,17 @@ class ParamsPublisher:
         table: str = "params",
         timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
     ):
-        self._writer = client.trajectory_writer(num_keep_alive_refs=1)
-        self._table = table
+        self._sink = ItemSink(client, (table,))
         self._timeout_ms = timeout_ms
 
     def publish(self, step: int, frames: int, weights: Sequence[np.ndarray]) -> None:
         """Inserts the weights of learner step `step`, when the learner had consumed `frames`;
         returns once the server holds them."""
-        self._writer.append([np.int64(step), np.int64(frames), *map(np.asarray, weights)])
-        item = [column[-1] for column in self._writer.history]
-        self._writer.create_item(self._table, priority=1.0, trajectory=item)
-        self._writer.flush(timeout_ms=self._timeout_ms)
+        self._sink.insert([np.int64(step), np.int64(frames), *map(np.asarray, weights)], 1.0)
+        self._sink.writer.flush(timeout_ms=self._timeout_ms)
 
     def close(self) -> None:
-        self._writer.close()
+        self._sink.writer.close()
 
 
 class ParamsSubscriber:

@@ -19,6 +19,8 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import reverb
 
+from common import replay
+
 REPORTS_TABLE = "reports"
 # choice: far more reports than a learner falls behind on; a full table drops the oldest.
 REPORTS_CAPACITY = 1_000_000
@@ -63,8 +65,7 @@ class Reporter:
         table: str = REPORTS_TABLE,
         heartbeat_steps: int = HEARTBEAT_STEPS,
     ):
-        self._writer = client.trajectory_writer(num_keep_alive_refs=1)
-        self._table = table
+        self._sink = replay.ItemSink(client, (table,))
         self._num_envs = num_envs
         self._frames_per_env_step = num_envs * frames_per_step
         self._heartbeat_steps = heartbeat_steps
@@ -102,26 +103,26 @@ class Reporter:
             self._insert(no_games, np.zeros(self._num_envs), no_games, params)
 
     def _insert(self, returns, lengths, entropy, params: Sequence[np.ndarray]) -> None:
-        self._writer.append(
+        self._sink.insert(
             [
                 np.int64(self._pending_frames),
                 np.asarray(returns, np.float32),
                 np.asarray(lengths, np.int32),
                 np.asarray(entropy, np.float32),
                 *(np.asarray(p, np.float32) for p in params),
-            ]
+            ],
+            1.0,
         )
-        self._writer.create_item(self._table, 1.0, [c[-1] for c in self._writer.history])
         self._pending_frames = 0
         self._steps_since_report = 0
 
     def close(self, timeout_ms: int = 1000) -> None:
         """Sends what is left (bounded: reports the server cannot take are dropped)."""
         try:
-            self._writer.flush(timeout_ms=timeout_ms)
+            self._sink.writer.flush(timeout_ms=timeout_ms)
         except reverb.DeadlineExceededError:
             pass
-        self._writer.close()
+        self._sink.writer.close()
 
 
 def reports_in(data: Sequence) -> list[Report]:

@@ -106,6 +106,38 @@ def test_unroll_writer_times_out_instead_of_blocking_on_a_full_queue(serve):
     assert client.server_info()["queue"].current_size == 1
 
 
+def test_a_batch_of_many_items_goes_to_reverb_in_groups_and_resumes_after_a_timeout(
+    serve, capfd
+):
+    """100 environments complete their unrolls in one step, into a queue that holds 40: the
+    writer hands Reverb at most `MAX_UNCONFIRMED_ITEMS` unconfirmed items at a time (so Reverb
+    never warns about 50 pending ones), times out while the queue is full, and its later
+    flushes insert the rest: every unroll exactly once."""
+    num_envs, unroll, capacity = 100, 2, 40
+    assert num_envs > 50 > replay.MAX_UNCONFIRMED_ITEMS
+    signature = replay.sequence_signature(STEP_SPEC, unroll + 1)
+    _, client = serve(replay.queue_table("queue", capacity, signature))
+    writer = replay.UnrollWriter(client, "queue", unroll, num_envs, flush_timeout_ms=300)
+    writer.append(batched_step(num_envs, 0))
+    writer.append(batched_step(num_envs, 1))
+    with pytest.raises(reverb.DeadlineExceededError):
+        writer.append(batched_step(num_envs, 2))  # completes 100 unrolls; 40 fit
+    received = []
+    while len(received) < num_envs:
+        size = client.server_info()["queue"].current_size
+        received += [data["steps"]["x"] for _, data in sample_all(client, "queue", size)]
+        try:
+            writer.flush()
+        except reverb.DeadlineExceededError:
+            continue  # the queue filled again: read it, then flush again
+    writer.close()
+    assert client.server_info()["queue"].current_size == 0
+    envs = np.arange(num_envs)[:, None]
+    np.testing.assert_array_equal(sorted(map(tuple, received)), 100 * envs + np.arange(3))
+    time.sleep(0.5)  # Reverb's writer thread logs on its own
+    assert "alarmingly high" not in capfd.readouterr().err
+
+
 def test_writer_rejects_steps_without_the_env_axis_and_inconsistent_extras(serve):
     _, client = serve(replay.queue_table("queue", 10, replay.sequence_signature(STEP_SPEC, 3)))
     with replay.UnrollWriter(client, "queue", 2, num_envs=2) as writer:
