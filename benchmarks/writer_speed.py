@@ -1,6 +1,8 @@
-"""How long one batched `BurnInSequenceWriter.append` takes, the DiCE actor's replay write.
+"""How long one batched `BurnInSequenceWriter.append` takes, the DiCE actor's replay write, or
+with --writer=unroll one batched `UnrollWriter.append`, IMPALA's.
 
     python -m benchmarks.writer_speed --steps=250 --baseline_steps=40
+    python -m benchmarks.writer_speed --writer=unroll --num_envs=128 --steps=400 --baseline=0bd6b74~1
 
 An in-process Reverb server holds DiCE's sample-k table (`patterns.SampleK(length=80,
 burn_in=40)`: 121-step items with a mask, one every 80 steps, burn-in and end padding), with an
@@ -10,6 +12,11 @@ prev_action, prev_reward, reset, action, reward, params_step, truncation_value a
 params dict of two float32 per step, plus an LSTM state of two [512] float32 as first-step extras. Episodes end
 at random (geometric lengths, the same sequence for every writer) with a mean of
 `--short_mean` steps (MinAtar's early games) and, in a second case, `--long_mean` steps.
+
+--writer=unroll: IMPALA's queue (`patterns.Queue(length=20)`, 21-step unrolls, one every 20
+steps per environment, in a queue that never fills here) gets MinAtar-like IMPALA steps (the
+fields above without the behaviour params, with six behaviour logits, no extras); episode ends
+do not matter to it, so it has one case.
 
 Each case runs for the writer of the working tree ("new", `--steps` timed appends) and for
 `common/replay.py` as of git `--baseline` ("old", loaded from `git show`; in the short case only
@@ -35,6 +42,7 @@ from benchmarks.machine import cpu_line
 from common import patterns, replay
 
 FLAGS = flags.FLAGS
+flags.DEFINE_enum("writer", "burn_in", ["burn_in", "unroll"], "DiCE's writer or IMPALA's.")
 flags.DEFINE_integer("num_envs", 80, "Environments per batched append (DiCE's actor: 80).")
 flags.DEFINE_integer(
     "steps",
@@ -62,6 +70,7 @@ flags.DEFINE_integer("repeats", 3, "Runs per case and writer, alternating; the m
 
 BURN_IN, LENGTH = 40, 80
 CORE = 512
+UNROLL = 20  # IMPALA's unroll length (Table G.1)
 
 
 def load_baseline(revision: str):
@@ -84,7 +93,8 @@ def load_baseline(revision: str):
 
 
 def batched_steps(num_envs: int, count: int, rng: np.random.Generator):
-    """`count` distinct batched steps (cycled through while timing) and their core states."""
+    """`count` distinct batched steps (cycled through while timing) and their core states (None
+    for IMPALA's, which has no extras and behaviour logits in place of the params)."""
     steps = []
     for _ in range(count):
         step = {
@@ -107,33 +117,50 @@ def batched_steps(num_envs: int, count: int, rng: np.random.Generator):
                 rng.standard_normal((num_envs, CORE), dtype=np.float32),
             )
         }
+        if FLAGS.writer == "unroll":
+            del step["behaviour"]
+            step["behaviour_logits"] = rng.standard_normal((num_envs, 6), dtype=np.float32)
+            core = None
         steps.append((step, core))
     return steps
 
 
 def time_writer(module, steps, episode_ends, warmup: int, timed: int) -> tuple[float, float, int]:
-    """Wall and CPU microseconds per batched append of `module.BurnInSequenceWriter`, and the
-    items inserted."""
-    step_spec = replay.tf.nest.map_structure(
-        lambda x: replay.tf.TensorSpec(x.shape[1:], x.dtype), steps[0][0]
-    )
-    extras_spec = replay.tf.nest.map_structure(
-        lambda x: replay.tf.TensorSpec(x.shape[1:], x.dtype), steps[0][1]
-    )
-    pattern = patterns.SampleK(length=LENGTH, burn_in=BURN_IN, capacity=100_000, error_buffer=1e9)
-    tables = pattern.tables(pattern.signature(step_spec, extras_spec))
-    server = replay.start_server(tables)
+    """Wall and CPU microseconds per batched append of `module.BurnInSequenceWriter` (or
+    `UnrollWriter`), and the items inserted."""
+    specs = [
+        None
+        if part is None
+        else replay.tf.nest.map_structure(
+            lambda x: replay.tf.TensorSpec(x.shape[1:], x.dtype), part
+        )
+        for part in steps[0]
+    ]
+    num_envs = len(episode_ends[0])
+    if FLAGS.writer == "unroll":
+        pattern = patterns.Queue(length=UNROLL, capacity=100_000)
+    else:
+        pattern = patterns.SampleK(
+            length=LENGTH, burn_in=BURN_IN, capacity=100_000, error_buffer=1e9
+        )
+    server = replay.start_server(pattern.tables(pattern.signature(*specs)))
     try:
         client = replay.connect(replay.address_of(server))
-        writer = module.BurnInSequenceWriter(
-            client, patterns.EXPERIENCE_TABLE, BURN_IN, LENGTH, len(episode_ends[0])
-        )
+        if FLAGS.writer == "unroll":
+            writer = module.UnrollWriter(client, patterns.EXPERIENCE_TABLE, UNROLL, num_envs)
+        else:
+            writer = module.BurnInSequenceWriter(
+                client, patterns.EXPERIENCE_TABLE, BURN_IN, LENGTH, num_envs
+            )
         start = None
         for t, end in enumerate(episode_ends[: warmup + timed]):
             if t == warmup:
                 start, cpu_start = time.perf_counter(), time.process_time()
             step, core = steps[t % len(steps)]
-            writer.append(step, end, first_step_extras=core)
+            if FLAGS.writer == "unroll":
+                writer.append(step, first_step_extras=core)
+            else:
+                writer.append(step, end, first_step_extras=core)
         writer.flush()
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         writer.close()
@@ -152,8 +179,11 @@ def main(argv):
     rng = np.random.default_rng(0)
     steps = batched_steps(FLAGS.num_envs, 16, rng)
     total = FLAGS.warmup + max(FLAGS.steps, FLAGS.baseline_steps)
+    items = (
+        f"unroll={UNROLL}" if FLAGS.writer == "unroll" else f"burn_in={BURN_IN}, length={LENGTH}"
+    )
     print(
-        f"\n{FLAGS.num_envs} envs, burn_in={BURN_IN}, length={LENGTH}, {FLAGS.steps} timed "
+        f"\n{FLAGS.num_envs} envs, {items}, {FLAGS.steps} timed "
         f"batched appends (old: the first {FLAGS.baseline_steps}) after {FLAGS.warmup}, median of {FLAGS.repeats}; µs per batched append, "
         "wall clock (items inserted), and the process's CPU time (all threads, the in-process "
         "server's included)\n"
@@ -164,12 +194,13 @@ def main(argv):
         f"{' | '.join(f'{n} CPU' for n in names)} |"
     )
     print(f"|---|{'---|' * (2 * len(names) + 1)}")
-    for mean in (FLAGS.short_mean, FLAGS.long_mean):
+    means = (FLAGS.short_mean,) if FLAGS.writer == "unroll" else (FLAGS.short_mean, FLAGS.long_mean)
+    for mean in means:
         episode_ends = rng.random((total, FLAGS.num_envs)) < 1.0 / mean
         runs = {name: [] for name in writers}
         for _ in range(FLAGS.repeats):  # alternating, so that a busy machine hits both alike
             for name, module in writers.items():
-                short_old = name == "old" and mean == FLAGS.short_mean
+                short_old = name == "old" and mean == FLAGS.short_mean and FLAGS.writer != "unroll"
                 timed = FLAGS.baseline_steps if short_old else FLAGS.steps
                 runs[name].append(time_writer(module, steps, episode_ends, FLAGS.warmup, timed))
         wall = {name: float(np.median([r[0] for r in runs[name]])) for name in names}
@@ -177,7 +208,8 @@ def main(argv):
         cells = [f"{wall[n]:,.0f} ({runs[n][0][2]})" for n in names]
         speedup = f"{wall['old'] / wall['new']:.1f}x" if "old" in wall else "-"
         cpu_cells = [f"{cpu[n]:,.0f}" for n in names]
-        print(f"| {mean:g} steps | {' | '.join(cells)} | {speedup} | {' | '.join(cpu_cells)} |")
+        case = "any" if FLAGS.writer == "unroll" else f"{mean:g} steps"
+        print(f"| {case} | {' | '.join(cells)} | {speedup} | {' | '.join(cpu_cells)} |")
 
 
 if __name__ == "__main__":

@@ -248,7 +248,7 @@ MINATAR_OVERRIDES: dict[str, typing.Any] = dict(
     eval_noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
     # choice: full training on MinAtar Breakout at 5.0K, 7.2K and 11.1K frames/s with 16, 32 and
     # 64 envs per actor on an AMD EPYC, 31K and 41K with 64 and 128 on a Xeon; three seeds at 64
-    # and at 128 learn as the grid's at 16 (docs/minatar.md#impalas-environments-per-actor).
+    # and at 128 learn as the grid's at 16 (docs/minatar.md, "On a Xeon: whole items ...").
     envs_per_actor=128,
 )
 

@@ -106,9 +106,7 @@ def test_unroll_writer_times_out_instead_of_blocking_on_a_full_queue(serve):
     assert client.server_info()["queue"].current_size == 1
 
 
-def test_a_batch_of_many_items_goes_to_reverb_in_groups_and_resumes_after_a_timeout(
-    serve, capfd
-):
+def test_a_batch_of_many_items_goes_to_reverb_in_groups_and_resumes_after_a_timeout(serve, capfd):
     """100 environments complete their unrolls in one step, into a queue that holds 40: the
     writer hands Reverb at most `MAX_UNCONFIRMED_ITEMS` unconfirmed items at a time (so Reverb
     never warns about 50 pending ones), times out while the queue is full, and its later
