@@ -61,6 +61,8 @@ from ale_py.registration import rom_id_to_name
 from ale_py.vector_env import AtariVectorEnv
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
+from common import minatar_games
+
 gymnasium.register_envs(ale_py)
 # The emulator's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]") on every
 # game the evaluator opens is not the project's; ALE's warnings are dropped with it, its errors kept.
@@ -332,11 +334,11 @@ def _make_gym_atari(game: str, protocol: AtariProtocol) -> gymnasium.Env:
 
 
 class _MinAtarEnv:
-    """Implements `BatchedEnv` on `num_envs` of MinAtar's own `minatar.Environment` objects (not
-    its gym wrapper), stepped in turn, each reset on the step its game ends; the same auto-reset,
-    `final_observation`, `episode_return` and `episode_length` as `_ProtocolEnv`, whose per-step
-    numpy bookkeeping (life loss, channel moves) would cost more than a MinAtar game step: here
-    the only per-env work is the library's `act` and writing its state into the step's array.
+    """Implements `BatchedEnv` on a batch of MinAtar games (`common.minatar_games`: Space Invaders
+    as one set of arrays, the other games as MinAtar's own `minatar.Environment` objects), each
+    reset on the step its game ends; the same auto-reset, `final_observation`, `episode_return`
+    and `episode_length` as `_ProtocolEnv`, whose per-step numpy bookkeeping (life loss, channel
+    moves) would cost more than a MinAtar game step.
 
     States are already [10, 10, C] channels last; they are emitted as uint8 0/1. MinAtar has no
     lives and no cap of its own beyond the games' ends, so `terminated` is the game's terminal
@@ -349,16 +351,15 @@ class _MinAtarEnv:
         # Imported here: minatar imports matplotlib and seaborn (for its display) when imported.
         from minatar import Environment
 
+        first = Environment(game)
         self.num_envs = num_envs
-        self._envs = [
-            Environment(
-                game,
-                sticky_action_prob=protocol.sticky_action_prob,
-                difficulty_ramping=protocol.difficulty_ramping,
-            )
-            for _ in range(num_envs)
-        ]
-        first = self._envs[0]
+        batched = minatar_games.BatchedSpaceInvaders if game == "space_invaders" else None
+        sticky, ramping = protocol.sticky_action_prob, protocol.difficulty_ramping
+        self._games = (
+            batched(num_envs, sticky, ramping)
+            if batched is not None
+            else minatar_games.LibraryGames(game, num_envs, sticky, ramping)
+        )
         # v1: agent action i is the game's action minimal_action_set()[i] (MinAtar's gym.py).
         self._action_set = (
             list(first.minimal_action_set())
@@ -372,12 +373,8 @@ class _MinAtarEnv:
         self._seed = seed
         self._reward_clip = protocol.reward_clip
         self._started = False
-        self._game_return = [0.0] * num_envs  # raw rewards of each env's game so far
-        self._game_length = [0] * num_envs
-        # What a step returns where no game ended, copied each step.
-        self._no_end = np.zeros(num_envs, bool)
-        self._no_return = np.full(num_envs, np.nan, np.float32)
-        self._no_length = np.zeros(num_envs, np.int32)
+        self._game_return = np.zeros(num_envs)  # raw rewards of each env's game so far
+        self._game_length = np.zeros(num_envs, np.int32)
 
     def reset(self) -> np.ndarray:
         """Starts new games in every env: [B, 10, 10, C] observations.
@@ -385,18 +382,17 @@ class _MinAtarEnv:
         The first reset seeds env i with seed + i (`Environment.seed`: one np.random.RandomState
         per env drives both its game and its sticky actions, MinAtar's environment.py); later
         resets continue the envs' RNG streams."""
-        observation = np.empty(self._shape, np.uint8)
-        for i, env in enumerate(self._envs):
-            if self._seed is not None:
-                env.seed(self._seed + i)
-            # The construction-time reset drew from an unseeded generator: restart the game.
-            env.reset()
-            observation[i] = env.state()
+        if self._seed is not None:
+            self._games.seed(self._seed)
+        # The construction-time reset drew from an unseeded generator: restart the games.
+        self._games.reset(range(self.num_envs))
+        observation = np.empty(self._shape, bool)
+        self._games.states(observation)
         self._seed = None
         self._started = True
-        self._game_return = [0.0] * self.num_envs
-        self._game_length = [0] * self.num_envs
-        return observation
+        self._game_return[:] = 0.0
+        self._game_length[:] = 0
+        return observation.view(np.uint8)
 
     def step(self, actions: np.ndarray) -> StepResult:
         actions = np.asarray(actions)
@@ -410,34 +406,28 @@ class _MinAtarEnv:
         indices = actions.tolist()
         if min(indices) < 0 or max(indices) >= self.num_actions:
             raise ValueError(f"actions must lie in [0, {self.num_actions}), got {actions}")
+        raw_reward, terminated = self._games.act([self._action_set[i] for i in indices])
+        self._game_return += raw_reward
+        self._game_length += 1
         # Written as bool, the dtype of MinAtar's states (a plain copy), then viewed as uint8.
         observation = np.empty(self._shape, bool)
-        raw_reward = np.zeros(self.num_envs, np.float32)
-        ended = []  # (env index, the state its game ended on)
-        game_return, game_length = self._game_return, self._game_length
-        for i, (env, index) in enumerate(zip(self._envs, indices)):
-            reward, terminal = env.act(self._action_set[index])
-            if reward:
-                raw_reward[i] = reward
-                game_return[i] += reward
-            game_length[i] += 1
-            if terminal:
-                ended.append((i, env.state()))
-                env.reset()
-            observation[i] = env.state()
-        terminated = self._no_end.copy()
-        episode_return = self._no_return.copy()
-        episode_length = self._no_length.copy()
+        ended = np.flatnonzero(terminated)
+        if ended.size:
+            final_states = np.empty((ended.size, *self.observation_shape), bool)
+            self._games.states(final_states, ended)
+            self._games.reset(ended)
+        self._games.states(observation)
         observation = observation.view(np.uint8)
         final_observation = observation
-        if ended:
+        episode_return = np.full(self.num_envs, np.nan, np.float32)
+        episode_length = np.zeros(self.num_envs, np.int32)
+        if ended.size:
             final_observation = observation.copy()
-            for i, state in ended:
-                final_observation[i] = state
-                terminated[i] = True
-                episode_return[i] = game_return[i]
-                episode_length[i] = game_length[i]
-                game_return[i], game_length[i] = 0.0, 0
+            final_observation[ended] = final_states.view(np.uint8)
+            episode_return[ended] = self._game_return[ended]
+            episode_length[ended] = self._game_length[ended]
+            self._game_return[ended] = 0.0
+            self._game_length[ended] = 0
         reward = (
             raw_reward
             if self._reward_clip is None
@@ -449,7 +439,7 @@ class _MinAtarEnv:
             reward,
             raw_reward,
             terminated,
-            self._no_end.copy(),  # truncated: never
+            np.zeros(self.num_envs, bool),  # truncated: never
             episode_return,
             episode_length,
         )

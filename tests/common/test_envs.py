@@ -422,7 +422,7 @@ def test_minatar_keeps_only_the_papers_reward_clipping_from_an_atari_protocol():
         env = make_env("MinAtar/Seaquest-v0", 1, 0, protocol)
         env.reset()
         script = iter([(10.0, False), (-3.0, False), (0.5, True)])
-        env._envs[0].act = lambda action: next(script)
+        env._games._envs[0].act = lambda action: next(script)
         results = [env.step(np.zeros(1, np.int32)) for _ in range(3)]
         np.testing.assert_array_equal([r.reward[0] for r in results], expected)
         np.testing.assert_array_equal([r.raw_reward[0] for r in results], [10.0, -3.0, 0.5])
