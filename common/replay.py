@@ -435,7 +435,7 @@ class ItemSink:
         self.tables = tables
         self.flushed_to = 0  # see `_flush_stream`
         self._queued: collections.deque = collections.deque()  # (leaves, priority, order)
-        self._unconfirmed = 0  # at least the items Reverb has not confirmed yet
+        self._unconfirmed = 0  # no fewer than the items Reverb has not confirmed yet
 
     def insert(self, leaves: list, priority: float, order: Sequence[int] | None = None) -> None:
         """Appends `leaves` (arrays) as one step and inserts the item whose flattened columns are
