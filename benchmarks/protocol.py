@@ -1,0 +1,234 @@
+"""The trials of the MinAtar settings protocol (docs/minatar_protocol.md): run, score, choose.
+
+    python -m benchmarks.protocol --agent=impala --trials=0-23 --logdir=runs/protocol
+    python -m benchmarks.protocol --agent=dice --report_only --logdir=runs/protocol
+
+A trial is one row of the agent's table in docs/minatar_protocol.md (its flags), run on both
+tuning games with both tuning seeds at the agent's trial budget through the MinAtar grid tool:
+
+    python -m benchmarks.minatar --agents=<agent> --games=breakout,space_invaders
+        --seeds=100,101 --total_frames=<budget> --logdir=<logdir>/<agent>/trial<k> -- <flags>
+
+so a trial that stopped resumes as any grid does (the same command again). After each trial, its
+four runs' final returns (the mean of the last 100 training games at the budget) are normalised as
+the grid normalises them, a run that did not reach the budget scoring 0 (random play), and the
+trial's score is their interquartile mean (of four: the mean of the middle two). Every trial with
+a run directory is written to `--results_dir/<agent>.csv` (one row each, rewritten after every
+trial, to be committed as trials finish), and the choice so far is printed: the highest score,
+a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
+markdown: they are built here and `tests/benchmarks/test_protocol.py` checks that they equal it.
+"""
+
+import csv
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from absl import app, flags
+
+from benchmarks import minatar
+
+TUNING_GAMES = ("breakout", "space_invaders")
+TUNING_SEEDS = (100, 101)
+TIE = 0.01  # scores within this of the best tie (the protocol's selection rule)
+
+
+def impala_trials() -> list[dict[str, float]]:
+    """IMPALA's 24 combinations from Table D.1's ranges (§5.2), drawn as the protocol says and
+    rounded to the three significant digits its table shows (the values the trials run)."""
+    rng = np.random.default_rng(20180205)
+    trials = []
+    for _ in range(24):
+        entropy = math.exp(rng.uniform(math.log(5e-5), math.log(1e-2)))
+        learning_rate = math.exp(rng.uniform(math.log(5e-6), math.log(5e-3)))
+        epsilon = [1e-1, 1e-3, 1e-5, 1e-7][rng.integers(4)]
+        trials.append(
+            dict(
+                entropy_cost=float(f"{entropy:.3g}"),
+                learning_rate=float(f"{learning_rate:.3g}"),
+                rmsprop_epsilon=epsilon,
+            )
+        )
+    return trials
+
+
+def dice_trials() -> list[dict[str, float]]:
+    """DiCE's learning rate x batch grid, Table 5's values first."""
+    return [
+        dict(learning_rate=rate, batch_size=batch)
+        for batch in (64, 16)
+        for rate in (5e-4, 1e-3, 2e-3, 4e-3)
+    ]
+
+
+# agent: (trials, frames per trial run)
+AGENTS = {"impala": (impala_trials(), 1_000_000), "dice": (dice_trials(), 500_000)}
+
+
+def trial_flags(trial: Mapping[str, float]) -> list[str]:
+    return [f"--{name}={value:g}" for name, value in trial.items()]
+
+
+def trial_logdir(logdir: str, agent: str, index: int) -> str:
+    return os.path.join(logdir, agent, f"trial{index}")
+
+
+def grid_command(agent: str, index: int, logdir: str, parallel: int) -> list[str]:
+    trials, budget = AGENTS[agent]
+    return [
+        sys.executable,
+        "-m",
+        minatar.TOOL,
+        f"--agents={agent}",
+        f"--games={','.join(TUNING_GAMES)}",
+        f"--seeds={','.join(map(str, TUNING_SEEDS))}",
+        f"--total_frames={budget}",
+        f"--logdir={trial_logdir(logdir, agent, index)}",
+        f"--parallel={parallel}",
+        "--",
+        *trial_flags(trials[index]),
+    ]
+
+
+def run_scores(
+    returns: Mapping[tuple[str, int], float], references: Mapping[str, Mapping[str, float]]
+) -> dict[tuple[str, int], float]:
+    """Normalised score of each tuning run; a run without a final return (nan: it did not reach
+    the budget) scores 0, random play."""
+    scores = {}
+    for game in TUNING_GAMES:
+        random, reference = minatar.normaliser(references, game)
+        for seed in TUNING_SEEDS:
+            value = returns.get((game, seed), math.nan)
+            scores[game, seed] = (
+                float(minatar.normalise(value, random, reference)) if math.isfinite(value) else 0.0
+            )
+    return scores
+
+
+def interquartile_mean(values: Sequence[float]) -> float:
+    """The mean of the values left after dropping the lowest and highest quarter (rliable's IQM;
+    of four values, the middle two)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    cut = len(ordered) // 4
+    return float(ordered[cut : len(ordered) - cut].mean())
+
+
+def choose(scores: Mapping[int, float]) -> int:
+    """The trial with the highest score; scores within `TIE` of the best go to the lowest index."""
+    best = max(scores.values())
+    return min(index for index, score in scores.items() if score >= best - TIE)
+
+
+def trial_returns(logdir: str, agent: str, index: int) -> dict[tuple[str, int], float]:
+    """Final return of each tuning run of a trial that has a run directory (nan short of the
+    budget)."""
+    _, budget = AGENTS[agent]
+    returns = {}
+    for game in TUNING_GAMES:
+        for seed in TUNING_SEEDS:
+            directory = minatar.run_dir(trial_logdir(logdir, agent, index), agent, game, seed)
+            if not os.path.isdir(directory):
+                continue
+            result = minatar.read_result(
+                trial_logdir(logdir, agent, index), agent, game, seed, budget
+            )
+            returns[game, seed] = result.final if result.reached else math.nan
+    return returns
+
+
+def write_results(
+    path: str, agent: str, results: Mapping[int, Mapping[tuple[str, int], float]], references
+) -> dict[int, float]:
+    """Writes one row per trial (flags, the four runs' returns and normalised scores, the IQM)
+    and returns {trial: IQM}."""
+    trials, budget = AGENTS[agent]
+    runs = [(game, seed) for game in TUNING_GAMES for seed in TUNING_SEEDS]
+    header = ["trial", *trials[0], "budget"]
+    header += [f"return_{game}_{seed}" for game, seed in runs]
+    header += [f"score_{game}_{seed}" for game, seed in runs] + ["iqm"]
+    iqms = {}
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for index in sorted(results):
+            scores = run_scores(results[index], references)
+            iqms[index] = interquartile_mean(list(scores.values()))
+            returns = [results[index].get(run, math.nan) for run in runs]
+            writer.writerow(
+                [index, *(f"{v:g}" for v in trials[index].values()), budget]
+                + [f"{r:.4g}" for r in returns]
+                + [f"{scores[run]:.4f}" for run in runs]
+                + [f"{iqms[index]:.4f}"]
+            )
+    return iqms
+
+
+def parse_trials(text: str, count: int) -> list[int]:
+    """'0-3,7' -> [0, 1, 2, 3, 7]; ValueError naming the flag on a bad or out-of-range index."""
+    indices = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            indices += range(int(low), int(high or low) + 1)
+        except ValueError:
+            raise ValueError(f"--trials={text}: write indices and ranges, e.g. 0-3,7") from None
+    bad = [i for i in indices if not 0 <= i < count]
+    if bad:
+        raise ValueError(f"--trials={text}: the table has trials 0-{count - 1}, not {bad}")
+    return indices
+
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("agent", None, list(AGENTS), "The agent whose trials run.")
+flags.DEFINE_string("trials", None, "Trial indices and ranges, e.g. 0-23 (default: all).")
+flags.DEFINE_string("logdir", "runs/protocol", "Where the trials' runs go.")
+flags.DEFINE_string("results_dir", "docs/minatar_protocol", "Where <agent>.csv is written.")
+flags.DEFINE_integer("parallel", 1, "Runs of a trial at a time (benchmarks.minatar's).")
+flags.DEFINE_bool("report_only", False, "Score the trials that have runs; run nothing.")
+flags.mark_flag_as_required("agent")
+
+
+def main(argv):
+    del argv
+    trials, _ = AGENTS[FLAGS.agent]
+    try:
+        indices = parse_trials(FLAGS.trials or f"0-{len(trials) - 1}", len(trials))
+    except ValueError as error:
+        sys.exit(str(error))
+    references = minatar.read_references()
+    path = os.path.join(FLAGS.results_dir, f"{FLAGS.agent}.csv")
+    for index in [] if FLAGS.report_only else indices:
+        command = grid_command(FLAGS.agent, index, FLAGS.logdir, FLAGS.parallel)
+        print(f"[protocol] {FLAGS.agent} trial {index}: {' '.join(command[1:])}", flush=True)
+        if subprocess.run(command).returncode != 0:
+            print(f"[protocol] trial {index}: the grid stopped; its unfinished runs score 0")
+        report(FLAGS.agent, FLAGS.logdir, path, references)
+    report(FLAGS.agent, FLAGS.logdir, path, references)
+
+
+def report(agent: str, logdir: str, path: str, references) -> None:
+    trials, _ = AGENTS[agent]
+    results = {
+        index: returns
+        for index in range(len(trials))
+        if (returns := trial_returns(logdir, agent, index))
+    }
+    if not results:
+        print(f"[protocol] {agent}: no trial has runs under {logdir}")
+        return
+    iqms = write_results(path, agent, results, references)
+    chosen = choose(iqms)
+    print(
+        f"[protocol] {agent}: {len(iqms)} of {len(trials)} trials scored ({path}); best so far "
+        f"trial {chosen} ({' '.join(trial_flags(trials[chosen]))}), IQM {iqms[chosen]:.3f}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,143 @@
+"""benchmarks/protocol.py: the trials are the protocol's tables, and a trial's runs are scored and
+chosen by the protocol's rules (docs/minatar_protocol.md)."""
+
+import csv
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+
+from benchmarks import minatar, protocol
+
+PROTOCOL_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "minatar_protocol.md")
+
+
+def markdown_table(section: str) -> list[list[str]]:
+    """The rows of the first table after the heading `section` (cells stripped, no header)."""
+    text = open(PROTOCOL_MD).read()
+    body = text[text.index(section) :]
+    rows = [line for line in body.splitlines() if line.startswith("| ")]
+    table = []
+    for line in rows[1:]:  # the header goes; the |---| line never starts with "| "
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if not cells[0].isdigit():
+            break
+        table.append(cells)
+    return table
+
+
+def number(cell: str) -> float:
+    return float(re.sub(r"\s*\(.*\)", "", cell))  # "5e-4 (Table 5)" -> 5e-4
+
+
+@pytest.mark.parametrize(
+    "agent, section, names",
+    [
+        ("impala", "## IMPALA", ["entropy_cost", "learning_rate", "rmsprop_epsilon"]),
+        ("dice", "## DiCE", ["learning_rate", "batch_size"]),
+    ],
+)
+def test_the_trials_are_the_protocols_tables(agent, section, names):
+    table = markdown_table(section)
+    trials, _ = protocol.AGENTS[agent]
+    assert [int(row[0]) for row in table] == list(range(len(trials)))
+    for row, trial in zip(table, trials):
+        assert list(trial) == names
+        np.testing.assert_allclose([number(c) for c in row[1:]], list(trial.values()), rtol=1e-9)
+
+
+def test_a_trial_runs_the_grid_tool_on_the_tuning_games_and_seeds():
+    command = protocol.grid_command("impala", 7, "runs/p", parallel=2)
+    assert command[1:] == [
+        "-m",
+        "benchmarks.minatar",
+        "--agents=impala",
+        "--games=breakout,space_invaders",
+        "--seeds=100,101",
+        "--total_frames=1000000",
+        "--logdir=runs/p/impala/trial7",
+        "--parallel=2",
+        "--",
+        "--entropy_cost=0.000125",
+        "--learning_rate=0.00475",
+        "--rmsprop_epsilon=0.1",
+    ]
+    assert protocol.grid_command("dice", 5, "r", 1)[-2:] == [
+        "--learning_rate=0.001",
+        "--batch_size=16",
+    ]
+
+
+def test_interquartile_mean_of_four_is_the_mean_of_the_middle_two():
+    assert protocol.interquartile_mean([0.9, -0.2, 0.4, 0.1]) == pytest.approx(0.25)
+    assert protocol.interquartile_mean([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]) == 4.5
+
+
+def test_the_choice_is_the_best_score_a_tie_within_a_hundredth_to_the_lower_trial():
+    assert protocol.choose({0: 0.30, 1: 0.52, 2: 0.41}) == 1
+    assert protocol.choose({3: 0.515, 1: 0.52, 2: 0.41}) == 1
+    assert protocol.choose({0: 0.515, 1: 0.52, 2: 0.41}) == 0  # 0.005 below the best: a tie
+    assert protocol.choose({0: 0.505, 1: 0.52}) == 1  # 0.015 below: not a tie
+
+
+def test_runs_short_of_the_budget_score_as_random_play():
+    references = minatar.read_references()
+    random, reference = minatar.normaliser(references, "breakout")
+    returns = {
+        ("breakout", 100): reference,
+        ("breakout", 101): random,
+        ("space_invaders", 100): math.nan,
+    }
+    scores = protocol.run_scores(returns, references)
+    assert scores["breakout", 100] == pytest.approx(1.0)
+    assert scores["breakout", 101] == pytest.approx(0.0)
+    assert scores["space_invaders", 100] == 0.0 and scores["space_invaders", 101] == 0.0
+
+
+def write_run(logdir, agent, game, seed, frames, returns):
+    """A run directory as a paper's main leaves it: episodes.csv (no checkpoint, so the grid tool
+    counts the frames of its last row)."""
+    directory = minatar.run_dir(logdir, agent, game, seed)
+    os.makedirs(directory)
+    with open(os.path.join(directory, "episodes.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["frames", "episode_return", "episode_length", "wall_time"])
+        for k, value in enumerate(returns):
+            writer.writerow([(k + 1) * frames // len(returns), value, 10, 1.0])
+
+
+def test_trials_with_runs_are_scored_written_and_chosen(tmp_path, capsys):
+    logdir, path = str(tmp_path / "runs"), str(tmp_path / "results" / "dice.csv")
+    references = minatar.read_references()
+    _, budget = protocol.AGENTS["dice"]
+    # Trial 2: every run at the budget, 200 games each (the last 100 count); trial 5: one run
+    # stopped short of the budget (scores 0), the others higher.
+    trial2, trial5 = (protocol.trial_logdir(logdir, "dice", k) for k in (2, 5))
+    for game in protocol.TUNING_GAMES:
+        random, reference = minatar.normaliser(references, game)
+        for seed in protocol.TUNING_SEEDS:
+            level = random + (0.2 + 0.1 * (seed - 100)) * (reference - random)
+            write_run(trial2, "dice", game, seed, budget, [0.0] * 100 + [level] * 100)
+            short = budget // 2 if (game, seed) == ("breakout", 100) else budget
+            high = random + (0.5 + 0.1 * (seed - 100)) * (reference - random)
+            write_run(trial5, "dice", game, seed, short, [high] * 200)
+    protocol.report("dice", logdir, path, references)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["trial"] for row in rows] == ["2", "5"]
+    assert rows[0]["learning_rate"] == "0.002" and rows[1]["batch_size"] == "16"
+    # Trial 2: scores 0.2, 0.3, 0.2, 0.3 -> IQM 0.25; trial 5: 0, 0.6, 0.5, 0.6 -> 0.55.
+    assert float(rows[0]["iqm"]) == pytest.approx(0.25, abs=1e-4)
+    assert float(rows[1]["score_breakout_100"]) == 0.0 and rows[1]["return_breakout_100"] == "nan"
+    assert float(rows[1]["iqm"]) == pytest.approx(0.55, abs=1e-4)
+    assert "best so far trial 5" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text, message", [("0-24", "trials 0-23, not [24]"), ("a", "e.g. 0-3,7")])
+def test_bad_trial_lists_name_the_flag(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        protocol.parse_trials(text, 24)
+    assert str(error.value).startswith(f"--trials={text}")
+    assert protocol.parse_trials("0-2,7", 24) == [0, 1, 2, 7]
