@@ -14,8 +14,9 @@ four runs' final returns (the mean of the last 100 training games at the budget)
 the grid normalises them, a run that did not reach the budget scoring 0 (random play), and the
 trial's score is their interquartile mean (of four: the mean of the middle two). Every trial with
 a run directory is written to `--results_dir/<agent>.csv` (one row each, rewritten after every
-trial, to be committed as trials finish), and the choice so far is printed: the highest score,
-a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
+trial, to be committed as trials finish; the rows of trials run elsewhere are kept, and a trial
+with a row and no run directory here is not run again: a result is never replaced), and the
+choice so far is printed: the highest score, a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
 markdown: they are built here and `tests/benchmarks/test_protocol.py` checks that they equal it.
 """
 
@@ -143,29 +144,38 @@ def trial_returns(logdir: str, agent: str, index: int) -> dict[tuple[str, int], 
 def write_results(
     path: str, agent: str, results: Mapping[int, Mapping[tuple[str, int], float]], references
 ) -> dict[int, float]:
-    """Writes one row per trial (flags, the four runs' returns and normalised scores, the IQM)
-    and returns {trial: IQM}."""
+    """Writes one row per trial (flags, the four runs' returns and normalised scores, the IQM),
+    keeping the rows already in `path` of trials without runs here (trials run elsewhere, whose
+    rows were committed), and returns {trial: IQM} of all of them."""
     trials, budget = AGENTS[agent]
     runs = [(game, seed) for game in TUNING_GAMES for seed in TUNING_SEEDS]
     header = ["trial", *trials[0], "budget"]
     header += [f"return_{game}_{seed}" for game, seed in runs]
     header += [f"score_{game}_{seed}" for game, seed in runs] + ["iqm"]
-    iqms = {}
+    rows = {index: row for index, row in recorded_rows(path).items() if index not in results}
+    for index, returns in results.items():
+        scores = run_scores(returns, references)
+        iqm = interquartile_mean(list(scores.values()))
+        rows[index] = (
+            [str(index), *(f"{v:g}" for v in trials[index].values()), str(budget)]
+            + [f"{returns.get(run, math.nan):.4g}" for run in runs]
+            + [f"{scores[run]:.4f}" for run in runs]
+            + [f"{iqm:.4f}"]
+        )
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
-        for index in sorted(results):
-            scores = run_scores(results[index], references)
-            iqms[index] = interquartile_mean(list(scores.values()))
-            returns = [results[index].get(run, math.nan) for run in runs]
-            writer.writerow(
-                [index, *(f"{v:g}" for v in trials[index].values()), budget]
-                + [f"{r:.4g}" for r in returns]
-                + [f"{scores[run]:.4f}" for run in runs]
-                + [f"{iqms[index]:.4f}"]
-            )
-    return iqms
+        writer.writerows(rows[index] for index in sorted(rows))
+    return {index: float(row[-1]) for index, row in rows.items()}
+
+
+def recorded_rows(path: str) -> dict[int, list[str]]:
+    """{trial: its row} of a results file (empty without one)."""
+    if not os.path.exists(path):
+        return {}
+    with open(path, newline="") as f:
+        return {int(row[0]): row for row in list(csv.reader(f))[1:]}
 
 
 def parse_trials(text: str, count: int) -> list[int]:
@@ -203,6 +213,11 @@ def main(argv):
     references = minatar.read_references()
     path = os.path.join(FLAGS.results_dir, f"{FLAGS.agent}.csv")
     for index in [] if FLAGS.report_only else indices:
+        if index in recorded_rows(path) and not os.path.isdir(
+            trial_logdir(FLAGS.logdir, FLAGS.agent, index)
+        ):
+            print(f"[protocol] {FLAGS.agent} trial {index}: in {path} already, not run again")
+            continue
         command = grid_command(FLAGS.agent, index, FLAGS.logdir, FLAGS.parallel)
         print(f"[protocol] {FLAGS.agent} trial {index}: {' '.join(command[1:])}", flush=True)
         if subprocess.run(command).returncode != 0:
@@ -218,8 +233,8 @@ def report(agent: str, logdir: str, path: str, references) -> None:
         for index in range(len(trials))
         if (returns := trial_returns(logdir, agent, index))
     }
-    if not results:
-        print(f"[protocol] {agent}: no trial has runs under {logdir}")
+    if not results and not recorded_rows(path):
+        print(f"[protocol] {agent}: no trial has runs under {logdir} or a row in {path}")
         return
     iqms = write_results(path, agent, results, references)
     chosen = choose(iqms)

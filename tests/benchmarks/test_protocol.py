@@ -141,3 +141,26 @@ def test_bad_trial_lists_name_the_flag(text, message):
         protocol.parse_trials(text, 24)
     assert str(error.value).startswith(f"--trials={text}")
     assert protocol.parse_trials("0-2,7", 24) == [0, 1, 2, 7]
+
+
+def test_rows_of_trials_run_elsewhere_are_kept_and_count_in_the_choice(tmp_path, capsys):
+    logdir, path = str(tmp_path / "runs"), str(tmp_path / "dice.csv")
+    references = minatar.read_references()
+    _, budget = protocol.AGENTS["dice"]
+    for game in protocol.TUNING_GAMES:
+        random, reference = minatar.normaliser(references, game)
+        for seed in protocol.TUNING_SEEDS:
+            level = random + 0.3 * (reference - random)
+            write_run(
+                protocol.trial_logdir(logdir, "dice", 1), "dice", game, seed, budget, [level] * 100
+            )
+    committed = (
+        "trial,learning_rate,batch_size,budget\n" + "0,0.0005,64,500000,x,x,x,x,x,x,x,x,0.9000\n"
+    )
+    with open(path, "w") as f:
+        f.write(committed)
+    protocol.report("dice", logdir, path, references)
+    rows = protocol.recorded_rows(path)
+    assert sorted(rows) == [0, 1]
+    assert rows[0][-1] == "0.9000" and float(rows[1][-1]) == pytest.approx(0.3, abs=1e-4)
+    assert "best so far trial 0" in capsys.readouterr().out
