@@ -12,8 +12,8 @@ tuning games with both tuning seeds at the agent's trial budget through the MinA
 so a trial that stopped resumes as any grid does (the same command again). After each trial, its
 four runs' final returns (the mean of the last 100 training games at the budget) are normalised as
 the grid normalises them, a run that did not reach the budget scoring 0 (random play), and the
-trial's score is their interquartile mean (of four: the mean of the middle two). Every trial with
-a run directory is written to `--results_dir/<agent>.csv` (one row each, rewritten after every
+trial's score is their interquartile mean (of four: the mean of the middle two). Every trial whose
+four runs reached the budget, or whose grid stopped on a run's error, is written to `--results_dir/<agent>.csv` (one row each, rewritten after every
 trial, to be committed as trials finish; the rows of trials run elsewhere are kept, and a trial
 with a row and no run directory here is not run again: a result is never replaced), and the
 choice so far is printed: the highest score, a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
@@ -220,19 +220,26 @@ def main(argv):
             continue
         command = grid_command(FLAGS.agent, index, FLAGS.logdir, FLAGS.parallel)
         print(f"[protocol] {FLAGS.agent} trial {index}: {' '.join(command[1:])}", flush=True)
-        if subprocess.run(command).returncode != 0:
+        failed = []
+        if subprocess.run(command).returncode > 0:  # a run failed (not a signal: a stop)
             print(f"[protocol] trial {index}: the grid stopped; its unfinished runs score 0")
-        report(FLAGS.agent, FLAGS.logdir, path, references)
+            failed = [index]
+        report(FLAGS.agent, FLAGS.logdir, path, references, failed)
     report(FLAGS.agent, FLAGS.logdir, path, references)
 
 
-def report(agent: str, logdir: str, path: str, references) -> None:
+def report(agent: str, logdir: str, path: str, references, failed: Sequence[int] = ()) -> None:
+    """Scores the trials whose four runs reached the budget, and those of `failed` (their grid
+    stopped on a run's error: its unfinished runs score 0); a trial still under way is not
+    scored."""
     trials, _ = AGENTS[agent]
-    results = {
-        index: returns
-        for index in range(len(trials))
-        if (returns := trial_returns(logdir, agent, index))
-    }
+    runs = len(TUNING_GAMES) * len(TUNING_SEEDS)
+    results = {}
+    for index in range(len(trials)):
+        returns = trial_returns(logdir, agent, index)
+        finished = len(returns) == runs and all(map(math.isfinite, returns.values()))
+        if finished or (returns and index in failed):
+            results[index] = returns
     if not results and not recorded_rows(path):
         print(f"[protocol] {agent}: no trial has runs under {logdir} or a row in {path}")
         return

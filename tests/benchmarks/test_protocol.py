@@ -113,7 +113,7 @@ def test_trials_with_runs_are_scored_written_and_chosen(tmp_path, capsys):
     references = minatar.read_references()
     _, budget = protocol.AGENTS["dice"]
     # Trial 2: every run at the budget, 200 games each (the last 100 count); trial 5: one run
-    # stopped short of the budget (scores 0), the others higher.
+    # short of the budget (a failed run scores 0), the others higher.
     trial2, trial5 = (protocol.trial_logdir(logdir, "dice", k) for k in (2, 5))
     for game in protocol.TUNING_GAMES:
         random, reference = minatar.normaliser(references, game)
@@ -123,7 +123,9 @@ def test_trials_with_runs_are_scored_written_and_chosen(tmp_path, capsys):
             short = budget // 2 if (game, seed) == ("breakout", 100) else budget
             high = random + (0.5 + 0.1 * (seed - 100)) * (reference - random)
             write_run(trial5, "dice", game, seed, short, [high] * 200)
-    protocol.report("dice", logdir, path, references)
+    protocol.report("dice", logdir, path, references)  # trial 5 may still be running: no row
+    assert sorted(protocol.recorded_rows(path)) == [2]
+    protocol.report("dice", logdir, path, references, failed=[5])  # its grid stopped on an error
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     assert [row["trial"] for row in rows] == ["2", "5"]
