@@ -134,9 +134,13 @@ def trial_returns(logdir: str, agent: str, index: int) -> dict[tuple[str, int], 
             directory = minatar.run_dir(trial_logdir(logdir, agent, index), agent, game, seed)
             if not os.path.isdir(directory):
                 continue
-            result = minatar.read_result(
-                trial_logdir(logdir, agent, index), agent, game, seed, budget
-            )
+            try:
+                result = minatar.read_result(
+                    trial_logdir(logdir, agent, index), agent, game, seed, budget
+                )
+            except ValueError:  # stopped before its first game ended: no episodes yet
+                returns[game, seed] = math.nan
+                continue
             returns[game, seed] = result.final if result.reached else math.nan
     return returns
 

@@ -123,6 +123,8 @@ def test_trials_with_runs_are_scored_written_and_chosen(tmp_path, capsys):
             short = budget // 2 if (game, seed) == ("breakout", 100) else budget
             high = random + (0.5 + 0.1 * (seed - 100)) * (reference - random)
             write_run(trial5, "dice", game, seed, short, [high] * 200)
+    # Trial 7 was stopped before its first game ended: no row, no error.
+    write_run(protocol.trial_logdir(logdir, "dice", 7), "dice", "breakout", 100, budget, [])
     protocol.report("dice", logdir, path, references)  # trial 5 may still be running: no row
     assert sorted(protocol.recorded_rows(path)) == [2]
     protocol.report("dice", logdir, path, references, failed=[5])  # its grid stopped on an error
