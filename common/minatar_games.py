@@ -61,8 +61,6 @@ class BatchedSpaceInvaders:
     `Environment` wrapper, for `num_envs` environments as arrays: the same states, rewards and
     terminals as `LibraryGames("space_invaders", ...)` given the same seeds and actions."""
 
-    num_channels = 6  # cannon, alien, alien_left, alien_right, friendly_bullet, enemy_bullet
-
     def __init__(self, num_envs: int, sticky_action_prob: float, ramping: bool):
         self._sticky = sticky_action_prob
         self._ramping = ramping
@@ -186,7 +184,8 @@ class BatchedSpaceInvaders:
 
     def states(self, out: np.ndarray, envs: Sequence[int] | None = None) -> None:
         """Writes the states of `envs` (all by default) into `out` [len(envs), 10, 10, 6] (bool):
-        `Env.state`'s channels."""
+        `Env.state`'s channels, cannon, alien, alien_left, alien_right, friendly and enemy
+        bullets."""
         envs = self._rows if envs is None else np.asarray(envs, np.int64)
         aliens = self._aliens[envs]
         left = (self._direction[envs] < 0)[:, None, None]

@@ -531,9 +531,10 @@ class UnrollWriter(_Writer):
             order = np.arange(start, self._count) % length
             steps = [ring[:, order] for ring in self._steps]
             extras = [ring[:, (start // period) % 2] for ring in self._extras]
-            order = self._item_order(len(steps), len(extras))
+            columns = self._item_order(len(steps), len(extras))
             for env in range(self.num_envs):
-                self._sink.queue([*(s[env] for s in steps), *(e[env] for e in extras)], 1.0, order)
+                leaves = [*(s[env] for s in steps), *(e[env] for e in extras)]
+                self._sink.queue(leaves, 1.0, columns)
         self._flush_run_ahead()
 
 
