@@ -292,7 +292,7 @@ def make_train_step(
         for repeat in range(repeats):
             grads, stats = gradients(batch)
             optimizer_stats = optimizer.apply(grads, variables, schedule_step=progress + repeat)
-        return dict(stats, **{f"optimizer/{k}": v for k, v in optimizer_stats.items()})
+        return dict(stats, **optimizer_stats)
 
     # The cut in the step takes any batch length: one trace serves the dataset's cut batches.
     return tf.function(step, jit_compile=config.jit_compile, reduce_retracing=cut_in_step)

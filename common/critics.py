@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from common import instruments
 from common import returns
 from common import sequences
 from common.config import Q_CENTERINGS
@@ -172,6 +173,9 @@ def network_losses(
         f"value/v{suffix}": sequences.masked_mean(values[:-1], mask),
         f"value/q_taken{suffix}": sequences.masked_mean(outputs.q_taken, mask),
         f"value/vtrace_target{suffix}": sequences.masked_mean(outputs.vs, mask),
+        f"{instruments.VALUE_ERROR}{suffix}": sequences.masked_mean(
+            tf.square(outputs.vs - values[:-1]), mask
+        ),
     }
     return outputs, hparams.v_loss_scale * v_loss + hparams.q_loss_scale * q_loss, stats
 
@@ -190,4 +194,5 @@ def ratio_stats(log_rhos, mask, clip_rho_threshold: float) -> dict:
     return {
         "policy/log_rho": sequences.masked_mean(log_rhos, mask),
         "policy/rho_clipped_fraction": sequences.masked_mean(clipped, mask),
+        instruments.ABS_LOG_RHO: sequences.masked_mean(tf.abs(log_rhos), mask),
     }

@@ -57,6 +57,7 @@ import tensorflow as tf
 from common import acting
 from common import patterns
 from common import replay
+from common import instruments as instruments_lib
 from common import reports
 from common import runlog as run_logging
 
@@ -302,6 +303,8 @@ class Learner:
             # The steps since the last line are logged too, so a run's final scalars are there.
             if stats_count:
                 flush_log(time.monotonic())
+            if self.done:
+                self._summarize()
         finally:
             self.record_reports()
             self.elapsed_s.assign(self._elapsed())
@@ -417,6 +420,14 @@ class Learner:
             self.last_stats.get("loss/total", float("nan")),
             extra=f"acted {run_logging.format_count(actor_fps)} fps | lag {lag:.1f}",
         )
+
+    def _summarize(self) -> None:
+        """Writes the run's summary.json and prints its instruments on one line."""
+        frames = int(self.frames.numpy())
+        summary = instruments_lib.write_summary(
+            self.settings.logdir, frames, self.logger.mean_recent_return
+        )
+        print(f"[{self.settings.name}] {instruments_lib.describe(summary)}", flush=True)
 
     def close(self) -> None:
         self.publisher.close()

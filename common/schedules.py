@@ -24,6 +24,8 @@ from typing import Callable, Sequence, Union
 
 import tensorflow as tf
 
+from common import instruments
+
 Schedule = Callable[[tf.Tensor], tf.Tensor]  # step -> value
 ScheduleOrValue = Union[float, Schedule]
 
@@ -187,8 +189,8 @@ class AdamW(tf.Module):
         does. The schedules are read at `schedule_step` when given (a learner whose updates
         consume a varying number of frames passes its progress in updates' worth of frames),
         else at the update count; the bias correction always counts updates. Returns the scalars
-        `learning_rate`, `weight_decay` (the values used) and `grad_norm` (the global norm before
-        clipping).
+        `optimizer/learning_rate`, `optimizer/weight_decay` (the values used) and the clip's and
+        the step's instruments (`common.instruments`).
         """
         if len(self.first_moments) != len(variables):
             raise ValueError(
@@ -199,11 +201,8 @@ class AdamW(tf.Module):
         at = step if schedule_step is None else schedule_step
         learning_rate = _evaluate(self.learning_rate, at)
         weight_decay = _evaluate(self.weight_decay, at)
-        gradients = list(gradients)
-        if self.clip_norm is not None:
-            gradients, grad_norm = tf.clip_by_global_norm(gradients, self.clip_norm)
-        else:
-            grad_norm = tf.linalg.global_norm([g for g in gradients if g is not None])
+        gradients, clip_stats = instruments.clip_by_global_norm(gradients, self.clip_norm)
+        before = instruments.snapshot(variables)
         t = tf.cast(step + 1, tf.float64)
         for grad, var, m, v, decays in zip(
             gradients, variables, self.first_moments, self.second_moments, self._decay_mask
@@ -225,7 +224,8 @@ class AdamW(tf.Module):
         self.iterations.assign_add(1)
         as_stat = lambda x: tf.convert_to_tensor(x, dtype_hint=tf.float32)
         return {
-            "learning_rate": as_stat(learning_rate),
-            "weight_decay": as_stat(weight_decay),
-            "grad_norm": grad_norm,
+            "optimizer/learning_rate": as_stat(learning_rate),
+            "optimizer/weight_decay": as_stat(weight_decay),
+            **clip_stats,
+            **instruments.mean_step(before, variables),
         }

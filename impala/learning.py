@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from common import instruments
 from common import replay
 from common import schedules
 from common import sequences
@@ -156,14 +157,16 @@ def make_train_step(
                 ),
                 mask=mask,
             )
-        gradients = tape.gradient(loss, variables)
-        if config.max_grad_norm > 0:
-            gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)
-        else:
-            grad_norm = tf.linalg.global_norm(gradients)
+        gradients, clip_stats = instruments.clip_by_global_norm(
+            tape.gradient(loss, variables), config.max_grad_norm
+        )
+        before = instruments.snapshot(variables)
         optimizer.apply(gradients, variables, learning_rate)
         return dict(
-            stats, **{"optimizer/learning_rate": learning_rate, "optimizer/grad_norm": grad_norm}
+            stats,
+            **clip_stats,
+            **instruments.mean_step(before, variables),
+            **{"optimizer/learning_rate": learning_rate},
         )
 
     return tf.function(step, jit_compile=config.jit_compile)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from common import instruments
 from common import policies
 from common import returns
 from common import sequences
@@ -181,17 +182,14 @@ def impala_loss(
     entropy = entropy_loss(target_logits, mask)
     total = pg + hparams.baseline_cost * baseline + hparams.entropy_cost * entropy
     rhos = tf.exp(log_rhos)
+    steps = tf.cast(tf.size(rewards), tf.float32) if mask is None else tf.reduce_sum(mask)
+    steps = tf.maximum(steps, 1.0)
     stats = {
         "loss/total": total,
         "loss/policy_gradient": pg,
         "loss/baseline": baseline,
         "loss/entropy": entropy,
-        "policy/entropy_per_step": -entropy
-        / (
-            tf.cast(tf.size(rewards), tf.float32)
-            if mask is None
-            else tf.maximum(tf.reduce_sum(mask), 1.0)
-        ),
+        instruments.ENTROPY: -entropy / steps,
         "importance/rho_mean": tf.reduce_mean(rhos),
         "importance/rho_min": tf.reduce_min(rhos),
         "importance/rho_max": tf.reduce_max(rhos),
@@ -200,7 +198,8 @@ def impala_loss(
         ),
         # How far pi has moved from mu on the batch's actions, on either side of 1 alike (the
         # replay study's measure of staleness, docs/ablations_minatar.md).
-        "importance/log_rho_abs_mean": tf.reduce_mean(tf.abs(log_rhos)),
+        instruments.ABS_LOG_RHO: tf.reduce_mean(tf.abs(log_rhos)),
+        instruments.VALUE_ERROR: _sum(tf.square(vs - values), mask) / steps,
         "values/vs_mean": tf.reduce_mean(vs),
         "values/value_mean": tf.reduce_mean(values),
         "values/advantage_abs_mean": tf.reduce_mean(tf.abs(pg_advantages)),

@@ -54,14 +54,16 @@ class PopulationOptimizer(tf.Module):
 
     @tf.autograph.experimental.do_not_convert  # static Python only, as `make_loss_fn`'s
     def apply(self, gradients, variables, schedule_step=None) -> dict:
-        """Each network's update; the schedules' values (equal for all) and each grad norm."""
+        """Each network's update; the schedules' values (equal for all) and each network's
+        instruments, suffixed with its index."""
         stats = {}
+        shared = ("optimizer/learning_rate", "optimizer/weight_decay")
         for i, (optimizer, grads, group) in enumerate(
             zip(self.optimizers, self._split(gradients), self._split(variables))
         ):
             own = optimizer.apply(grads, group, schedule_step)
-            stats.update(learning_rate=own["learning_rate"], weight_decay=own["weight_decay"])
-            stats[f"grad_norm_{i + 1}"] = own["grad_norm"]
+            stats.update({k: own[k] for k in shared})
+            stats.update({f"{k}_{i + 1}": v for k, v in own.items() if k not in shared})
         return stats
 
 

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from common import acting
 from common import distributional
+from common import instruments
 from common import sequences
 from common import transforms
 from reactor import config as config_lib
@@ -163,11 +164,10 @@ def make_train_step(
                 weights,
                 support,
             )
-        gradients = tape.gradient(outputs.loss, variables)
-        if config.max_grad_norm > 0:
-            gradients, grad_norm = tf.clip_by_global_norm(gradients, config.max_grad_norm)
-        else:
-            grad_norm = tf.linalg.global_norm(gradients)
+        gradients, clip_stats = instruments.clip_by_global_norm(
+            tape.gradient(outputs.loss, variables), config.max_grad_norm
+        )
+        before = instruments.snapshot(variables)
         optimizer.apply_gradients(zip(gradients, variables))
         updates = batch["learner_step"] + 1
         if updates % config.target_update_period == 0:
@@ -185,7 +185,8 @@ def make_train_step(
                     tf.cast(tf.equal(batch["info"]["times_sampled"], 1), tf.float32)
                 ),
                 "replay/min_importance_weight": tf.reduce_min(weights),
-                "optimizer/grad_norm": grad_norm,
+                **clip_stats,
+                **instruments.mean_step(before, variables),
             },
         )
 

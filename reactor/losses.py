@@ -21,6 +21,7 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from common import distributional
+from common import instruments
 from common import policies
 from common import returns
 
@@ -176,6 +177,7 @@ def reactor_loss(
         retrace_return,
         behaviour_probs,
     )
+    q_taken = _taken(q_values, taken)
     weights = tf.stop_gradient(tf.cast(importance_weights, tf.float32))[None, :]
     critic_mean = tf.reduce_mean(weights * critic_loss)
     policy_mean = tf.reduce_mean(weights * policy_loss)
@@ -183,8 +185,12 @@ def reactor_loss(
         "loss/total": critic_mean + policy_mean,
         "loss/critic": critic_mean,
         "loss/policy": policy_mean,
-        "policy/entropy": tf.reduce_mean(entropy),
+        instruments.ENTROPY: tf.reduce_mean(entropy),
         "critic/retrace_return": tf.reduce_mean(retrace_return),
-        "critic/q_taken": tf.reduce_mean(_taken(q_values, taken)),
+        "critic/q_taken": tf.reduce_mean(q_taken),
+        instruments.VALUE_ERROR: tf.reduce_mean(tf.square(retrace_return - q_taken)),
+        instruments.ABS_LOG_RHO: tf.reduce_mean(
+            tf.abs(tf.math.log(_taken(online.policy_probs, taken)) - tf.math.log(mu_taken))
+        ),
     }
     return LossOutputs(critic_mean + policy_mean, tf.reduce_mean(priority, axis=0), stats)

@@ -9,6 +9,7 @@ Not a test module: pytest collects nothing here, and no test module imports anot
 import collections
 import csv
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from common import instruments
 from common import runlog
 
 # ------------------------------------------------------------------ `python -m <paper>.main` runs
@@ -76,6 +78,29 @@ def checkpoint_frames(logdir: str) -> int:
 def scalars(logdir) -> dict[str, list[float]]:
     """Every scalar written to TensorBoard under `logdir` (not its subdirectories), by tag."""
     return {tag: [v for _, v in points] for tag, points in runlog.read_scalars(logdir).items()}
+
+
+def check_instruments(logdir: str, output: str, num_actions: int) -> dict:
+    """A finished run's summary.json holds every learner instrument (once, or once per network
+    with an `_<i>` suffix) with values that could be real, and its console says so; returns the
+    instruments."""
+    summary = instruments.read_summary(logdir)
+    assert summary is not None and summary["frames"] == checkpoint_frames(logdir)
+    assert "instruments over the last 20% of frames: grad norm" in output
+    found = summary["instruments"]
+
+    def values(tag: str) -> list[float]:
+        own = [v for t, v in found.items() if t == tag or re.fullmatch(rf"{tag}_\d+", t)]
+        assert own, f"{tag} missing from {sorted(found)}"
+        return own
+
+    clipped, norms = values(instruments.GRAD_NORM_CLIPPED), values(instruments.GRAD_NORM)
+    assert all(0 < after <= before + 1e-6 for after, before in zip(clipped, norms))
+    assert all(0.0 <= share <= 1.0 for share in values(instruments.CLIPPED))
+    assert all(step > 0 for step in values(instruments.MEAN_STEP))
+    assert all(0.0 < h <= np.log(num_actions) + 1e-5 for h in values(instruments.ENTROPY))
+    assert all(x >= 0 for x in values(instruments.VALUE_ERROR) + values(instruments.ABS_LOG_RHO))
+    return found
 
 
 # ------------------------------------------------------------ the bandits of DiCE, GDI and LBC runs

@@ -192,14 +192,16 @@ def test_adamw_matches_numpy_with_schedules_and_clipping():
     assert max(norms) > 50 and min(norms) < 50  # the clip is active on some steps only
     for var, expected in zip(variables, want):
         np.testing.assert_allclose(var.numpy(), expected, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose([float(s["grad_norm"]) for s in stats], norms, rtol=1e-12)
+    np.testing.assert_allclose([float(s["optimizer/grad_norm"]) for s in stats], norms, rtol=1e-12)
     np.testing.assert_allclose(
-        [float(s["learning_rate"]) for s in stats],
+        [float(s["optimizer/learning_rate"]) for s in stats],
         [0.0, 0.05, 0.1, 0.0833333, 0.0666667, 0.05],
         rtol=1e-5,
     )
     np.testing.assert_allclose(
-        [float(s["weight_decay"]) for s in stats], 0.3 * (1 - np.arange(6) / 8), rtol=1e-12
+        [float(s["optimizer/weight_decay"]) for s in stats],
+        0.3 * (1 - np.arange(6) / 8),
+        rtol=1e-12,
     )
     assert int(optimizer.iterations.numpy()) == 6
 
@@ -268,13 +270,13 @@ def test_adamw_clipping_bounds_the_applied_gradient():
     optimizer = schedules.AdamW(1e-3, 0.0)
     _, stats = run_adamw(optimizer, weights, grads)
     applied = np.sqrt(sum(np.sum((m.numpy() / 0.1) ** 2) for m in optimizer.first_moments))
-    assert float(stats[0]["grad_norm"]) > 1000
+    assert float(stats[0]["optimizer/grad_norm"]) > 1000
     assert applied == pytest.approx(50.0, rel=1e-9)
     # Without clipping the full gradient goes in.
     optimizer = schedules.AdamW(1e-3, 0.0, clip_norm=None)
     run_adamw(optimizer, weights, grads)
     unclipped = np.sqrt(sum(np.sum((m.numpy() / 0.1) ** 2) for m in optimizer.first_moments))
-    assert unclipped == pytest.approx(float(stats[0]["grad_norm"]), rel=1e-9)
+    assert unclipped == pytest.approx(float(stats[0]["optimizer/grad_norm"]), rel=1e-9)
 
 
 def test_adamw_compiled_equals_eager():

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from common import critics
+from common import instruments
 from dice import losses
 from tests import oracles
 
@@ -30,18 +31,26 @@ def softmax(x):
     return e / e.sum(-1, keepdims=True)
 
 
-def numpy_dice(hp, adv, v, eta, a, log_mu, r, d, mask):
-    """Algorithm 3's loss from the sums (4) and (2) (tests/oracles.py's V-trace and Retrace).
-    Shapes [T+1, B, ...]."""
+def numpy_vtrace(hp, adv, v, eta, a, log_mu, r, d):
+    """pi, log rho and Eq. (4)'s v_s and advantage (tests/oracles.py's V-trace). Shapes
+    [T+1, B, ...]."""
     pi = softmax(eta[..., None] * adv)
-    centre = (pi * adv).sum(-1, keepdims=True) if hp.q_centering == "policy_mean" else 0.0
-    q = v[..., None] + adv - centre
     ratio = np.take_along_axis(pi, a[..., None], -1)[..., 0] / np.exp(log_mu)
     log_rhos = np.log(ratio[:-1])
-    q_a = np.take_along_axis(q, a[..., None], -1)[..., 0]
     # Eq. (4): v_s = V_s + sum_t (prod_{i<t} d_i c_i) rho_t delta_t, and its advantage.
     rho_bar, c_bar = hp.clip_rho_threshold, hp.clip_c_threshold
     vs, adv_pg = oracles.vtrace_sum(log_rhos, d, r, v[:-1], v[-1], rho_bar, rho_bar, c_bar)
+    return pi, log_rhos, vs, adv_pg
+
+
+def numpy_dice(hp, adv, v, eta, a, log_mu, r, d, mask):
+    """Algorithm 3's loss from the sums (4) and (2) (tests/oracles.py's V-trace and Retrace).
+    Shapes [T+1, B, ...]."""
+    pi, log_rhos, vs, adv_pg = numpy_vtrace(hp, adv, v, eta, a, log_mu, r, d)
+    centre = (pi * adv).sum(-1, keepdims=True) if hp.q_centering == "policy_mean" else 0.0
+    q = v[..., None] + adv - centre
+    q_a = np.take_along_axis(q, a[..., None], -1)[..., 0]
+    c_bar = hp.clip_c_threshold
     # Eq. (2): Q_ret = Q_s(a_s) + sum_k (prod d c_{s+1..}) delta^Q, in hp.retrace_form.
     G = oracles.retrace_sum(q, pi, a, log_rhos, r, d, hp.retrace_form, 1.0, c_bar)
     onehot = np.eye(adv.shape[-1])[a[:-1]]
@@ -102,6 +111,18 @@ def test_total_loss_equals_the_papers_sums(retrace_form, q_centering, seed):
         float(stats["loss/v"]) + 10 * float(stats["loss/q"]) + 10 * float(stats["loss/pi"]),
         rel=1e-5,
     )
+
+
+def test_the_instruments_are_v_trace_s_error_and_pi_s_distance_from_mu():
+    inputs = random_inputs(3)
+    adv, v, eta, a, log_mu, r, d, mask = inputs
+    _, stats = tf_loss(HP, *inputs)
+    _, log_rhos, vs, _ = numpy_vtrace(HP, adv, v, eta, a, log_mu, r, d)
+    mean = lambda x: (x * mask).sum() / mask.sum()  # noqa: E731
+    assert float(stats[instruments.VALUE_ERROR]) == pytest.approx(
+        mean((vs - v[:-1]) ** 2), rel=1e-5
+    )
+    assert float(stats[instruments.ABS_LOG_RHO]) == pytest.approx(mean(np.abs(log_rhos)), rel=1e-5)
 
 
 def test_masked_steps_change_nothing_and_get_no_gradient():

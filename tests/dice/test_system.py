@@ -43,7 +43,7 @@ def run(logdir, steps, timeout_s=240) -> str:
 
 def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     logdir = str(tmp_path)
-    run(logdir, steps=20)
+    output = run(logdir, steps=20)
     first_step = system_helpers.checkpoint_step(logdir)
     assert first_step >= 20  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
@@ -58,6 +58,8 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     assert all(np.isfinite(logged["loss/total"]))
     first = bandit_counts(logdir)
     check_games_fed_the_bandits(first, logdir)
+    found = system_helpers.check_instruments(logdir, output, num_actions=2)
+    assert 0.0 <= found["behaviour/eta"] <= 50.0  # the arms the bandits chose, late in the run
     with open(os.path.join(logdir, "eval.csv")) as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation, best region of the bandits
     # The evaluator logs what the bandits it loaded have learned.

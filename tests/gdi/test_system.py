@@ -68,7 +68,7 @@ def test_gdi_i3_trains_with_per_game_lambda(tmp_path):
 
 def test_gdi_h3_trains_two_networks(tmp_path):
     logdir = str(tmp_path)
-    run(logdir, "h3", steps=10)
+    output = run(logdir, "h3", steps=10)
     step = system_helpers.checkpoint_step(logdir)
     assert step >= 10  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
@@ -78,6 +78,8 @@ def test_gdi_h3_trains_two_networks(tmp_path):
     times = logged["replay/times_sampled"]  # "Replay 2": each item trained on at most twice
     assert all(1.0 <= t <= 2.0 for t in times)
     check_games_fed_the_bandits(bandit_counts(logdir), logdir)
+    found = system_helpers.check_instruments(logdir, output, num_actions=2)
+    assert {"value/error_1", "value/error_2", "behaviour/eta1", "behaviour/epsilon"} <= set(found)
     with open(f"{logdir}/eval.csv") as f:
         assert len(f.readlines()) - 1 >= 4  # the final evaluation
     # Our evaluation (docs/papers/gdi.md#departures-from-the-paper): the evaluator's environments

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import instruments
 from impala import ablations
 from impala import losses
 from tests import oracles
@@ -235,7 +236,16 @@ def test_loss_and_gradients_match_numpy(correction):
         for z in (logits, behaviour_logits)
     )
     np.testing.assert_allclose(
-        stats["importance/log_rho_abs_mean"].numpy(), np.abs(log_pi - log_mu).mean(), rtol=1e-5
+        stats[instruments.ABS_LOG_RHO].numpy(), np.abs(log_pi - log_mu).mean(), rtol=1e-5
+    )
+    # The value error is the mean of (v_s - V(x_s))^2, which the baseline's gradient carries.
+    errors = want_grad_values / -0.5
+    np.testing.assert_allclose(
+        stats[instruments.VALUE_ERROR].numpy(), np.mean(errors**2), rtol=1e-4
+    )
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(
+        stats[instruments.ENTROPY].numpy(), -(probs * np.log(probs)).sum(-1).mean(), rtol=1e-5
     )
 
 

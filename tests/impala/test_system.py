@@ -29,7 +29,8 @@ from common import replay
 from common import runlog
 from impala import builder as impala_builder
 from impala import config as config_lib
-from tests.system_helpers import alive, checkpoint_step, finish, run_main, run_to_completion
+from tests.system_helpers import alive, check_instruments, checkpoint_step, finish, run_main
+from tests.system_helpers import run_to_completion
 
 pytestmark = pytest.mark.slow
 
@@ -351,6 +352,7 @@ def test_a_run_killed_after_its_checkpoint_and_resumed_counts_each_game_once(tmp
     assert losses == sorted(set(losses)) and losses[-1] >= budget
     rounds = runlog.read_scalars(os.path.join(logdir, runlog.EVAL_DIR))["eval/return"]
     assert [step for step, _ in rounds] == sorted(step for step, _ in rounds)
+    check_instruments(logdir, output, num_actions=2)
 
 
 def test_a_lagged_run_s_final_evaluation_plays_the_weights_it_ends_with(tmp_path):

@@ -179,9 +179,15 @@ def test_a_network_s_clip_does_not_scale_another_s_update():
     optimizer = learning.PopulationOptimizer(config, groups)
     variables = [v for g in groups for v in g]
     optimizer.build(variables)
-    stats = optimizer.apply([tf.constant([300.0, 400.0]), tf.constant([0.5])], variables)
-    assert float(stats["grad_norm_1"]) == pytest.approx(500.0)
-    assert float(stats["grad_norm_2"]) == pytest.approx(0.5)
+    stats = optimizer.apply([tf.constant([300.0, 400.0]), tf.constant([0.5])], variables, 1.0)
+    assert float(stats["optimizer/grad_norm_1"]) == pytest.approx(500.0)
+    assert float(stats["optimizer/grad_norm_2"]) == pytest.approx(0.5)
+    assert float(stats["optimizer/grad_norm_clipped_1"]) == pytest.approx(1.0)
+    assert [float(stats[f"optimizer/clipped_{i}"]) for i in (1, 2)] == [1.0, 0.0]
+    # Adam's first step moves each parameter by about the learning rate, whatever its gradient.
+    lr = float(stats["optimizer/learning_rate"])
+    assert lr == pytest.approx(0.5e-3)  # half-way through the warm-up
+    assert float(stats["optimizer/mean_step_2"]) == pytest.approx(lr, rel=1e-3)
     assert optimizer.optimizers[1].first_moments[0].numpy()[0] == pytest.approx(0.1 * 0.5)
     assert optimizer.optimizers[0].first_moments[0].numpy() == pytest.approx([0.06, 0.08])
 

@@ -54,7 +54,7 @@ def games_learned(logdir) -> np.ndarray:
 
 def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
     logdir = str(tmp_path)
-    run(logdir, steps=10)
+    output = run(logdir, steps=10)
     first_step = system_helpers.checkpoint_step(logdir)
     assert first_step >= 10  # at least: padded items count only their real steps as frames
     logged = scalars(logdir)
@@ -73,6 +73,8 @@ def test_lbc_trains_its_population_with_per_game_psi_and_resumes(tmp_path):
             assert np.isfinite(logged[f"loss/{part}_{i}"]).all()
     times = logged["replay/times_sampled"]
     assert all(1.0 <= t <= 2.0 for t in times)
+    found = system_helpers.check_instruments(logdir, output, num_actions=2)
+    assert {f"optimizer/clipped_{i}" for i in (1, 2, 3)} <= set(found)
     first = games_learned(logdir)
     check_games_fed_the_bandits(first, logdir)
     with open(os.path.join(logdir, "eval.csv")) as f:

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from common import distributional
+from common import instruments
 from reactor import losses
 from reactor import networks
 
@@ -175,3 +176,46 @@ def test_entropy_cost_and_importance_weights_scale_the_loss():
     )
     entropy = float(one.stats["policy/entropy"])
     assert float(with_entropy.loss) == pytest.approx(float(one.loss) - 0.5 * entropy, abs=1e-5)
+
+
+def test_the_instruments_are_the_critic_s_error_and_pi_s_distance_from_mu():
+    net = networks.ReactorNet(2, 11, torso="mlp")
+    net.create_variables((4,), tf.float32)
+    online, _ = net.unroll(
+        tf.random.normal([3, 2, 4]), tf.zeros([3, 2], tf.bool), net.initial_state(2)
+    )
+    target, _ = net.unroll(
+        tf.random.normal([4, 2, 4]), tf.zeros([4, 2], tf.bool), net.initial_state(2)
+    )
+    actions = tf.constant([[0, 1], [1, 1], [0, 0], [1, 0]], tf.int32)
+    mu = np.array([[[0.8, 0.2], [0.3, 0.7]]] * 3, np.float32)
+    support = distributional.make_support(11, -5.0, 5.0)
+    outputs = losses.reactor_loss(
+        hparams(),
+        online,
+        target,
+        target.policy_probs,
+        actions,
+        tf.constant(mu),
+        tf.constant(REWARDS_AT_GAME_ENDS),
+        tf.zeros([3, 2]),  # every step ends a game: the Retrace return is the reward
+        tf.ones([2]),
+        support,
+    )
+    taken = actions.numpy()[:-1, :, None]
+    pi = np.take_along_axis(online.policy_probs.numpy(), taken, -1)[..., 0]
+    mu_taken = np.take_along_axis(mu, taken, -1)[..., 0]
+    np.testing.assert_allclose(
+        outputs.stats[instruments.ABS_LOG_RHO], np.abs(np.log(pi / mu_taken)).mean(), rtol=1e-5
+    )
+    # The critic's error: its expected Q(x, a) against the Retrace return, squared and averaged.
+    q = (tf.nn.softmax(online.q, -1).numpy() * support.numpy()).sum(-1)
+    q_taken = np.take_along_axis(q, taken, -1)[..., 0]
+    np.testing.assert_allclose(
+        outputs.stats[instruments.VALUE_ERROR],
+        np.mean((REWARDS_AT_GAME_ENDS - q_taken) ** 2),
+        rtol=1e-5,
+    )
+
+
+REWARDS_AT_GAME_ENDS = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]], np.float32)

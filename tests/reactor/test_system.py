@@ -59,6 +59,7 @@ def test_main_trains_checkpoints_and_resumes_with_the_replay(tmp_path):
     assert "Successfully loaded 4 tables" in output  # experience, params, reports, actor claims
     assert f"resumed {logdir}/checkpoints/ckpt-6 (step 6, 30 frames;" in output
     assert system_helpers.checkpoint_step(logdir) == 10
+    system_helpers.check_instruments(logdir, output, num_actions=2)
 
 
 def weights(module):
