@@ -629,9 +629,12 @@ def run_evaluator(
     finished=None,
     start_time: float | None = None,
     intra_op_threads: int = 1,
+    record: Any = None,
 ) -> None:
     """Every `interval_s`, evaluates the latest published weights; when `finished` is set (the
-    learner reached its budget), runs the full protocol once. Writes eval.csv + TensorBoard.
+    learner reached its budget), runs the full protocol once, recording its first games as GIFs
+    with `record` (`common.recording.RecordSettings`, `--record_dir`). Writes eval.csv +
+    TensorBoard.
     With a `behaviour` selector, each round draws the games' parameters as `behaviour.evaluation`
     says (`common.behaviour.evaluation_selector`)."""
     configure_threads(intra_op_threads)
@@ -655,7 +658,13 @@ def run_evaluator(
                 continue
             last_round = time.monotonic()
             episodes = settings.final_episodes if final else settings.round_episodes
-            evaluator.play(latest.frames, latest.weights, episodes, should_stop)
+            evaluator.play(
+                latest.frames,
+                latest.weights,
+                episodes,
+                should_stop,
+                record=record if final else None,
+            )
             if final:
                 break
     finally:

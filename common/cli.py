@@ -42,6 +42,8 @@ from common.config import Derived, check_all, check_choice, field
 # common.launch.ROLES, written out: importing common.launch imports TensorFlow (a test asserts
 # both agree).
 ROLES = ("local", "replay", "learner", "actor", "evaluate")
+# The roles that play a final evaluation, which --record_dir records.
+RECORDING_ROLES = ("local", "learner", "evaluate")
 # How `--role=local` places its processes: `common.launch` (this machine) or `common.ray_launch`.
 LAUNCHERS = ("local", "ray")
 EXIT_USAGE = 2  # status of a bad command line
@@ -164,8 +166,9 @@ class RunSettings:
     )
     record_dir: str | None = field(
         None,
-        "With --role=evaluate: write the evaluation's first --record_games games (Atari or "
-        "MinAtar) into this directory as animated GIFs, one a game, named "
+        "Write the first --record_games games of the final evaluation (a training run's, or "
+        "--role=evaluate's of the latest checkpoint; Atari or MinAtar) into this directory as "
+        "animated GIFs, one a game, named "
         "<agent>_<env>_frames<checkpoint frames>_game<k>_score<score>.gif.",
     )
     # choice: 3 games show how an agent plays and how much its games vary, in a few seconds
@@ -185,10 +188,16 @@ class RunSettings:
         if self.record_dir is not None:
             if not self.record_dir:
                 raise FlagError("--record_dir='' must name a directory")
-            if self.role != "evaluate":
+            if self.launcher == "ray":
                 raise FlagError(
-                    f"--record_dir={self.record_dir} records the games of --role=evaluate, "
-                    f"not --role={self.role}"
+                    f"--record_dir={self.record_dir} records on this machine's launcher, not "
+                    "--launcher=ray (record the checkpoint with --role=evaluate)"
+                )
+            if self.role not in RECORDING_ROLES:
+                raise FlagError(
+                    f"--record_dir={self.record_dir} records a final evaluation, which "
+                    f"--role={self.role} does not play (allowed: --role="
+                    f"{', '.join(RECORDING_ROLES)})"
                 )
         if self.role in ("learner", "actor") and not self.replay_address:
             raise FlagError(
@@ -596,6 +605,12 @@ def plan_from_flags(
                 f"--record_dir={settings.record_dir} needs an Atari or MinAtar env: CartPole's "
                 "observations are not images"
             )
+        if settings.role != "evaluate" and not config.eval_interval_s > 0:
+            raise FlagError(
+                f"--record_dir={settings.record_dir} records the run's final evaluation, which "
+                f"--eval_interval_s={config.eval_interval_s:g} turns off (set it > 0, or record "
+                "a checkpoint with --role=evaluate)"
+            )
     if settings.seeds and not several_runs:
         config = dataclasses.replace(config, seed=seeds[0])
     return Plan(config, settings, variants, seeds)
@@ -662,9 +677,6 @@ def run_one(paper: Paper, plan: Plan) -> None:
     if settings.launcher == "ray":
         # Ray actors run in other directories, on other nodes (common/ray_launch.py).
         logdir = os.path.abspath(logdir)
-    if settings.role in ("local", "learner"):
-        os.makedirs(logdir, exist_ok=True)
-        print(f"[{paper.name}] {config.env}: {paper.describe(config)} -> {logdir}", flush=True)
     record = None
     if settings.record_dir is not None:
         from common import recording
@@ -675,6 +687,11 @@ def run_one(paper: Paper, plan: Plan) -> None:
             recording.agent_name(paper.name, plan.ablation),
         )
     experiment = paper.build_experiment(config, logdir, settings.replay_port)
+    if record is not None and experiment.evaluator is None:
+        fail(f"--record_dir={settings.record_dir}: these flags play no evaluation to record")
+    if settings.role in ("local", "learner"):
+        os.makedirs(logdir, exist_ok=True)
+        print(f"[{paper.name}] {config.env}: {paper.describe(config)} -> {logdir}", flush=True)
     try:
         if settings.launcher == "ray":
             from common import ray_launch

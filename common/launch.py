@@ -390,9 +390,15 @@ def run_learner_with_children(
     replay_address: str,
     with_actors: bool,
     should_stop: Callable[[], bool] = lambda: False,
+    record=None,
 ) -> None:
     """The learner in this process, with actors (local role) and the evaluator as children,
-    until the frame budget, Ctrl-C / SIGTERM, or `should_stop()` (`common.ray_launch`)."""
+    until the frame budget, Ctrl-C / SIGTERM, or `should_stop()` (`common.ray_launch`).
+    `record` (`common.recording.RecordSettings`): GIFs of the final evaluation's first games."""
+    if record is not None:
+        from common import recording
+
+        recording.check_env(experiment.evaluator.env)  # before anything is trained
     learner = build_learner(experiment, spec, replay_address)
     if learner.done:
         print(
@@ -424,6 +430,7 @@ def run_learner_with_children(
                         finished=finished,
                         start_time=time.time() - float(learner.elapsed_s.numpy()),
                         intra_op_threads=experiment.actor_threads,
+                        record=record,
                     ),
                 )
             with _stops_recorded_only():
@@ -435,9 +442,14 @@ def run_learner_with_children(
             if claim.lost is not None:
                 raise actor_range.ActorRangeError(claim.lost)
             if learner.done and evaluating:
+                games = experiment.evaluator.final_episodes
+                recorded = (
+                    ""
+                    if record is None
+                    else f"; the first {min(record.games, games)} as GIFs into {record.directory}"
+                )
                 print(
-                    "[launch] frame budget reached: final evaluation "
-                    f"({experiment.evaluator.final_episodes} episodes)",
+                    f"[launch] frame budget reached: final evaluation ({games} episodes{recorded})",
                     flush=True,
                 )
                 # The final weights, whatever the publish interval and publish_lag: the
@@ -530,12 +542,15 @@ def run(
     first_actor: int = 0,
 ) -> None:
     """Runs `role` of the experiment (module docstring) until done or Ctrl-C / SIGTERM.
-    `record` (`common.recording.RecordSettings`): GIFs of `--role=evaluate`'s games.
+    `record` (`common.recording.RecordSettings`): GIFs of the final evaluation's first games
+    (`--role=evaluate`'s, or the training run's when it reaches its budget).
     `first_actor`: the cluster-wide index of an actor host's first actor (`start_actors`)."""
     if role not in ROLES:
         raise ValueError(f"--role={role!r} is not one of {', '.join(ROLES)}")
-    if record is not None and role != "evaluate":
-        raise ValueError(f"--record_dir records --role=evaluate's games, not --role={role}'s")
+    if record is not None and role not in ("local", "learner", "evaluate"):
+        raise ValueError(
+            f"--record_dir records a final evaluation, which --role={role} does not play"
+        )
     if role in ("learner", "actor") and not replay_address:
         raise ValueError(f"--role={role} needs --replay_address=host:port of the replay role")
     if first_actor and role != "actor":
@@ -551,7 +566,9 @@ def run(
         elif role == "actor":
             _run_actor_fleet(experiment, replay_address, first_actor)
         elif role == "learner":
-            run_learner_with_children(experiment, spec, replay_address, with_actors=False)
+            run_learner_with_children(
+                experiment, spec, replay_address, with_actors=False, record=record
+            )
         else:
             port = experiment.replay_port if role == "replay" else None
             server = start_server(experiment, spec, port)
@@ -571,7 +588,7 @@ def run(
                         flush=True,
                     )
                     run_learner_with_children(
-                        experiment, spec, replay.address_of(server), with_actors=True
+                        experiment, spec, replay.address_of(server), with_actors=True, record=record
                     )
             finally:
                 server.stop()

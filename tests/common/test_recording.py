@@ -315,10 +315,15 @@ def plan(*argv: str) -> cli.Plan:
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--record_dir=gifs"], "--record_dir=gifs records the games of --role=evaluate"),
         (
-            ["--role=learner", "--replay_address=h:1", "--record_dir=gifs"],
-            "not --role=learner",
+            ["--role=actor", "--replay_address=h:1", "--record_dir=gifs"],
+            "--record_dir=gifs records a final evaluation, which --role=actor does not play "
+            "(allowed: --role=local, learner, evaluate)",
+        ),
+        (["--launcher=ray", "--record_dir=gifs"], "not --launcher=ray"),
+        (
+            ["--env=breakout-minatar", "--record_dir=gifs", "--eval_interval_s=0"],
+            "--eval_interval_s=0 turns off",
         ),
         (["--role=evaluate", "--record_dir=gifs", "--record_games=0"], "--record_games=0 must"),
         (["--role=evaluate", "--record_games=-2"], "--record_games=-2 must be >= 1"),
@@ -340,13 +345,17 @@ def test_record_flags_and_their_defaults():
     settings = plan("--role=evaluate", "--record_dir=g", "--record_games=5").settings
     assert settings.record_games == 5
     assert plan().settings.record_dir is None
+    # A training run records its final evaluation.
+    assert plan("--env=breakout-minatar", "--record_dir=g").settings.record_dir == "g"
+    learner = ("--role=learner", "--replay_address=h:1", "--env=breakout-minatar")
+    assert plan(*learner, "--record_dir=g").settings.record_dir == "g"
 
 
 @pytest.mark.slow
 def test_bad_record_flags_exit_on_one_line_writing_nothing(tmp_path):
     directory = tmp_path / "gifs"
     for argv in (
-        [f"--record_dir={directory}"],
+        ["--role=actor", "--replay_address=localhost:1", f"--record_dir={directory}"],
         ["--role=evaluate", f"--record_dir={directory}", "--record_games=0"],
         ["--role=evaluate", f"--record_dir={directory}", "--env=CartPole"],
     ):
@@ -375,6 +384,32 @@ E2E_FLAGS = [
     "--eval_episodes=2",
     "--log_interval_s=1",
 ]
+
+
+@pytest.mark.slow
+def test_a_training_run_records_its_final_evaluation(tmp_path):
+    from tests.system_helpers import checkpoint_frames, run_to_completion
+
+    logdir, directory = str(tmp_path / "run"), str(tmp_path / "gifs")
+    os.makedirs(logdir)
+    output = run_to_completion(
+        logdir,
+        "--eval_interval_s=1000",  # the final evaluation only
+        f"--record_dir={directory}",
+        "--record_games=1",
+        flags=E2E_FLAGS,
+        timeout_s=180,
+    )
+    assert f"final evaluation (2 episodes; the first 1 as GIFs into {directory})" in output
+    with open(os.path.join(logdir, "eval.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 and int(rows[0]["frames"]) == checkpoint_frames(logdir)
+    expected = recording.file_name(
+        "impala", BREAKOUT, int(rows[0]["frames"]), 1, float(rows[0]["episode_return"])
+    )
+    assert os.listdir(directory) == [expected]
+    gif_frames, _ = read_gif(os.path.join(directory, expected))
+    assert gif_frames and gif_frames[0].shape == (160, 160, 3)
 
 
 @pytest.mark.slow
