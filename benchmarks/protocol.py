@@ -56,17 +56,34 @@ def impala_trials() -> list[dict[str, float]]:
     return trials
 
 
-def dice_trials() -> list[dict[str, float]]:
-    """DiCE's learning rate x batch grid, Table 5's values first."""
+def burn_in_trials(learning_rate: float) -> list[dict[str, float]]:
+    """DiCE's, GDI-H3's and LBC's grid: the paper's learning rate doubled three times x batch 64
+    (the paper's) and 16, the paper's values first."""
     return [
-        dict(learning_rate=rate, batch_size=batch)
+        dict(learning_rate=float(f"{learning_rate * 2**k:.3g}"), batch_size=batch)
         for batch in (64, 16)
-        for rate in (5e-4, 1e-3, 2e-3, 4e-3)
+        for k in range(4)
+    ]
+
+
+def reactor_trials() -> list[dict[str, float]]:
+    """Reactor's learning rate (x5 steps from §3.4.1's) x acting steps per learner step (§3.4's
+    5, and 20)."""
+    return [
+        dict(learning_rate=rate, acting_steps_per_learner_step=steps)
+        for steps in (5, 20)
+        for rate in (5e-5, 2.5e-4, 1.25e-3)
     ]
 
 
 # agent: (trials, frames per trial run)
-AGENTS = {"impala": (impala_trials(), 1_000_000), "dice": (dice_trials(), 500_000)}
+AGENTS = {
+    "impala": (impala_trials(), 1_000_000),
+    "dice": (burn_in_trials(5e-4), 500_000),  # Table 5
+    "gdi_h3": (burn_in_trials(5e-4), 500_000),  # Table 6
+    "lbc": (burn_in_trials(5.3e-4), 500_000),  # Table 3
+    "reactor": (reactor_trials(), 200_000),
+}
 
 
 def trial_flags(trial: Mapping[str, float]) -> list[str]:

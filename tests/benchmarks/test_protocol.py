@@ -37,6 +37,9 @@ def number(cell: str) -> float:
     [
         ("impala", "## IMPALA", ["entropy_cost", "learning_rate", "rmsprop_epsilon"]),
         ("dice", "## DiCE", ["learning_rate", "batch_size"]),
+        ("gdi_h3", "GDI-H³ (Table 6", ["learning_rate", "batch_size"]),
+        ("lbc", "LBC (Table 3", ["learning_rate", "batch_size"]),
+        ("reactor", "## Reactor", ["learning_rate", "acting_steps_per_learner_step"]),
     ],
 )
 def test_the_trials_are_the_protocols_tables(agent, section, names):
