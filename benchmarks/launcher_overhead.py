@@ -66,6 +66,7 @@ def command(launcher: str, logdir: str, extra: list[str]) -> list[str]:
         f"{FLAGS.paper}.main",
         f"--env={FLAGS.env}",
         f"--launcher={launcher}",
+        *(["--open_port"] if launcher == "ray" else []),  # Ray's roles meet over the network
         f"--logdir={logdir}",
         "--eval_interval_s=0",
         "--checkpoint_interval_s=1e9",

@@ -149,6 +149,15 @@ class RunSettings:
         "start a Ray cluster on this machine).",
     )
     replay_port: int = field(8000, "Port of --role=replay.")
+    # choice: closed unless asked, so that a run on a shared machine is nobody else's
+    # (common/private_network.py).
+    open_port: bool = field(
+        False,
+        "Serve the run's Reverb server on every network interface, without authentication, so "
+        "that other machines' roles connect: --role=replay and --launcher=ray need it, and a "
+        "--role=local run that actor hosts join. Without it --role=local runs in a network of "
+        "its own, loopback only (docs/several_machines.md, 'Ports').",
+    )
     ablation: str | None = field(None, "One named variant of the paper's ablations.")
     ablations: tuple[str, ...] = field(
         (),
@@ -224,6 +233,20 @@ class RunSettings:
                     "--launcher=ray needs Ray, which is not installed: pip install -e '.[ray]' "
                     "-c constraints.txt"
                 )
+        serving = "--role=replay" if self.role == "replay" else None
+        if self.launcher == "ray":
+            serving = "--launcher=ray"
+        if serving and not self.open_port:
+            raise FlagError(
+                f"{serving} serves its Reverb server to other machines: add --open_port, which "
+                "opens its port on every network interface without authentication "
+                "(docs/several_machines.md, 'Ports')"
+            )
+        if self.open_port and self.role not in ("local", "replay"):
+            raise FlagError(
+                f"--open_port opens the Reverb server of --role=local or replay; --role={self.role} "
+                "starts none"
+            )
         if self.ablation and self.ablations:
             raise FlagError(
                 f"--ablation={self.ablation} and --ablations="
@@ -669,10 +692,18 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
 
 def run_one(paper: Paper, plan: Plan) -> None:
     """One role of one training run (imports TensorFlow and Reverb)."""
+    config, settings = plan.config, plan.settings
+    open_because = None  # why a local run's Reverb port is open to the network, where it is
+    if settings.role == "local" and settings.launcher == "local":
+        # First, before TensorFlow starts its threads (common/private_network.py).
+        from common import private_network
+
+        open_because = "--open_port" if settings.open_port else private_network.enter()
+        if open_because and not settings.open_port:
+            open_because = f"no network of its own here: {open_because}"
     from common import actor_range
     from common import launch
 
-    config, settings = plan.config, plan.settings
     logdir = settings.logdir or default_logdir(paper, plan)
     if settings.launcher == "ray":
         # Ray actors run in other directories, on other nodes (common/ray_launch.py).
@@ -704,6 +735,7 @@ def run_one(paper: Paper, plan: Plan) -> None:
                 replay_address=settings.replay_address,
                 record=record,
                 first_actor=settings.first_actor,
+                open_because=open_because,
             )
     except (ConnectionError, launch.CheckpointError, actor_range.ActorRangeError) as error:
         fail(str(error), EXIT_FAILURE)
@@ -735,5 +767,10 @@ def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
     flag, 1 if the run fails."""
     from absl import app
 
+    # choice: numpy's BLAS on one thread, set before numpy loads: the run's numpy work is small
+    # arrays (bandits, batches), whose extra threads would only compete with TensorFlow's for
+    # the cores, and a process that is still single-threaded when its run starts can enter a
+    # network of its own as an unprivileged user (common/private_network.py).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     define_flags(paper, module_name=sys.argv[0])
     app.run(functools.partial(_main, paper), argv=argv, flags_parser=_parse_or_exit)

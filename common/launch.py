@@ -36,6 +36,7 @@ from common import actor_range
 from common import behaviour as behaviour_lib
 from common import learning
 from common import patterns
+from common import private_network
 from common import replay
 from common.agent import Agent, EnvSpec, probe_env
 
@@ -540,8 +541,11 @@ def run(
     replay_address: str | None = None,
     record=None,
     first_actor: int = 0,
+    open_because: str | None = None,
 ) -> None:
     """Runs `role` of the experiment (module docstring) until done or Ctrl-C / SIGTERM.
+    `open_because`: why a local run's Reverb server is reachable from the network where it is
+    not in a network of its own (`common.private_network`), for its console line.
     `record` (`common.recording.RecordSettings`): GIFs of the final evaluation's first games
     (`--role=evaluate`'s, or the training run's when it reaches its budget).
     `first_actor`: the cluster-wide index of an actor host's first actor (`start_actors`)."""
@@ -582,10 +586,7 @@ def run(
                     server.wait()
                 else:
                     print(
-                        f"[launch] Reverb server on port {server.port}; more actor hosts join "
-                        f"with --role=actor --replay_address=<this host>:{server.port} "
-                        f"--first_actor={experiment.num_actors} (or above)",
-                        flush=True,
+                        _server_line(server.port, experiment.num_actors, open_because), flush=True
                     )
                     run_learner_with_children(
                         experiment, spec, replay.address_of(server), with_actors=True, record=record
@@ -604,6 +605,22 @@ def run(
         if not _stop_signals:
             raise
         print(f"[launch] {role} interrupted; shut down", flush=True)
+
+
+def _server_line(port: int, num_actors: int, open_because: str | None) -> str:
+    """The local run's console line on who can reach its Reverb server."""
+    if private_network.entered():
+        return (
+            f"[launch] Reverb server on port {port}, reachable from this run only (a network of "
+            "its own, loopback only; --open_port lets actor hosts join)"
+        )
+    return (
+        f"[launch] Reverb server on port {port} of every network interface, without "
+        f"authentication ({open_because or 'started outside the command line'}; "
+        "docs/several_machines.md says how to fence it); more "
+        f"actor hosts join with --role=actor --replay_address=<this host>:{port} "
+        f"--first_actor={num_actors} (or above)"
+    )
 
 
 def _run_actor_fleet(

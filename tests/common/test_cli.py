@@ -542,7 +542,21 @@ print(json.dumps(dict(status=status, imported=[m for m in ("tensorflow", "reverb
             ),
         ),
         ("impala", ["--learning_rat=1"], "unknown flag --learning_rat (did you mean"),
-        ("impala", ["--role=replay", "--ablations=vtrace,no_correction"], "--role=replay runs one"),
+        (
+            "impala",
+            ["--role=replay", "--open_port", "--ablations=vtrace,no_correction"],
+            "--role=replay runs one",
+        ),
+        (
+            "impala",
+            ["--role=replay"],
+            "--role=replay serves its Reverb server to other machines: add --open_port",
+        ),
+        (
+            "impala",
+            ["--role=actor", "--replay_address=a:1", "--open_port"],
+            "--open_port opens the Reverb server of --role=local or replay; --role=actor starts none",
+        ),
         ("impala", ["--first_actor=-1"], "--first_actor=-1 must be >= 0"),
         (
             "impala",

@@ -178,7 +178,7 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(namesp
     ]
     started = []
     try:
-        replay_role = start(a, "--role=replay", f"--replay_port={port}")
+        replay_role = start(a, "--role=replay", f"--replay_port={port}", "--open_port")
         started.append(replay_role)
         wait_until(
             lambda: check_running() or "[replay] serving on port" in read(replay_role[1]),

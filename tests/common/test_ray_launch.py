@@ -66,6 +66,10 @@ def test_actors_spread_by_their_cpu_requests_and_are_restarted():
             ["--launcher=ray", "--role=learner", "--replay_address=h:1"],
             "--launcher=ray places every role of --role=local",
         ),
+        (
+            ["--launcher=ray"],
+            "--launcher=ray serves its Reverb server to other machines: add --open_port",
+        ),
     ],
 )
 def test_bad_launcher_flags_are_one_line(flags, message):
@@ -82,6 +86,8 @@ def test_launcher_ray_without_ray_installed_is_one_line(monkeypatch):
     with pytest.raises(cli.FlagError, match=r"^--launcher=ray needs Ray, which is not installed"):
         cli.RunSettings(launcher="ray").validate()
     cli.RunSettings().validate()  # the default launcher needs no Ray
+    with pytest.raises(cli.FlagError, match=r"^--launcher=ray needs Ray, which is not installed"):
+        cli.RunSettings(launcher="ray", open_port=True).validate()
 
 
 def test_the_default_commands_do_not_import_ray():
@@ -134,6 +140,7 @@ def test_actors_on_two_worker_nodes_survive_losing_one(cluster, tmp_path):
         logdir,
         "--launcher=ray",
         f"--ray_address={cluster.address}",
+        "--open_port",
         flags=COMMON + FLEET_FLAGS,
         module="dice.main",
     )
