@@ -588,6 +588,8 @@ def parse_seeds(seeds: Sequence[int], default: int = 0) -> list[int]:
         return list(range(seeds[0]))
     if len(set(seeds)) != len(seeds):
         raise FlagError(f"--seeds={_text(tuple(seeds))} must be distinct")
+    if min(seeds) < 0:
+        raise FlagError(f"--seeds={_text(tuple(seeds))} must be seeds >= 0")
     return list(seeds)
 
 

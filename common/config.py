@@ -406,7 +406,7 @@ class BurnInLearnerSettings(ProcessSettings):
     # GDI §4.1: "undiscounted episode returns averaged over 32 environments with different
     # seeds"; LBC §5.1.1: "a windowed mean over 32 episodes"; DiCE: choice (not stated,
     # docs/papers/dice.md#departures-from-the-paper), the count GDI averages for the same agent.
-    seed: int = field(0, "Seed of environments, networks and bandits.")
+    seed: int = field(0, "Seed of environments, networks and bandits.", non_negative)
 
     def validate(self) -> Self:
         """The fields' checks, then the rules that relate the learner's fields."""

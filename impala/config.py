@@ -161,7 +161,7 @@ class ImpalaConfig(ProcessSettings):
     # choice: float32 as in the paper. bfloat16 (float32 weights, bfloat16 arithmetic) makes
     # acting ~1.6x cheaper on CPUs with AVX512-BF16 (benchmarks/throughput.py); V-trace corrects
     # for it exactly, because actors record the logits they actually sampled from as mu.
-    seed: int = field(0, "Seed of environments and networks.")
+    seed: int = field(0, "Seed of environments and networks.", non_negative)
 
     # --- Evaluation protocol (§5.3.2, App. G) --------------------------------------------------
     eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).", positive)

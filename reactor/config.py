@@ -220,7 +220,7 @@ class ReactorConfig(ProcessSettings):
         "sample", "Evaluated policy: sample from pi, or greedy on Q.", one_of(EVAL_POLICIES)
     )
     # choice: the stochastic, epsilon-mixed pi, the agent's only policy.
-    seed: int = field(0, "Seed of environments and networks.")
+    seed: int = field(0, "Seed of environments and networks.", non_negative)
     # §4.1: "a fixed random seed across all games".
 
     def validate(self) -> "ReactorConfig":
