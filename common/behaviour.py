@@ -27,6 +27,7 @@ docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
 import dataclasses
 import os
 import re
+import shutil
 import time
 from typing import Any, Callable, Mapping
 
@@ -182,6 +183,43 @@ _ACTOR_STATE = re.compile(r"actor_(\d+)\.npz")  # `state_path`'s file name
 def state_path(directory: str, actor_id: int) -> str:
     """Where actor `actor_id` keeps its controllers' state under a run directory."""
     return os.path.join(directory, "behaviour", f"actor_{actor_id}.npz")
+
+
+def keep_states(directory: str, into: str) -> int:
+    """Copies the behaviour state files under the run directory `directory` (the actors' and
+    the evaluator's, as last saved) into the folder `into`, whole or not at all (a temporary
+    folder, then a rename); returns how many. A checkpoint keeps them so that a resume restores
+    the bandits it had (`restore_states`)."""
+    folder = os.path.dirname(state_path(directory, 0))
+    names = sorted(
+        name
+        for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+        if name.endswith(".npz") and ".tmp." not in name
+    )
+    temporary = f"{into}.tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    os.makedirs(temporary)
+    for name in names:
+        shutil.copyfile(os.path.join(folder, name), os.path.join(temporary, name))
+    shutil.rmtree(into, ignore_errors=True)
+    os.replace(temporary, into)
+    return len(names)
+
+
+def restore_states(directory: str, kept: str) -> None:
+    """Makes the behaviour state files under the run directory `directory` those `keep_states`
+    kept in `kept`: newer files are replaced, files the checkpoint did not have are removed.
+    Call it before any actor of the run starts."""
+    folder = os.path.dirname(state_path(directory, 0))
+    os.makedirs(folder, exist_ok=True)
+    wanted = set(os.listdir(kept))
+    for name in os.listdir(folder):
+        if name.endswith(".npz") and name not in wanted:
+            os.remove(os.path.join(folder, name))
+    for name in wanted:
+        temporary = os.path.join(folder, f"{name}.tmp.npz")
+        shutil.copyfile(os.path.join(kept, name), temporary)
+        os.replace(temporary, os.path.join(folder, name))
 
 
 def evaluator_state_path(directory: str) -> str:

@@ -27,7 +27,7 @@ import signal
 import sys
 import time
 import traceback
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import reverb
 
@@ -189,17 +189,18 @@ class _Child:
     target: Callable
     kwargs: dict
     reseed: Callable[[dict, int], dict] | None
+    stop: Any = None  # the child's stop event
     process: multiprocessing.Process | None = None
     started: float = 0.0
     restarts: int = 0
 
 
 class Supervisor:
-    """Starts named children, restarts the ones that die, and stops them all without hanging."""
+    """Starts named children, restarts the ones that die, and stops some or all of them without
+    hanging."""
 
     def __init__(self, restart_delay_s: float = 1.0):
         self._context = multiprocessing.get_context("spawn")
-        self.stop_event = self._context.Event()
         self._children: dict[str, _Child] = {}
         # choice: at most one restart per child per delay, so a crash loop cannot spin
         self._restart_delay_s = restart_delay_s
@@ -216,12 +217,12 @@ class Supervisor:
     ) -> None:
         """Starts `target(**kwargs, stop=event)` in a spawned process. `reseed(kwargs, n)` gives
         the kwargs of the n-th restart (e.g. new env seeds)."""
-        self._children[name] = _Child(target, kwargs, reseed)
+        self._children[name] = _Child(target, kwargs, reseed, stop=self._context.Event())
         self._launch(name)
 
     def _launch(self, name: str) -> None:
         child = self._children[name]
-        kwargs = dict(child.kwargs, stop=self.stop_event)
+        kwargs = dict(child.kwargs, stop=child.stop)
         if child.reseed is not None and child.restarts:
             kwargs = child.reseed(kwargs, child.restarts)
         child.process = self._context.Process(
@@ -241,7 +242,7 @@ class Supervisor:
         restarted = []
         for name, child in self._children.items():
             if (
-                self.stop_event.is_set()
+                child.stop.is_set()
                 or child.process.is_alive()
                 or time.monotonic() - child.started < self._restart_delay_s
             ):
@@ -252,13 +253,19 @@ class Supervisor:
             restarted.append(name)
         return restarted
 
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Sets the stop event, then escalates to SIGTERM and SIGKILL per child."""
-        self.stop_event.set()
+    def names(self) -> list[str]:
+        return list(self._children)
+
+    def stop(self, timeout_s: float = 10.0, names: Sequence[str] | None = None) -> None:
+        """Sets the stop events of the children `names` (default: all), then escalates to
+        SIGTERM and SIGKILL per child."""
+        children = [self._children[n] for n in (self._children if names is None else names)]
+        for child in children:
+            child.stop.set()
         deadline = time.monotonic() + timeout_s
-        for child in self._children.values():
+        for child in children:
             child.process.join(max(0.0, deadline - time.monotonic()))
-        for child in self._children.values():
+        for child in children:
             if child.process.is_alive():
                 child.process.terminate()
                 child.process.join(2.0)
@@ -434,10 +441,14 @@ def run_learner_with_children(
                         record=record,
                     ),
                 )
+            actors = [name for name in supervisor.names() if name.startswith("actor_")]
             with _stops_recorded_only():
                 learner.run(
                     lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
                     on_idle=supervisor.restart_dead,
+                    # Its actors stop (saving their behaviour state) before the last checkpoint,
+                    # which then holds every game they played and the bandits that saw them.
+                    before_final_save=lambda: supervisor.stop(names=actors),
                 )
             _raise_recorded_stop()  # learner.run has checkpointed
             if claim.lost is not None:

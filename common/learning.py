@@ -47,6 +47,7 @@ would be logged twice only if the replay's checkpoint, taken just before, restor
 import collections
 import dataclasses
 import os
+import shutil
 import time
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
@@ -55,6 +56,7 @@ import reverb
 import tensorflow as tf
 
 from common import acting
+from common import behaviour as behaviour_lib
 from common import patterns
 from common import replay
 from common import instruments as instruments_lib
@@ -151,6 +153,7 @@ class Learner:
                 flush=True,
             )
             self._warn_if_the_budget_changed()
+            self._restore_behaviour()
         self._rewind_logs()
         self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
         self.reports = reports.ReportReader(client)
@@ -218,10 +221,30 @@ class Learner:
             self._snapshots.append(replay.Published(step, int(self.frames.numpy()), weights))
 
     def save(self) -> str:
-        """A learner checkpoint and, for replay whose contents matter, a Reverb checkpoint."""
+        """A learner checkpoint and, for replay whose contents matter, a Reverb checkpoint; for
+        agents with behaviour state, the actors' state files as last saved, kept beside it."""
         if self.pattern.checkpointed:
             self.client.checkpoint()
-        return self.manager.save(checkpoint_number=self.step)
+        path = self.manager.save(checkpoint_number=self.step)
+        if self._behaviour_names:
+            behaviour_lib.keep_states(self.settings.logdir, self._kept_behaviour(path))
+            kept = {self._kept_behaviour(p) for p in self.manager.checkpoints}
+            folder = os.path.dirname(self._kept_behaviour(path))
+            for name in os.listdir(folder):
+                if os.path.join(folder, name) not in kept:
+                    shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        return path
+
+    def _kept_behaviour(self, checkpoint: str) -> str:
+        """Where the checkpoint at `checkpoint` keeps the behaviour state files."""
+        return os.path.join(os.path.dirname(checkpoint), "behaviour", os.path.basename(checkpoint))
+
+    def _restore_behaviour(self) -> None:
+        """The behaviour state files of the restored checkpoint, not newer ones (before any actor
+        starts): the bandits resume from what the restored learner had seen."""
+        kept = self._kept_behaviour(self.restored_from)
+        if self._behaviour_names and os.path.isdir(kept):
+            behaviour_lib.restore_states(self.settings.logdir, kept)
 
     def _batches(self) -> Iterator[reverb.ReplaySample]:
         return self.pattern.batches(
@@ -236,11 +259,13 @@ class Learner:
         should_stop: Callable[[], bool] = lambda: False,
         max_steps: int | None = None,
         on_idle: Callable[[], None] = lambda: None,
+        before_final_save: Callable[[], None] = lambda: None,
     ) -> None:
         """Trains until the frame budget, `should_stop()`, or `max_steps` steps of this call.
 
         `on_idle` runs between steps and while waiting for data (e.g. the actor supervisor).
-        Always publishes first (actors wait for it) and checkpoints when it returns.
+        Always publishes first (actors wait for it) and checkpoints when it returns, after
+        `before_final_save` (e.g. stopping the actors, whose last games it then logs).
         """
         start_elapsed = float(self.elapsed_s.numpy())
         started = time.monotonic()
@@ -306,6 +331,7 @@ class Learner:
             if self.done:
                 self._summarize()
         finally:
+            before_final_save()
             self.record_reports()
             self.elapsed_s.assign(self._elapsed())
             path = self.save()

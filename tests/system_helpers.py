@@ -106,9 +106,18 @@ def check_instruments(logdir: str, output: str, num_actions: int) -> dict:
 # ------------------------------------------------------------ the bandits of DiCE, GDI and LBC runs
 
 
-def bandit_counts(logdir, actor: int = 0, envs: int = 8) -> np.ndarray:
-    """Games each of the `envs` envs' bandits have learned from (actor `actor`'s saved state)."""
-    with np.load(os.path.join(logdir, "behaviour", f"actor_{actor}.npz")) as state:
+def kept_state(logdir: str, step: int, actor: int = 0) -> str:
+    """Actor `actor`'s behaviour state file as the checkpoint of `step` kept it."""
+    return os.path.join(logdir, "checkpoints", "behaviour", f"ckpt-{step}", f"actor_{actor}.npz")
+
+
+def bandit_counts(
+    logdir, actor: int = 0, envs: int = 8, state_file: str | None = None
+) -> np.ndarray:
+    """Games each of the `envs` envs' bandits have learned from (actor `actor`'s saved state, or
+    the state in `state_file`)."""
+    path = state_file or os.path.join(logdir, "behaviour", f"actor_{actor}.npz")
+    with np.load(path) as state:
         return np.array([state[f"{env}/selector0/bandit0/counts"].sum() for env in range(envs)])
 
 

@@ -3,6 +3,7 @@ actor reports: step and frame counters, publication, episodes.csv (each game onc
 the actors had produced), checkpoint and resume."""
 
 import csv
+import os
 
 import numpy as np
 import pytest
@@ -78,7 +79,15 @@ def queue():
     server.stop()
 
 
-def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0, publish_lag=0):
+def make_learner(
+    logdir,
+    queue,
+    total_batches=100,
+    log_interval_s=0.0,
+    publish_lag=0,
+    behaviour_names=(),
+    max_checkpoints=3,
+):
     client, address, signature = queue
     net = Toy()
     extra = tf.Variable(3.0)  # stands for an optimizer's state
@@ -92,11 +101,15 @@ def make_learner(logdir, queue, total_batches=100, log_interval_s=0.0, publish_l
         log_interval_s=log_interval_s,
         checkpoint_interval_s=1e9,
         sample_timeout_ms=500,
+        max_checkpoints=max_checkpoints,
     )
     parts = learning.LearnerParts(
         make_train_step(net), {"network": net, "extra": extra}, net.variables
     )
-    return learning.Learner(settings, parts, client, address, PATTERN, signature), net, extra
+    learner = learning.Learner(
+        settings, parts, client, address, PATTERN, signature, behaviour_names
+    )
+    return learner, net, extra
 
 
 def test_a_run_shorter_than_the_log_interval_logs_its_steps_when_it_ends(queue, tmp_path, capsys):
@@ -178,6 +191,48 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     assert extra2.numpy() == 5.0
     assert resumed.elapsed_s.numpy() > 0
     resumed.close()
+
+
+def test_a_checkpoint_keeps_the_behaviour_state_that_a_resume_restores(queue, tmp_path):
+    states = tmp_path / "behaviour"
+    states.mkdir()
+
+    def write(name, value):
+        np.savez(states / name, value=np.array(value))
+
+    def read(name):
+        with np.load(states / name) as saved:
+            return float(saved["value"])
+
+    write("actor_0.npz", 1.0)
+    write("evaluator.npz", 7.0)
+    learner, _, _ = make_learner(tmp_path, queue, behaviour_names=("eta",), max_checkpoints=2)
+    for step, value in enumerate([1.0, 2.0, 3.0]):
+        write("actor_0.npz", value)
+        if step == 1:
+            write("actor_1.npz", 5.0)  # an actor that saved its first state after checkpoint 0
+        learner.step.assign(step)
+        learner.save()
+    kept = tmp_path / "checkpoints" / "behaviour"
+    assert sorted(os.listdir(kept)) == ["ckpt-1", "ckpt-2"]  # as the checkpoints kept
+    assert sorted(os.listdir(kept / "ckpt-2")) == ["actor_0.npz", "actor_1.npz", "evaluator.npz"]
+    learner.close()
+
+    # A process killed after its checkpoint: the actors saved newer state, and a new actor too.
+    write("actor_0.npz", 9.0)
+    write("actor_2.npz", 4.0)
+    write("actor_2.npz.tmp.npz", 4.0)  # a save the kill interrupted
+    resumed, _, _ = make_learner(tmp_path, queue, behaviour_names=("eta",), max_checkpoints=2)
+    assert resumed.restored_from.endswith("ckpt-2")
+    assert sorted(os.listdir(states)) == ["actor_0.npz", "actor_1.npz", "evaluator.npz"]
+    assert (read("actor_0.npz"), read("actor_1.npz"), read("evaluator.npz")) == (3.0, 5.0, 7.0)
+    resumed.close()
+
+    # Agents without behaviour state keep nothing beside their checkpoints.
+    plain, _, _ = make_learner(tmp_path / "plain", queue)
+    plain.save()
+    assert not (tmp_path / "plain" / "checkpoints" / "behaviour").exists()
+    plain.close()
 
 
 def test_a_resume_under_another_budget_says_so_once_and_records_it(queue, tmp_path, capsys):

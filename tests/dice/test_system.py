@@ -71,5 +71,7 @@ def test_dice_trains_with_per_game_eta_and_resumes_its_bandits(tmp_path):
     assert "Successfully loaded 4 tables" in output  # the replay came back
     assert system_helpers.checkpoint_step(logdir) >= max(40, first_step + 1)
     second = bandit_counts(logdir)
-    # The bandits continued from their saved statistics rather than starting over.
-    assert (second >= first).all() and second.sum() > first.sum()
+    # The bandits continued from the statistics the checkpoint kept rather than starting over.
+    kept = bandit_counts(logdir, state_file=system_helpers.kept_state(logdir, first_step))
+    assert (kept <= first).all() and kept.sum() > 0
+    assert (second >= kept).all()  # a reset would have dropped the kept games
