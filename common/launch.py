@@ -38,6 +38,7 @@ from common import learning
 from common import patterns
 from common import private_network
 from common import replay
+from common import runlog as run_logging
 from common.agent import Agent, EnvSpec, probe_env
 
 ROLES = ("local", "replay", "learner", "actor", "evaluate")
@@ -392,6 +393,24 @@ def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) ->
     )
 
 
+def _final_evaluation_unfinished(learner: learning.Learner, experiment: Experiment) -> bool:
+    """Whether a run at its budget was stopped before its final evaluation logged all of its
+    games; if so, the games it did log are dropped (eval.csv rows and TensorBoard points at the
+    budget's frames), so that it is played again whole."""
+    logdir, frames = experiment.learner.logdir, int(learner.frames.numpy())
+    games = experiment.evaluator.final_episodes
+    logged = run_logging.rows_at(os.path.join(logdir, run_logging.EVAL_CSV), frames)
+    if logged >= games:
+        return False
+    run_logging.rewind_evaluation(logdir, frames - 1)
+    print(
+        f"[launch] {logdir} reached its frame budget ({frames} frames) but its final "
+        f"evaluation was stopped after {logged} of {games} games: playing it again",
+        flush=True,
+    )
+    return True
+
+
 def run_learner_with_children(
     experiment: Experiment,
     spec: EnvSpec,
@@ -408,7 +427,8 @@ def run_learner_with_children(
 
         recording.check_env(experiment.evaluator.env)  # before anything is trained
     learner = build_learner(experiment, spec, replay_address)
-    if learner.done:
+    evaluating = experiment.evaluator is not None and experiment.evaluator.interval_s > 0
+    if learner.done and not (evaluating and _final_evaluation_unfinished(learner, experiment)):
         print(
             f"[launch] {experiment.learner.logdir} already reached its frame budget "
             f"({int(learner.frames.numpy())} frames); nothing to do",
@@ -418,12 +438,11 @@ def run_learner_with_children(
         return
     supervisor = Supervisor()
     finished = supervisor.event()
-    evaluating = experiment.evaluator is not None and experiment.evaluator.interval_s > 0
     # The local role's actors are 0..num_actors-1: claimed on the server like an actor host's.
     claim = actor_range.ActorRange(replay_address, 0, experiment.num_actors)
     try:
         with claim.held() if with_actors else contextlib.nullcontext():
-            if with_actors:
+            if with_actors and not learner.done:
                 start_actors(supervisor, experiment, replay_address)
             if evaluating:
                 supervisor.start(
@@ -443,13 +462,15 @@ def run_learner_with_children(
                 )
             actors = [name for name in supervisor.names() if name.startswith("actor_")]
             with _stops_recorded_only():
-                learner.run(
-                    lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
-                    on_idle=supervisor.restart_dead,
-                    # Its actors stop (saving their behaviour state) before the last checkpoint,
-                    # which then holds every game they played and the bandits that saw them.
-                    before_final_save=lambda: supervisor.stop(names=actors),
-                )
+                if not learner.done:  # else only its final evaluation is left to play
+                    learner.run(
+                        lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
+                        on_idle=supervisor.restart_dead,
+                        # Its actors stop (saving their behaviour state) before the last
+                        # checkpoint, which then holds every game they played and the bandits
+                        # that saw them.
+                        before_final_save=lambda: supervisor.stop(names=actors),
+                    )
             _raise_recorded_stop()  # learner.run has checkpointed
             if claim.lost is not None:
                 raise actor_range.ActorRangeError(claim.lost)

@@ -330,6 +330,22 @@ def rewind(logdir: str, frames: int, actor_frames: int) -> dict[str, int]:
     }
 
 
+def rewind_evaluation(logdir: str, frames: int) -> None:
+    """Cuts the evaluator's logs alone (eval.csv rows and its TensorBoard points) back to
+    `frames`: a final evaluation stopped part-way is played again whole."""
+    truncate_csv(os.path.join(logdir, EVAL_CSV), frames)
+    truncate_events(os.path.join(logdir, EVAL_DIR), frames, frames)
+
+
+def rows_at(path: str, frames: int) -> int:
+    """The rows of a frames-first CSV log (episodes.csv, eval.csv) logged at `frames`; 0 without
+    the file."""
+    if not os.path.exists(path):
+        return 0
+    with open(path, newline="") as f:
+        return sum(1 for row in list(csv.reader(f))[1:] if row and float(row[0]) == frames)
+
+
 def _replace(path: str, temporary: str, write: Callable[[str], None]) -> None:
     """`write(temporary)` writes a file whole; it is flushed to disk and renamed over `path`, so
     `path` is always either the old file or the new one. The temporary file is removed on an

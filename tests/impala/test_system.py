@@ -373,3 +373,35 @@ def test_a_lagged_run_s_final_evaluation_plays_the_weights_it_ends_with(tmp_path
     final_frames = checkpoint_frames(logdir)[0]
     assert final_frames >= budget
     assert frames_of(read_csv(os.path.join(logdir, runlog.EVAL_CSV))) == [final_frames] * 4
+
+
+def test_a_run_killed_in_its_final_evaluation_plays_it_again_whole_on_resume(tmp_path):
+    logdir = str(tmp_path)
+    eval_csv = os.path.join(logdir, runlog.EVAL_CSV)
+    games = 3000  # some seconds of CartPole games, so that the kill lands inside them
+    flags = [*FLAGS, "--total_frames=800", "--eval_interval_s=1000", f"--eval_episodes={games}"]
+    process, output_path = run_main(logdir, flags=flags, start_new_session=True)
+    started = f"[launch] frame budget reached: final evaluation ({games} episodes)"
+    try:
+        wait_for(lambda: started in open(output_path).read(), 180, "the final evaluation")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # the launcher, Reverb and the evaluator
+        finish(process, output_path, timeout_s=30)
+    budget = checkpoint_frames(logdir)[0]
+    cut_short = len(read_csv(eval_csv)) if os.path.exists(eval_csv) else 0
+    assert cut_short < games and set(frames_of(read_csv(eval_csv))) <= {budget}
+
+    output = run_to_completion(logdir, flags=flags, timeout_s=240)
+    assert (
+        f"reached its frame budget ({budget} frames) but its final evaluation was stopped "
+        f"after {cut_short} of {games} games: playing it again"
+    ) in output
+    assert "[impala CartPole] step" not in output  # nothing more was trained
+    assert checkpoint_frames(logdir)[0] == budget
+    assert frames_of(read_csv(eval_csv)) == [budget] * games  # the whole evaluation, once
+    rounds = runlog.read_scalars(os.path.join(logdir, runlog.EVAL_DIR))["eval/return"]
+    assert [step for step, _ in rounds] == [budget]
+    # A third start finds the run finished.
+    output = run_to_completion(logdir, flags=flags, timeout_s=240)
+    assert "already reached its frame budget" in output
+    assert len(read_csv(eval_csv)) == games
