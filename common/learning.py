@@ -245,6 +245,11 @@ class Learner:
         kept = self._kept_behaviour(self.restored_from)
         if self._behaviour_names and os.path.isdir(kept):
             behaviour_lib.restore_states(self.settings.logdir, kept)
+            print(
+                f"[{self.settings.name}] behaviour state of {os.path.basename(kept)} restored "
+                f"({', '.join(sorted(os.listdir(kept))) or 'none saved yet'})",
+                flush=True,
+            )
 
     def _batches(self) -> Iterator[reverb.ReplaySample]:
         return self.pattern.batches(

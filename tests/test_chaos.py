@@ -1,0 +1,147 @@
+"""Chaos: for each replay pattern (IMPALA's queue, Reactor's prioritised sequences, DiCE's sample-k
+items with bandits), a real run on CartPole is killed with SIGKILL, its whole process group at
+once, at three random moments (the first before its first checkpoint, the others after one),
+and resumed each time with the same command. It finishes; frames never go back in any log; no
+game is counted twice; each resume restores the latest checkpoint, with its replay and its
+bandits; no process outlives a kill."""
+
+import collections
+import os
+import random
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import runlog
+from tests.system_helpers import (
+    checkpoint_step,
+    episodes,
+    finish,
+    run_main,
+    run_to_completion,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+COMMON = [
+    "--env=CartPole",
+    "--num_actors=1",
+    "--envs_per_actor=4",
+    "--checkpoint_interval_s=2",
+    "--log_interval_s=1",
+    "--eval_interval_s=5",
+    "--eval_round_episodes=2",
+    "--eval_episodes=4",
+]
+# pattern: (module, flags, budget in frames, whether its replay is checkpointed)
+PATTERNS = {
+    "queue": ("impala.main", ["--batch_size=4", "--queue_capacity=8"], 40_000, False),
+    "prioritised": (
+        "reactor.main",
+        ["--sequence_length=9", "--min_replay_size=40", "--target_update_period=4"],
+        1_500,
+        True,
+    ),
+    "sample_k": (
+        "dice.main",
+        [
+            "--lstm_units=16",
+            "--burn_in=4",
+            "--sequence_length=8",
+            "--batch_size=8",
+            "--replay_capacity=256",
+            "--warmup_steps=2",
+        ],
+        6_000,
+        True,
+    ),
+}
+
+
+def session_processes(session: int) -> list[int]:
+    """The live processes of a session (the killed run's launcher started one of its own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == session and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def actor_frames_at_checkpoint(logdir: str) -> int:
+    path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
+    return int(tf.train.load_variable(path, "actor_frames/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+def learner_points(logdir: str) -> list[int]:
+    return [frames for frames, _ in runlog.read_scalars(logdir).get("progress/learner_step", [])]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_a_run_killed_three_times_at_random_finishes_counting_each_game_once(pattern, tmp_path):
+    module, flags, budget, checkpointed = PATTERNS[pattern]
+    flags = [*COMMON, *flags, f"--total_frames={budget}"]
+    logdir = str(tmp_path)
+    rng = random.Random(f"chaos {pattern}")
+    for kill in range(3):
+        before = checkpoint_step(logdir)
+        process, output_path = run_main(logdir, flags=flags, module=module, start_new_session=True)
+        try:
+            if kill == 0:  # before the first checkpoint: TensorFlow alone takes longer to start
+                time.sleep(rng.uniform(0.5, 4.0))
+                assert checkpoint_step(logdir) == -1
+            else:  # after a checkpoint of this process that has seen games, at a random moment
+                wait_until(
+                    lambda: (
+                        (
+                            checkpoint_step(logdir) > before
+                            and actor_frames_at_checkpoint(logdir) > 0
+                        )
+                        or process.poll() is not None
+                    ),
+                    300,
+                    "a checkpoint",
+                )
+                assert process.poll() is None, open(output_path).read()
+                time.sleep(rng.uniform(0.0, 3.0))
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            output = finish(process, output_path, timeout_s=30)
+        wait_until(lambda: not session_processes(process.pid), 30, "every killed process gone")
+        if kill > 0:
+            assert f"resumed {logdir}/checkpoints/ckpt-{before}" in output or before == -1
+    # The games the last checkpoint had seen stay as they were; the kill lost those after it.
+    cut = actor_frames_at_checkpoint(logdir)
+    seen = [row for row in episodes(logdir) if int(row[0]) <= cut]
+
+    output = run_to_completion(logdir, flags=flags, module=module, timeout_s=600)
+    latest = re.search(r"resumed \S+/ckpt-(\d+) ", output)
+    assert latest and int(latest.group(1)) >= 1
+    if checkpointed:
+        assert "Successfully loaded" in output  # the replay of the checkpoint came back
+    if module == "dice.main":
+        assert f"behaviour state of ckpt-{latest.group(1)} restored (actor_0.npz" in output
+    rows = episodes(logdir)
+    assert seen and rows[: len(seen)] == seen and all(int(r[0]) > cut for r in rows[len(seen) :])
+    # No game counted twice: each report adds the frames its actor produced since its last, so
+    # a game logged again would sit at a later count; games ended on one actor step share one
+    # (at most one game per env).
+    produced = [int(row[0]) for row in rows]
+    assert produced == sorted(produced) and max(collections.Counter(produced).values()) <= 4
+    # Every log's frames only grow: the learner's points, the games, the evaluation rounds.
+    points = learner_points(logdir)
+    assert points == sorted(points) and points[-1] >= budget
+    with open(os.path.join(logdir, runlog.EVAL_CSV)) as f:
+        evaluated = [float(line.split(",")[0]) for line in f.readlines()[1:]]
+    assert evaluated == sorted(evaluated) and evaluated[-1] >= budget
+    assert np.isfinite(runlog.read_scalars(logdir)["loss/total"][-1][1])
