@@ -28,6 +28,9 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "one_step_is": dict(correction="one_step_is", clip_pg_rho_threshold=1.0),
     # App. E.3: q_s = r_s + gamma V(x_{s+1}) instead of r_s + gamma v_{s+1} (found worse).
     "vtrace_baseline_q": dict(correction="vtrace", pg_q_estimate="baseline"),
+    # Table G.1's entropy cost, learning rate and RMSProp epsilon: the Atari settings in place of
+    # the MinAtar protocol's (impala/config.py::MINATAR_OVERRIDES); on Atari, the defaults.
+    "table_g1": dict(entropy_cost=0.01, learning_rate=6e-4, rmsprop_epsilon=0.01),
 }
 
 # Table 2 "with replay" (§5.2.2, Table D.3): each correction again, half of every batch drawn
