@@ -614,4 +614,4 @@ def test_helpfull_lists_every_config_field_and_run_flag():
             assert f"--{field.name}:" in result.stdout or f"--[no]{field.name}:" in result.stdout, (
                 field.name
             )
-    assert "(default 0.0006; CartPole: 0.01)" in result.stdout
+    assert "(default 0.0006; CartPole: 0.01;\n    MinAtar games: 0.00483)" in result.stdout
