@@ -183,6 +183,21 @@ def assert_one_line_error(module: str, flags, message: str) -> None:
 # ------------------------------------------------------------------------------------- processes
 
 
+def process_group(pgid: int) -> list[int]:
+    """The running processes of process group `pgid`."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and alive(int(entry)):
+                members.append(int(entry))
+    return members
+
+
 def wait_until(condition, timeout_s: float = 60.0, what: str = "the condition"):
     """Polls `condition()` until it returns something true, which it returns; fails after
     `timeout_s`."""

@@ -21,6 +21,7 @@ from tests.system_helpers import (
     checkpoint_step,
     episodes,
     finish,
+    process_group,
     run_main,
     run_to_completion,
     wait_until,
@@ -63,21 +64,6 @@ PATTERNS = {
 }
 
 
-def session_processes(session: int) -> list[int]:
-    """The live processes of a session (the killed run's launcher started one of its own)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == session and fields[0] != "Z":
-                found.append(int(entry))
-    return found
-
-
 def actor_frames_at_checkpoint(logdir: str) -> int:
     path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
     return int(tf.train.load_variable(path, "actor_frames/.ATTRIBUTES/VARIABLE_VALUE"))
@@ -117,7 +103,7 @@ def test_a_run_killed_three_times_at_random_finishes_counting_each_game_once(pat
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             output = finish(process, output_path, timeout_s=30)
-        wait_until(lambda: not session_processes(process.pid), 30, "every killed process gone")
+        wait_until(lambda: not process_group(process.pid), 30, "every killed process gone")
         if kill > 0:
             assert f"resumed {logdir}/checkpoints/ckpt-{before}" in output or before == -1
     # The games the last checkpoint had seen stay as they were; the kill lost those after it.

@@ -23,13 +23,13 @@ import pytest
 from tests.system_helpers import (
     assert_the_run_went_on,
     episodes,
-    alive,
     bandit_counts,
     checkpoint_step,
     FLEET_FLAGS,
     FLEET_STARTUP_S,
     finish,
     fleet_flags,
+    process_group,
     run_main,
     wait_until,
 )
@@ -103,21 +103,6 @@ def listening_addresses(namespace: str, port: int) -> list[str]:
             if state == "0A" and int(hex_port, 16) == port:  # 0A: TCP_LISTEN
                 addresses.append(address)
     return addresses
-
-
-def process_group(pgid: int) -> list[int]:
-    """The running processes of process group `pgid`."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and alive(int(entry)):
-                members.append(int(entry))
-    return members
 
 
 def read(path: str) -> str:

@@ -146,7 +146,8 @@ def test_tislr_is_unbiased_with_an_exact_critic_test_9(c):
     np.testing.assert_allclose(gradient, TRUE_G, atol=1e-5)
 
 
-def test_entropy_cost_and_importance_weights_scale_the_loss():
+def online_and_target_outputs():
+    """A small network's outputs on 3 steps (online) and 4 (target) of 2 random sequences."""
     net = networks.ReactorNet(2, 11, torso="mlp")
     net.create_variables((4,), tf.float32)
     online, _ = net.unroll(
@@ -155,6 +156,11 @@ def test_entropy_cost_and_importance_weights_scale_the_loss():
     target, _ = net.unroll(
         tf.random.normal([4, 2, 4]), tf.zeros([4, 2], tf.bool), net.initial_state(2)
     )
+    return online, target
+
+
+def test_entropy_cost_and_importance_weights_scale_the_loss():
+    online, target = online_and_target_outputs()
     args = dict(
         online=online,
         target=target,
@@ -179,14 +185,7 @@ def test_entropy_cost_and_importance_weights_scale_the_loss():
 
 
 def test_the_instruments_are_the_critic_s_error_and_pi_s_distance_from_mu():
-    net = networks.ReactorNet(2, 11, torso="mlp")
-    net.create_variables((4,), tf.float32)
-    online, _ = net.unroll(
-        tf.random.normal([3, 2, 4]), tf.zeros([3, 2], tf.bool), net.initial_state(2)
-    )
-    target, _ = net.unroll(
-        tf.random.normal([4, 2, 4]), tf.zeros([4, 2], tf.bool), net.initial_state(2)
-    )
+    online, target = online_and_target_outputs()
     actions = tf.constant([[0, 1], [1, 1], [0, 0], [1, 0]], tf.int32)
     mu = np.array([[[0.8, 0.2], [0.3, 0.7]]] * 3, np.float32)
     support = distributional.make_support(11, -5.0, 5.0)
