@@ -185,11 +185,11 @@ def state_path(directory: str, actor_id: int) -> str:
     return os.path.join(directory, "behaviour", f"actor_{actor_id}.npz")
 
 
-def keep_states(directory: str, into: str) -> int:
+def keep_states(directory: str, into: str) -> None:
     """Copies the behaviour state files under the run directory `directory` (the actors' and
     the evaluator's, as last saved) into the folder `into`, whole or not at all (a temporary
-    folder, then a rename); returns how many. A checkpoint keeps them so that a resume restores
-    the bandits it had (`restore_states`)."""
+    folder, then a rename). A checkpoint keeps them so that a resume restores the bandits it had
+    (`restore_states`)."""
     folder = os.path.dirname(state_path(directory, 0))
     names = sorted(
         name
@@ -203,7 +203,6 @@ def keep_states(directory: str, into: str) -> int:
         shutil.copyfile(os.path.join(folder, name), os.path.join(temporary, name))
     shutil.rmtree(into, ignore_errors=True)
     os.replace(temporary, into)
-    return len(names)
 
 
 def restore_states(directory: str, kept: str) -> None:

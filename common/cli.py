@@ -695,14 +695,13 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
 def run_one(paper: Paper, plan: Plan) -> None:
     """One role of one training run (imports TensorFlow and Reverb)."""
     config, settings = plan.config, plan.settings
-    open_because = None  # why a local run's Reverb port is open to the network, where it is
-    if settings.role == "local" and settings.launcher == "local":
+    open_because = "--open_port"  # why a local run's Reverb port is open to the network
+    if settings.role == "local" and settings.launcher == "local" and not settings.open_port:
         # First, before TensorFlow starts its threads (common/private_network.py).
         from common import private_network
 
-        open_because = "--open_port" if settings.open_port else private_network.enter()
-        if open_because and not settings.open_port:
-            open_because = f"no network of its own here: {open_because}"
+        refused = private_network.enter()
+        open_because = refused and f"no network of its own here: {refused}"
     from common import actor_range
     from common import launch
 

@@ -59,8 +59,8 @@ from common import acting
 from common import behaviour as behaviour_lib
 from common import patterns
 from common import replay
-from common import instruments as instruments_lib
 from common import reports
+from common import run_summary
 from common import runlog as run_logging
 
 TrainStep = Callable[[dict, tf.Tensor], Mapping[str, tf.Tensor]]
@@ -455,10 +455,10 @@ class Learner:
     def _summarize(self) -> None:
         """Writes the run's summary.json and prints its instruments on one line."""
         frames = int(self.frames.numpy())
-        summary = instruments_lib.write_summary(
+        summary = run_summary.write_summary(
             self.settings.logdir, frames, self.logger.mean_recent_return
         )
-        print(f"[{self.settings.name}] {instruments_lib.describe(summary)}", flush=True)
+        print(f"[{self.settings.name}] {run_summary.describe(summary)}", flush=True)
 
     def close(self) -> None:
         self.publisher.close()

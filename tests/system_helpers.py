@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import instruments
+from common import run_summary
 from common import runlog
 
 # ------------------------------------------------------------------ `python -m <paper>.main` runs
@@ -84,7 +85,7 @@ def check_instruments(logdir: str, output: str, num_actions: int) -> dict:
     """A finished run's summary.json holds every learner instrument (once, or once per network
     with an `_<i>` suffix) with values that could be real, and its console says so; returns the
     instruments."""
-    summary = instruments.read_summary(logdir)
+    summary = run_summary.read_summary(logdir)
     assert summary is not None and summary["frames"] == checkpoint_frames(logdir)
     assert "instruments over the last 20% of frames: grad norm" in output
     found = summary["instruments"]
