@@ -1,9 +1,9 @@
 """Chaos: for each replay pattern (IMPALA's queue, Reactor's prioritised sequences, DiCE's sample-k
 items with bandits), a real run on CartPole is killed with SIGKILL, its whole process group at
-once, at three random moments (the first before its first checkpoint, the others after one),
-and resumed each time with the same command. It finishes; frames never go back in any log; no
-game is counted twice; each resume restores the latest checkpoint, with its replay and its
-bandits; no process outlives a kill."""
+once, at three random moments (the first before its first checkpoint, the others after one past
+a random share of the budget), and resumed each time with the same command. It finishes; frames
+never go back in any log; no game is counted twice; each resume restores the latest checkpoint,
+with its replay and its bandits; no process outlives a kill."""
 
 import collections
 import os
@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from common import runlog
 from tests.system_helpers import (
+    checkpoint_frames,
     checkpoint_step,
     episodes,
     finish,
@@ -86,20 +87,23 @@ def test_a_run_killed_three_times_at_random_finishes_counting_each_game_once(pat
             if kill == 0:  # before the first checkpoint: TensorFlow alone takes longer to start
                 time.sleep(rng.uniform(0.5, 4.0))
                 assert checkpoint_step(logdir) == -1
-            else:  # after a checkpoint of this process that has seen games, at a random moment
+            else:  # after a checkpoint of this process past a random share of the budget
+                # (frames, not seconds: a run resumed late in its budget could finish unkilled)
+                share = rng.uniform(0.1, 0.3) if kill == 1 else rng.uniform(0.4, 0.6)
                 wait_until(
                     lambda: (
                         (
                             checkpoint_step(logdir) > before
                             and actor_frames_at_checkpoint(logdir) > 0
+                            and checkpoint_frames(logdir) >= share * budget
                         )
                         or process.poll() is not None
                     ),
                     300,
-                    "a checkpoint",
+                    f"a checkpoint past {share:.0%} of the budget",
                 )
                 assert process.poll() is None, open(output_path).read()
-                time.sleep(rng.uniform(0.0, 3.0))
+                time.sleep(rng.uniform(0.0, 1.0))
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             output = finish(process, output_path, timeout_s=30)
