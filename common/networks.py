@@ -307,11 +307,16 @@ def lstm_step(projected, keep, h, c, recurrent_kernel):
 
     The unrolls of this project are op-bound on a CPU: with x W + b of all steps computed in one
     matmul outside the recurrence, a step is one matmul and a few elementwise ops."""
+    return _lstm_step_and_gates(projected, keep, h, c, recurrent_kernel)[:2]
+
+
+def _lstm_step_and_gates(projected, keep, h, c, recurrent_kernel):
+    """`lstm_step`, and the gates' pre-activations z [..., B, 4U] (its gradient reads them)."""
     h, c = h * keep, c * keep
     z = projected + tf.matmul(h, recurrent_kernel)
     i, f, g, o = tf.split(z, 4, axis=-1)
     c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-    return tf.sigmoid(o) * tf.tanh(c), c
+    return tf.sigmoid(o) * tf.tanh(c), c, z
 
 
 def _cell(projected, keep, state, recurrent_kernel):
@@ -321,11 +326,79 @@ def _cell(projected, keep, state, recurrent_kernel):
     return h, (tf.cast(h, tf.float32), tf.cast(c, tf.float32))
 
 
+def _gate_derivatives(zs, cs, c_kept, keep_all):
+    """The gradient's per-step factors, for all steps at once (`lstm_unroll`)."""
+    i, f, g, o = tf.split(zs, 4, axis=-1)
+    i, f, g, o = tf.sigmoid(i), tf.sigmoid(f), tf.tanh(g), tf.sigmoid(o)
+    tanh_c = tf.tanh(cs)
+    # dz_t = [dc_t, dc_t, dc_t, dh_t] * gate_factors_t: z's four blocks, i, f, g, o
+    gate_factors = tf.concat(
+        [g * i * (1.0 - i), c_kept * f * (1.0 - f), i * (1.0 - g * g), tanh_c * o * (1.0 - o)],
+        -1,
+    )
+    dc_dh = o * (1.0 - tanh_c * tanh_c)  # what dh_t adds to dc_t, per unit of dh_t
+    forget_kept = f * keep_all  # dc_{t-1} per unit of dc_t
+    return gate_factors, dc_dh, forget_kept
+
+
+@tf.custom_gradient
+def lstm_unroll(projected, keep, h, c, recurrent_kernel):
+    """T steps of `lstm_step`: `projected` [T, ..., B, 4U] (x W + b of every step), `keep`
+    [T, B, 1] (0 where an episode starts), the state (h, c) [..., B, U] before the first step and
+    `recurrent_kernel` [..., U, 4U], all in one dtype. Returns (h, c) after every step, each
+    [T, ..., B, U]. Reactor's learner unrolls with it.
+
+    Its gradient is written out rather than left to the scan's autodiff, for unrolls that are
+    op-bound (Reactor's: 4 sequences, two LSTMs of 128): the backward recurrence carries only
+    (dh, dc) and emits each step's gate gradient dz in eight small ops, and the rest (the
+    activations' derivatives, the recurrent kernel's gradient as one matmul over all steps) is
+    computed for all steps at once outside it; autodiff of the scan runs about three times the
+    ops a step, a recurrent-kernel matmul among them. Reactor's train step: 1.15x
+    (docs/minatar.md, "The LSTM's gradient by hand")."""
+
+    def step(carry, elems):
+        return _lstm_step_and_gates(*elems, *carry[:2], recurrent_kernel)
+
+    hs, cs, zs = tf.scan(step, (projected, keep), initializer=(h, c, projected[0]))
+
+    def gradient(dhs, dcs):
+        keep_all = keep  # [T, 1.., B, 1], broadcasting against the state's leading axes
+        for _ in range(len(projected.shape) - len(keep.shape)):
+            keep_all = tf.expand_dims(keep_all, 1)
+        c_kept = tf.concat([c[None], cs[:-1]], 0) * keep_all  # c_{t-1}, zeroed at resets
+        h_kept = tf.concat([h[None], hs[:-1]], 0) * keep_all
+        gate_factors, dc_dh, forget_kept = _gate_derivatives(zs, cs, c_kept, keep_all)
+        transposed = tf.linalg.matrix_transpose(recurrent_kernel)
+        dcs = tf.zeros_like(cs) if dcs is None else dcs
+
+        def back(carry, elems):
+            dh_out, dc_out, dc_dh_t, factors, forget_t, keep_t = elems
+            dh = dh_out + carry[0]
+            dc = carry[1] + dc_out + dh * dc_dh_t
+            dz = tf.concat([dc, dc, dc, dh], -1) * factors
+            return tf.matmul(dz, transposed) * keep_t, dc * forget_t, dz
+
+        dh_before, dc_before, dzs = tf.scan(
+            back,
+            (dhs, dcs, dc_dh, gate_factors, forget_kept, keep_all),
+            initializer=(tf.zeros_like(h), tf.zeros_like(c), tf.zeros_like(zs[0])),
+            reverse=True,
+        )
+        d_kernel = tf.einsum("t...bu,t...bv->...uv", h_kept, dzs)
+        return dzs, None, dh_before[0], dc_before[0], d_kernel
+
+    return (hs, cs), gradient
+
+
 def _scan_cores(networks: Sequence, projected: Sequence, reset, states: Sequence) -> tuple:
     """The LSTM cores of `networks` (one size and compute dtype) over T steps, stepped together:
     one batched matmul a step for all of them. `projected` holds each core's projected inputs
     [T, B, 4U], `states` each (h, c) at the start. Returns (outputs [T, N, B, U], each core's
-    final (h, c))."""
+    final (h, c)).
+
+    The gradient is the scan's own: the burn-in papers' unrolls (64 items of 80-120 steps, 256
+    units) are compute-bound, and `lstm_unroll`'s gradient, written for op-bound unrolls, ran
+    their train step at 0.93x (docs/minatar.md, "The LSTM's gradient by hand")."""
     dtype = networks[0].core.compute_dtype
     recurrent = tf.stack([tf.cast(net.core.recurrent_kernel, dtype) for net in networks])
     keep = 1.0 - tf.cast(reset, dtype)[..., None]  # [T, B, 1]

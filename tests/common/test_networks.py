@@ -198,6 +198,60 @@ def test_the_core_is_the_keras_lstm_cell_it_takes_its_weights_from(precision):
         np.testing.assert_allclose(grad, want, rtol=1e-4, atol=tolerance * scale, err_msg=var.name)
 
 
+@pytest.mark.parametrize("leading", [(), (3,)])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_lstm_unroll_has_the_gradient_of_the_loop_of_steps(leading, compiled):
+    # `lstm_unroll`'s hand-written gradient against autodiff of `lstm_step` in a Python loop:
+    # every input's gradient (projected inputs, start state, recurrent kernel), with resets in
+    # the middle and at the first step, several LSTMs on a leading axis, and a loss that reads
+    # every step's h and c and the final c (the burn-in's and the final state's uses).
+    rng = np.random.default_rng(7)
+    T, B, U = 6, 4, 5
+    projected = tf.constant(rng.normal(size=(T, *leading, B, 4 * U)), tf.float32)
+    reset = np.zeros((T, B, 1), np.float32)
+    reset[0, 1] = reset[3, 0] = reset[3, 2] = reset[5, 3] = 1.0
+    keep = tf.constant(1.0 - reset)
+    h0, c0 = (tf.constant(rng.normal(size=(*leading, B, U)), tf.float32) for _ in range(2))
+    kernel = tf.constant(rng.normal(size=(*leading, U, 4 * U)) * 0.5, tf.float32)
+    weights_h, weights_c = (
+        tf.constant(rng.normal(size=(T, *leading, B, U)), tf.float32) for _ in range(2)
+    )
+
+    def loop(projected, h, c, kernel):
+        hs, cs = [], []
+        for t in range(T):
+            h, c = networks.lstm_step(projected[t], keep[t], h, c, kernel)
+            hs.append(h)
+            cs.append(c)
+        return tf.stack(hs), tf.stack(cs)
+
+    def loss_and_gradients(unroll):
+        inputs = [projected, h0, c0, kernel]
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            hs, cs = unroll(projected, h0, c0, kernel)
+            loss = (
+                tf.reduce_sum(tf.sin(hs) * weights_h)
+                + tf.reduce_sum(cs[:-1] * weights_c[:-1])
+                + tf.reduce_sum(cs[-1] ** 2)
+            )
+        return hs, cs, tape.gradient(loss, inputs)
+
+    def by_hand(projected, h, c, kernel):
+        return networks.lstm_unroll(projected, keep, h, c, kernel)
+
+    run = tf.function(loss_and_gradients) if compiled else loss_and_gradients
+    want_h, want_c, want = loss_and_gradients(loop)
+    got_h, got_c, got = run(by_hand)
+    np.testing.assert_allclose(got_h, want_h, atol=1e-6)
+    np.testing.assert_allclose(got_c, want_c, atol=1e-6)
+    for name, g, w in zip(["projected", "h0", "c0", "kernel"], got, want):
+        assert float(tf.reduce_max(tf.abs(w))) > 0.1, name  # each input's gradient is not nil
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
+    # A start state zeroed at the first step gets no gradient in that environment.
+    np.testing.assert_array_equal(got[1][..., 1, :], 0.0)
+
+
 def test_networks_unrolled_together_equal_their_own_unrolls():
     # Three networks' LSTM cores stepped as one batched matmul a step: the outputs, the final
     # states and the gradients of each network's own unroll (GDI's two networks, LBC's three).
