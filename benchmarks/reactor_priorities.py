@@ -42,7 +42,7 @@ The designs (Reverb's side: a sampled key's priority is written back at once, fo
 uniform share; actors read what the learner publishes every `--pull_interval` learner steps):
 - `uniform`, and `max_priority` (PER: new keys at the largest priority written so far, App. 6.5);
 - `lazy_global`: new keys at the Horvitz-Thompson mean of every priority the learner writes, a
-  moving average (Reactor's `lazy` before issue 24, now `--prioritisation=lazy_global`);
+  moving average (`--prioritisation=lazy_global`);
 - `lazy`: new keys at the Horvitz-Thompson mean of the priorities written for keys sampled for
   the first time, i.e. of the keys still unassigned (reactor/priorities.py; the default);
 - `stream_context`: new keys at the priority of the newest assigned key of their own environment

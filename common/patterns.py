@@ -301,8 +301,9 @@ class SampleK(Pattern):
         return replay.burn_in_signature(step_spec, self.burn_in, self.length, first_step_spec)
 
     def tables(self, signature):
-        # choice: the limiter may drift by max(min_size, 64) samples either way before a side
-        # blocks, enough that actors and learner rarely wait on each other.
+        # choice: the limiter may drift by max(min_size, 64) x times_sampled samples either way
+        # (128 at the burn-in papers' 2) before a side blocks, enough that actors and learner
+        # rarely wait on each other.
         error_buffer = (
             self.error_buffer
             if self.error_buffer is not None

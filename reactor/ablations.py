@@ -2,8 +2,8 @@
 
 Fig. 3-left removes one component at a time (the text states only qualitative conclusions:
 docs/papers/reactor.md#experiments); Tables 1-2 add Reactor ND; App. 6.5 compares lazy
-initialisation with PER's max-priority insertion, and `lazy_global` is the Reverb design lazy
-had before issue 24; §3.1 recommends beta = min(c, 1/mu) with c >= 1 (the runs used c = 1);
+initialisation with PER's max-priority insertion, and `lazy_global` estimates new keys' priority
+from every sampled key rather than the unassigned ones; §3.1 recommends beta = min(c, 1/mu) with c >= 1 (the runs used c = 1);
 §4.1 fixes lambda = 1.
 Run them side by side with, e.g.,
 `python -m reactor.main --env=CartPole --ablations=reactor,reactor_nd,no_prioritisation,tislr --seeds=3`.
@@ -20,8 +20,8 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     "no_prioritisation": dict(prioritisation="uniform"),
     # App. 6.5: "the simple maximum priority approach" of PER for new sequences.
     "max_priority": dict(prioritisation="max"),
-    # New keys at the mean priority of all keys, not of the unassigned ones: the Reverb design
-    # before issue 24, further from the paper's tree (benchmarks/reactor_priorities.py).
+    # New keys at the mean priority of all keys, not of the unassigned ones: further from the
+    # paper's tree (benchmarks/reactor_priorities.py).
     "lazy_global": dict(prioritisation="lazy_global"),
     # Fig. 3-left: ACER's truncated importance sampling instead of beta-LOO (c = 10, ACER's).
     "tislr": dict(policy_gradient="tislr"),

@@ -207,8 +207,8 @@ class ReactorConfig(ProcessSettings):
     envs_per_actor: int = field(5, "Environments stepped together by one actor.", positive)
     # Fig. 2: 10 actor-learner workers, one environment each = 2 x 5.
     params_pull_interval: int = field(5, "Actor steps between parameter pulls.", positive)
-    # §3.4: a worker downloads the parameters before each learning step, i.e. every
-    # --acting_steps_per_learner_step acting steps.
+    # §3.4: a worker downloads the parameters before each learning step, i.e. every 5 acting
+    # steps at the default --acting_steps_per_learner_step (a separate flag: it does not follow).
     publish_interval: int = field(1, "Learner steps between parameter publications.", positive)
     # §3.4: a worker sends its update at the end of each learning step.
 

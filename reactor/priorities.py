@@ -343,7 +343,7 @@ class PriorityEstimates:
 
     - `lazy`: the Horvitz-Thompson mean of priority ** alpha over the keys sampled for the first
       time, i.e. over the keys that were still unassigned, plus the uniform share;
-    - `lazy_global`: the same mean over every sampled key (before issue 24);
+    - `lazy_global`: the same mean over every sampled key;
     - `max`: the largest priority written so far (PER, App. 6.5);
     - `uniform`: nothing (sampling ignores priorities).
 
