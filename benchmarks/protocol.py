@@ -86,6 +86,35 @@ AGENTS = {
 }
 
 
+# agent: the factor of one more step beyond the grid's top learning rate (the edge rule)
+LEARNING_RATE_STEPS = {"dice": 2, "gdi_h3": 2, "lbc": 2, "reactor": 5}
+
+
+def edge_trials(agent: str, iqms: Mapping[int, float]) -> list[dict[str, float]]:
+    """The edge rule's rows, once every trial of the agent's table has a score: one more row
+    beyond the chosen trial's learning rate if it is the grid's top one (the next step up), and
+    beyond its batch if it is the grid's smallest (half of it; burn-in papers), at the chosen
+    trial's other values. They follow the table (trials 8 and 9 of a table of 8, in that order)."""
+    base, _ = AGENTS[agent]
+    if agent not in LEARNING_RATE_STEPS or any(i not in iqms for i in range(len(base))):
+        return []
+    chosen = base[choose({i: iqms[i] for i in range(len(base))})]
+    rows = []
+    if chosen["learning_rate"] == max(t["learning_rate"] for t in base):
+        rate = chosen["learning_rate"] * LEARNING_RATE_STEPS[agent]
+        rows.append({**chosen, "learning_rate": float(f"{rate:.3g}")})
+    if "batch_size" in chosen and chosen["batch_size"] == min(t["batch_size"] for t in base):
+        rows.append({**chosen, "batch_size": chosen["batch_size"] // 2})
+    return rows
+
+
+def agent_trials(agent: str, path: str) -> list[dict[str, float]]:
+    """The agent's table, then its edge rows once the results in `path` score the whole table."""
+    base, _ = AGENTS[agent]
+    recorded = {index: float(row[-1]) for index, row in recorded_rows(path).items()}
+    return base + edge_trials(agent, recorded)
+
+
 def trial_flags(trial: Mapping[str, float]) -> list[str]:
     return [f"--{name}={value:g}" for name, value in trial.items()]
 
@@ -94,8 +123,10 @@ def trial_logdir(logdir: str, agent: str, index: int) -> str:
     return os.path.join(logdir, agent, f"trial{index}")
 
 
-def grid_command(agent: str, index: int, logdir: str, parallel: int) -> list[str]:
-    trials, budget = AGENTS[agent]
+def grid_command(
+    agent: str, trial: Mapping[str, float], index: int, logdir: str, parallel: int
+) -> list[str]:
+    _, budget = AGENTS[agent]
     return [
         sys.executable,
         "-m",
@@ -107,7 +138,7 @@ def grid_command(agent: str, index: int, logdir: str, parallel: int) -> list[str
         f"--logdir={trial_logdir(logdir, agent, index)}",
         f"--parallel={parallel}",
         "--",
-        *trial_flags(trials[index]),
+        *trial_flags(trial),
     ]
 
 
@@ -168,7 +199,7 @@ def write_results(
     """Writes one row per trial (flags, the four runs' returns and normalised scores, the IQM),
     keeping the rows already in `path` of trials without runs here (trials run elsewhere, whose
     rows were committed), and returns {trial: IQM} of all of them."""
-    trials, budget = AGENTS[agent]
+    trials, budget = agent_trials(agent, path), AGENTS[agent][1]
     runs = [(game, seed) for game in TUNING_GAMES for seed in TUNING_SEEDS]
     header = ["trial", *trials[0], "budget"]
     header += [f"return_{game}_{seed}" for game, seed in runs]
@@ -226,20 +257,20 @@ flags.mark_flag_as_required("agent")
 
 def main(argv):
     del argv
-    trials, _ = AGENTS[FLAGS.agent]
+    path = os.path.join(FLAGS.results_dir, f"{FLAGS.agent}.csv")
+    trials = agent_trials(FLAGS.agent, path)
     try:
         indices = parse_trials(FLAGS.trials or f"0-{len(trials) - 1}", len(trials))
     except ValueError as error:
         sys.exit(str(error))
     references = minatar.read_references()
-    path = os.path.join(FLAGS.results_dir, f"{FLAGS.agent}.csv")
     for index in [] if FLAGS.report_only else indices:
         if index in recorded_rows(path) and not os.path.isdir(
             trial_logdir(FLAGS.logdir, FLAGS.agent, index)
         ):
             print(f"[protocol] {FLAGS.agent} trial {index}: in {path} already, not run again")
             continue
-        command = grid_command(FLAGS.agent, index, FLAGS.logdir, FLAGS.parallel)
+        command = grid_command(FLAGS.agent, trials[index], index, FLAGS.logdir, FLAGS.parallel)
         print(f"[protocol] {FLAGS.agent} trial {index}: {' '.join(command[1:])}", flush=True)
         failed = []
         if subprocess.run(command).returncode > 0:  # a run failed (not a signal: a stop)
@@ -253,7 +284,7 @@ def report(agent: str, logdir: str, path: str, references, failed: Sequence[int]
     """Scores the trials whose four runs reached the budget, and those of `failed` (their grid
     stopped on a run's error: its unfinished runs score 0); a trial still under way is not
     scored."""
-    trials, _ = AGENTS[agent]
+    trials = agent_trials(agent, path)
     runs = len(TUNING_GAMES) * len(TUNING_SEEDS)
     results = {}
     for index in range(len(trials)):
@@ -266,6 +297,12 @@ def report(agent: str, logdir: str, path: str, references, failed: Sequence[int]
         return
     iqms = write_results(path, agent, results, references)
     chosen = choose(iqms)
+    trials = agent_trials(agent, path)
+    edges = range(len(AGENTS[agent][0]), len(trials))
+    if any(index not in iqms for index in edges):
+        print(
+            f"[protocol] {agent}: the choice is on the grid's edge; trials {list(edges)} run next"
+        )
     print(
         f"[protocol] {agent}: {len(iqms)} of {len(trials)} trials scored ({path}); best so far "
         f"trial {chosen} ({' '.join(trial_flags(trials[chosen]))}), IQM {iqms[chosen]:.3f}",

@@ -52,7 +52,8 @@ def test_the_trials_are_the_protocols_tables(agent, section, names):
 
 
 def test_a_trial_runs_the_grid_tool_on_the_tuning_games_and_seeds():
-    command = protocol.grid_command("impala", 7, "runs/p", parallel=2)
+    trials, _ = protocol.AGENTS["impala"]
+    command = protocol.grid_command("impala", trials[7], 7, "runs/p", parallel=2)
     assert command[1:] == [
         "-m",
         "benchmarks.minatar",
@@ -67,9 +68,46 @@ def test_a_trial_runs_the_grid_tool_on_the_tuning_games_and_seeds():
         "--learning_rate=0.00475",
         "--rmsprop_epsilon=0.1",
     ]
-    assert protocol.grid_command("dice", 5, "r", 1)[-2:] == [
+    assert protocol.grid_command("dice", protocol.AGENTS["dice"][0][5], 5, "r", 1)[-2:] == [
         "--learning_rate=0.001",
         "--batch_size=16",
+    ]
+
+
+def test_the_edge_rule_adds_rows_beyond_a_choice_on_the_grid_s_edge(tmp_path):
+    # Once all 8 are scored: a choice at the top learning rate gets the next step up, one at the
+    # smallest batch half of it, one at both gets both rows (8, then 9), one inside gets none.
+    def edges(agent, best, count=8):
+        iqms = {i: 0.1 for i in range(count)}
+        iqms[best] = 0.5
+        return protocol.edge_trials(agent, iqms)
+
+    assert edges("dice", 2) == []
+    assert edges("dice", 3) == [{"learning_rate": 8e-3, "batch_size": 64}]
+    assert edges("dice", 5) == [{"learning_rate": 1e-3, "batch_size": 8}]
+    assert edges("lbc", 7) == [
+        {"learning_rate": 8.48e-3, "batch_size": 16},
+        {"learning_rate": 4.24e-3, "batch_size": 8},
+    ]
+    assert edges("reactor", 5, count=6) == [
+        {"learning_rate": 6.25e-3, "acting_steps_per_learner_step": 20}
+    ]
+    assert edges("dice", 3, count=7) == [] and edges("impala", 3, count=24) == []
+    # The agent's trials read the scores from its results file; the edge rows follow the table.
+    path = str(tmp_path / "dice.csv")
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows(
+            [["trial", "iqm"]] + [[i, 0.5 if i == 7 else 0.1] for i in range(8)]
+        )
+    trials = protocol.agent_trials("dice", path)
+    assert trials[:8] == protocol.AGENTS["dice"][0] and trials[8:] == [
+        {"learning_rate": 8e-3, "batch_size": 16},
+        {"learning_rate": 4e-3, "batch_size": 8},
+    ]
+    assert protocol.grid_command("dice", trials[9], 9, "r", 1)[-3:] == [
+        "--",
+        "--learning_rate=0.004",
+        "--batch_size=8",
     ]
 
 
