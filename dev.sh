@@ -57,7 +57,7 @@ case "$cmd" in
   setup-gpu)
     setup_venv
     # The same TensorFlow, with the CUDA and cuDNN wheels it was built against; the learner then
-    # places its network and train step on the GPU, actors stay on the CPU (common/acting.py).
+    # places its network and train step on the GPU, actors stay on the CPU (common/runtime/acting.py).
     .venv/bin/python -m pip install --quiet -c constraints.txt "tensorflow[and-cuda]==2.15.1"
     .venv/bin/python -c "import tensorflow as tf; print('GPUs:', tf.config.list_physical_devices('GPU'))" ;;
   # MinAtar Breakout at the protocol's settings: it visibly learns in minutes on a laptop, and its

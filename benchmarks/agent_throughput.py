@@ -7,8 +7,8 @@ alone (F), full training, and the shared-core bound 1/(1/L + 1/F).
     python -m benchmarks.agent_throughput --agents=impala --env=MinAtar/Breakout-v0 --rows=profile
     python -m benchmarks.agent_throughput --env=MinAtar/Breakout-v0 --baseline=a28bd76
 
-Each agent, `<paper>` or `<paper>.<ablation>` (as common.compare names them), runs with its
-paper's default config for `--env`, as `python -m <paper>.main --env=<env>
+Each agent, `<paper>` or `<paper>.<ablation>` (as common.experiments.compare names them), runs with
+its paper's default config for `--env`, as `python -m <paper>.main --env=<env>
 [--ablation=<ablation>]` builds it (arguments after `--` are flags of every agent's paper, e.g.
 --num_actors=4), with no evaluator, no periodic checkpoint and a frame budget no run reaches.
 Agents are measured one after the other, never together, each in a process of its own
@@ -27,7 +27,7 @@ functions, each over `--seconds` after `--warmup_s`:
   same names and signatures that drop their oldest items and never rate-limit, so neither
   IMPALA's queue nor Reactor's or the sample-k papers' samples-per-insert limiters (which wait
   for a learner) throttle them; no learner. Frames/s as the actors report them (per finished game
-  and every 100 steps of each actor, `common.reports`, each report with the frames since the
+  and every 100 steps of each actor, `common.replay.reports`, each report with the frames since the
   actor's previous one). The warm-up starts at the first report; the window lasts until it also
   holds --reports_per_actor reports per actor (default 3), so that a slow fleet is not measured
   between two of its reports: with 80 envs per actor on Atari (DiCE, GDI, LBC) an actor reports
@@ -45,11 +45,11 @@ functions, each over `--seconds` after `--warmup_s`:
   positions that held real steps: the sample-k papers pad an item after its game's end and count
   only real steps as frames, while L trains full items (`real_share`); elsewhere s = 1. Their
   learners also skip most of a short game's padding inside the step
-  (`common.burn_in_learning`), which full items do not show: for them s L understates the
-  learner, and full training may exceed the bound. It assumes that L and F each keep every core busy: with fewer
-  actor processes than cores (CartPole's one actor on 2 cores), learner and actors also run side
-  by side and full training may exceed it; so may a window too short for the replay's rate
-  limiter to hold its ratio (the limiter lets either side run ahead by its error buffer).
+  (`common.burn_in.burn_in_learning`), which full items do not show: for them s L understates the
+  learner, and full training may exceed the bound. It assumes that L and F each keep every core
+  busy: with fewer actor processes than cores (CartPole's one actor on 2 cores), learner and actors
+  also run side by side and full training may exceed it; so may a window too short for the replay's
+  rate limiter to hold its ratio (the limiter lets either side run ahead by its error buffer).
 
 - profile (only when --rows names it): actor 0 alone, writing to sink tables as in F, under
   cProfile for --seconds after --warmup_s (`throughput.profile_actor`): the share of the
@@ -147,9 +147,9 @@ def measure_agent(
 ) -> dict:
     """The rows of one agent (its paper's main imported, flags parsed); a failed row is an error
     entry, the other rows are still measured."""
-    from common import acting
-    from common import cli
-    from common import envs
+    from common.runtime import acting
+    from common.experiments import cli
+    from common.environments import envs
 
     paper_name, _, ablation = agent.partition(".")
     paper = importlib.import_module(f"{paper_name}.builder").PAPER
@@ -269,7 +269,7 @@ def run_worker(
         try:
             process.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            process.kill()  # its actors die with it (common.launch)
+            process.kill()  # its actors die with it (common.launchers.launch)
             process.wait()
             return dict(agent=agent, errors={"worker": f"no result within {timeout_s:.0f} s"})
     failed = None
@@ -293,8 +293,8 @@ def _get(result: dict, row: str, key: str) -> float:
 def real_share(result: dict) -> float:
     """The share of full training's trained positions that held real steps: 1 unless items are
     padded after a game's end (the sample-k papers; on MinAtar's short early games, most of an
-    item). The learner counts only real steps as frames (`common.learning`), while L trains full
-    synthetic items, so L times this share is the learner's rate in the frames full training
+    item). The learner counts only real steps as frames (`common.runtime.learning`), while L trains
+    full synthetic items, so L times this share is the learner's rate in the frames full training
     counts, and the bound uses it (taking 1 without a full-training row, where this is NaN)."""
     train = result.get("train", {})
     if not train.get("updates") or "frames_per_update" not in result:
@@ -463,7 +463,7 @@ def baseline_worktree(revision: str | None):
 if __name__ == "__main__":
     paper = worker_paper(sys.argv)
     if paper is not None:  # the paper's flags, --env among them
-        from common import cli
+        from common.experiments import cli
 
         cli.define_flags(importlib.import_module(f"{paper}.builder").PAPER)
     define_flags(worker=paper is not None)

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from absl import app, flags
 
-from common import runlog
+from common.runtime import runlog
 
 QUARTERS = 4
 DEFAULT_PREFIXES = ("behaviour/", "policy/entropy")

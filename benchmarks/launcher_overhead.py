@@ -33,7 +33,7 @@ from absl import app
 from absl import flags
 
 from benchmarks.machine import cpu_line
-from common import runlog
+from common.runtime import runlog
 
 FLAGS = flags.FLAGS
 

@@ -24,18 +24,18 @@ with the agents impala, reactor, dice, lbc (`<paper>.main`), gdi_h3, gdi_i3 (`gd
 <paper>.main --ablation=<ablation>`, e.g. impala.no_correction), and the games asterix, breakout,
 freeway, seaquest, space_invaders (`all`); `-v0` is MinAtar's full set of 6 actions, as in the
 published curves. An argument after `--` written `<agent or paper>:--flag=value` goes to that
-agent's runs only (common.compare's rule). Before the first run starts, every agent's command is
-checked with `--check_flags`, so a flag one paper refuses stops the grid at once. `--parallel`
-runs go at a time, seed by seed (all agents on all games with seed 0 first, so a partial grid
-already compares the agents), and a line with the runs done / running / left and an ETA is printed
-whenever a run starts or ends. A run that fails stops the grid with one error naming its agent,
-game and seed and the tail of its stderr; the runs still going are stopped (SIGTERM, on which a
-paper's main checkpoints; common.ablation_runner sends SIGKILL after 60 s). `--seeds=3` means
-seeds 0, 1, 2; `--seeds=3,4` those two.
+agent's runs only (common.experiments.compare's rule). Before the first run starts, every agent's
+command is checked with `--check_flags`, so a flag one paper refuses stops the grid at once.
+`--parallel` runs go at a time, seed by seed (all agents on all games with seed 0 first, so a
+partial grid already compares the agents), and a line with the runs done / running / left and an ETA
+is printed whenever a run starts or ends. A run that fails stops the grid with one error naming its
+agent, game and seed and the tail of its stderr; the runs still going are stopped (SIGTERM, on which
+a paper's main checkpoints; common.experiments.ablation_runner sends SIGKILL after 60 s).
+`--seeds=3` means seeds 0, 1, 2; `--seeds=3,4` those two.
 
 Finished and resumed runs. The same command run again skips the runs that finished and resumes
 the others: a paper's main restores the latest checkpoint under its logdir (`<run>/checkpoints`,
-common.learning.Learner) and continues from there when started with the same command, and a
+common.runtime.learning.Learner) and continues from there when started with the same command, and a
 learner restored at or past its budget (`Learner.done`: its frame counter >= --total_frames)
 trains no more. So a run is finished exactly when its latest checkpoint's frame counter (the
 checkpoint's `frames` variable, read with TensorFlow) has reached its agent's budget; the learner
@@ -130,8 +130,9 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from common import ablation_runner, cli, compare, runlog
-from common.config import field
+from common.experiments import ablation_runner, cli, compare
+from common.runtime import runlog
+from common.settings.config import field
 
 TOOL = "benchmarks.minatar"
 
@@ -180,7 +181,7 @@ PUBLISHED_FRAMES = 5_000_000
 SHORT_BUDGET = "‡"
 # The published curves' statistic: the moving average of returns over 100 episodes.
 LAST_GAMES = 100
-# choice: 100 curve points, as common.ablation_runner's plots.
+# choice: 100 curve points, as common.experiments.ablation_runner's plots.
 CURVE_POINTS = 100
 # choice: rliable's stratified bootstrap with 2000 repetitions (its default is 50000, ~25 times
 # slower; on three random 3 x 5 score matrices in [0, 1.2] the bounds of 2000 were within 0.005 of
@@ -190,8 +191,8 @@ BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
 
 # The learner's checkpoints in a run's logdir and its frame counter in them
-# (common.learning.Learner: CheckpointManager under <logdir>/checkpoints, tf.train.Checkpoint with
-# frames=...).
+# (common.runtime.learning.Learner: CheckpointManager under <logdir>/checkpoints,
+# tf.train.Checkpoint with frames=...).
 CHECKPOINTS_DIR = "checkpoints"
 FRAMES_KEY = "frames/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -258,7 +259,8 @@ def agent_spec(name: str) -> AgentSpec:
 
 
 def cell(agent: str, game: str) -> str:
-    """An agent's runs on a game, as common.ablation_runner's "variant": their directories are
+    """An agent's runs on a game, as common.experiments.ablation_runner's "variant": their
+    directories are
     `<logdir>/<agent>/<game>/seed<S>` (`ablation_runner.run_logdir`)."""
     return f"{agent}/{game}"
 
@@ -325,8 +327,9 @@ def _command(
 @dataclasses.dataclass(frozen=True)
 class GridRun(compare.AgentRun):
     """One agent on one game (`name` is the agent). Its `command` puts the run in the grid's
-    layout and plays `env_id(game)`; `arguments` (common.compare) keeps the arguments after `--`
-    meant for this agent or paper, so `compare.check_flags` and `check_targets` take it."""
+    layout and plays `env_id(game)`; `arguments` (common.experiments.compare) keeps the arguments
+    after `--` meant for this agent or paper, so `compare.check_flags` and `check_targets` take
+    it."""
 
     game: str = ""
     module: str | None = None
@@ -356,7 +359,8 @@ def shared_arguments(budget: int | str, extra_argv: Sequence[str]) -> list[str]:
 def run_template(logdir: str, budgets: Mapping[str, int], extra_argv: Sequence[str]) -> str:
     """The command of every run (`GridRun.command`) with placeholders, for summary.md; the budget
     is FRAMES (the agent's, listed in summary.md) where the agents' budgets differ. An argument
-    after `--` meant for some agents only is shown as those runs get it, with whose runs they are."""
+    after `--` meant for some agents only is shown as those runs get it, with whose runs they
+    are."""
     directory = ablation_runner.run_logdir(logdir, cell("AGENT", "GAME"), "SEED")
     frames = set(budgets.values())
     budget = frames.pop() if len(frames) == 1 else "FRAMES"

@@ -1,4 +1,5 @@
-"""Agent steps per second of `common.envs.make_env` on MinAtar against a loop over MinAtar's own
+"""Agent steps per second of `common.environments.envs.make_env` on MinAtar against a loop over
+MinAtar's own
 `minatar.Environment` objects doing the same work (act, reset on game end, read the state),
 random actions, one process; CPU time of the process (`time.process_time`), so that other
 processes on the machine slow it less.
@@ -15,7 +16,7 @@ import time
 import numpy as np
 from absl import app, flags
 
-from common import envs
+from common.environments import envs
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("games", ["breakout", "space_invaders"], "MinAtar games (module names).")

@@ -3,13 +3,14 @@
     python -m benchmarks.replay_memory --num_envs=2 --windows=4 --window_steps=2500
 
 For each measured pattern, in a fresh spawned process (so that one pattern's memory never mixes
-with another's): Pong (`common.envs`, protocol "dice_gdi_lbc": 84x84x4 uint8 stacked frames,
-18 actions) steps `--num_envs` environments with uniformly random actions; each batched step is
-written as the real per-step record of an Atari agent (`common.acting.step_spec`: observation,
-prev_action, prev_reward, reset, action, reward, params_step, truncation_value, IMPALA-style
+with another's): Pong (`common.environments.envs`, protocol "dice_gdi_lbc": 84x84x4 uint8 stacked
+frames, 18 actions) steps `--num_envs` environments with uniformly random actions; each batched step
+is written as the real per-step record of an Atari agent (`common.runtime.acting.step_spec`:
+observation, prev_action, prev_reward, reset, action, reward, params_step, truncation_value,
+IMPALA-style
 `behaviour_logits` [18] float32) plus an LSTM state (h, c) of 2 x 256 float32 as first-step
-extras, through the pattern's own writer into the tables `common.agent.Agent.tables` builds, on
-an in-process `replay.start_server`. Random logits and states stand in for a network's (as
+extras, through the pattern's own writer into the tables `common.runtime.agent.Agent.tables` builds,
+on an in-process `replay.start_server`. Random logits and states stand in for a network's (as
 incompressible as real ones); random-action Pong for a trained agent's play.
 
 Patterns (measured capacity: room for every item written, nothing is evicted):
@@ -18,8 +19,8 @@ Patterns (measured capacity: room for every item written, nothing is evicted):
   never rate-limited while nothing samples;
 - prioritized: `Prioritized(length=32)`, Reactor's 33-step sequences, one item per step;
 - reactor: the same pattern with Reactor's own record (reactor/acting.py): one 84x84 frame per
-  step (Table 3), Pong's minimal action set, `behaviour_probs` [6] float32 and four LSTM vectors (policy and Q, h and c,
-  128 each) as first-step extras of every item;
+  step (Table 3), Pong's minimal action set, `behaviour_probs` [6] float32 and four LSTM vectors
+  (policy and Q, h and c, 128 each) as first-step extras of every item;
 - queue_with_replay: `QueueWithReplay(length=20)`, IMPALA's 21-step unrolls, one every 20 steps,
   each item in both tables (the queue is sized like the replay so that it never blocks; its
   copies are item metadata only, measured by resetting it at the end).
@@ -67,11 +68,11 @@ from absl import flags
 
 from benchmarks.machine import cpu_line
 
-from common import acting
-from common import agent as agent_lib
-from common import envs
-from common import patterns
-from common import replay
+from common.runtime import acting
+from common.runtime import agent as agent_lib
+from common.environments import envs
+from common.replay import patterns
+from common.replay import replay
 from dice import config as dice_config
 from impala import config as impala_config
 from reactor import acting as reactor_acting

@@ -3,9 +3,9 @@ full training and the shared-core bound 1/(1/L + 1/F).
 
     python -m benchmarks.throughput --env=Pong --seconds=40     # IMPALA's jit x precision grid
 
-The measurements take any paper's `common.launch.Experiment` (built as the paper's `main` builds
-it); `benchmarks.agent_throughput` runs them for every paper, each in its own process. Run as a
-module, this file measures IMPALA: every `impala.main` flag applies (e.g. --num_actors,
+The measurements take any paper's `common.launchers.launch.Experiment` (built as the paper's `main`
+builds it); `benchmarks.agent_throughput` runs them for every paper, each in its own process. Run as
+a module, this file measures IMPALA: every `impala.main` flag applies (e.g. --num_actors,
 --envs_per_actor, --network); the defaults are those of `python -m impala.main`.
 
 Printed first: the CPU (model, cores, AVX2 / AVX-512 / AVX512-BF16 / AMX), whether TensorFlow
@@ -23,7 +23,7 @@ Rows (environment frames per second, action repeats included):
    no learner: each experience table is replaced by a sink of the same name and signature that
    drops its oldest item when full and never rate-limits (`sink_tables`), so neither a queue's
    back-pressure nor a samples-per-insert limiter waiting for a learner throttles the actors;
-   frames are those the actors report (`common.reports`, as the learner counts them), over a
+   frames are those the actors report (`common.replay.reports`, as the learner counts them), over a
    window that also holds `REPORTS_PER_ACTOR` reports per actor;
 4. full training (`measure_training`): actors + learner (+ Reverb) on the same machine, the
    paper's own tables; the learner's frames; next to it the shared-core bound 1/(1/L + 1/F), the
@@ -58,13 +58,13 @@ from absl import app
 from absl import flags
 
 from benchmarks.machine import cpu_line
-from common import acting
-from common import agent as agent_lib
-from common import envs
-from common import launch
-from common import learning
-from common import replay
-from common import reports
+from common.runtime import acting
+from common.runtime import agent as agent_lib
+from common.environments import envs
+from common.launchers import launch
+from common.runtime import learning
+from common.replay import replay
+from common.replay import reports
 
 FLAGS = flags.FLAGS
 
@@ -175,8 +175,9 @@ def measure_raw(experiment: launch.Experiment, warmup_s: float, seconds: float) 
 
 
 def synthetic_batch(experiment: launch.Experiment, spec: agent_lib.EnvSpec, seed: int = 0) -> dict:
-    """A learner batch of the agent's item signature, in memory, as `common.learning.Learner`
-    hands it to the train step: the steps time-major `[L, B, ...]`, the stored core state
+    """A learner batch of the agent's item signature, in memory, as
+    `common.runtime.learning.Learner` hands it to the train step: the steps time-major `[L, B,
+    ...]`, the stored core state
     `[B, ...]` (zeros), `info` and `learner_step` (set per step by `measure_learner`).
 
     The train step's cost does not depend on the values, but they are kept plausible so that the
@@ -303,8 +304,8 @@ def sink_tables(experiment: launch.Experiment, spec: agent_lib.EnvSpec) -> list[
 
 
 class ProducedFrames:
-    """The frames and the number of reports the actors have sent so far (`common.reports`: one
-    per finished game and one every `reports.HEARTBEAT_STEPS` steps of each actor, each with the
+    """The frames and the number of reports the actors have sent so far (`common.replay.reports`:
+    one per finished game and one every `reports.HEARTBEAT_STEPS` steps of each actor, each with the
     frames since the actor's previous one, so the count trails each actor by up to one report)."""
 
     def __init__(self, client: reverb.Client):
@@ -421,8 +422,8 @@ class ActorProfile(NamedTuple):
         return f"{self.ms_per_step:.2f} ms a batched step: " + ", ".join(shown)
 
 
-# What an actor's loop (`common.acting.run_actor`) calls, by (file, function), named for a reader;
-# any other call keeps its file:function name.
+# What an actor's loop (`common.runtime.acting.run_actor`) calls, by (file, function), named for a
+# reader; any other call keeps its file:function name.
 ACTOR_CALLS = {
     ("acting.py", "step"): "policy step (inference)",
     ("advantage_policy.py", "step"): "policy step (inference)",
@@ -437,10 +438,10 @@ ACTOR_CALLS = {
 
 
 class _ProfilingStop:
-    """The `stop` an actor polls once a step (`common.acting.ShouldStop`): it turns the profiler
-    on `warmup_s` after the first poll (construction, tracing and the first steps left out), and
-    reads as set `seconds` later, or when the supervisor's event is set. Enabled from the actor's
-    own loop, the profiler sees each call the loop makes as a top-level call."""
+    """The `stop` an actor polls once a step (`common.runtime.acting.ShouldStop`): it turns the
+    profiler on `warmup_s` after the first poll (construction, tracing and the first steps left
+    out), and reads as set `seconds` later, or when the supervisor's event is set. Enabled from the
+    actor's own loop, the profiler sees each call the loop makes as a top-level call."""
 
     def __init__(self, event, warmup_s: float, seconds: float, profiler: cProfile.Profile):
         self._event, self._warmup_s, self._seconds = event, warmup_s, seconds
@@ -468,7 +469,7 @@ class _ProfilingStop:
 
 
 def profiled_actor(result_path: str, warmup_s: float, seconds: float, stop, **actor_kwargs):
-    """`common.acting.run_actor` under cProfile for `seconds` after `warmup_s` (a spawned
+    """`common.runtime.acting.run_actor` under cProfile for `seconds` after `warmup_s` (a spawned
     child's target): writes the window's top-level calls, their cumulative times and the steps
     to `result_path` (JSON)."""
     profiler = cProfile.Profile()
@@ -673,7 +674,7 @@ def tensorflow_line(experiment: launch.Experiment) -> str:
 def define_flags() -> None:
     """IMPALA's flags (`impala.main`'s) and this grid's; only when run as a module, so that
     `benchmarks.agent_throughput` imports the measurements without them."""
-    from common import cli
+    from common.experiments import cli
     from impala import builder as impala_builder
 
     cli.define_flags(impala_builder.PAPER)
@@ -695,7 +696,7 @@ def define_flags() -> None:
 
 def main(argv):
     del argv
-    from common import cli
+    from common.experiments import cli
     from impala import builder as impala_builder
 
     paper = impala_builder.PAPER

@@ -2,15 +2,16 @@
 with --writer=unroll one batched `UnrollWriter.append`, IMPALA's.
 
     python -m benchmarks.writer_speed --steps=250 --baseline_steps=40
-    python -m benchmarks.writer_speed --writer=unroll --num_envs=128 --steps=400 --baseline=0bd6b74~1
+    python -m benchmarks.writer_speed --writer=unroll --num_envs=128 --steps=400
+    --baseline=0bd6b74~1
 
 An in-process Reverb server holds DiCE's sample-k table (`patterns.SampleK(length=80,
 burn_in=40)`: 121-step items with a mask, one every 80 steps, burn-in and end padding), with an
 `error_buffer` of 1e9 so that the rate limiter never blocks the writer while nothing samples.
 `--num_envs` environments append MinAtar-like DiCE steps: observation [10, 10, 4] uint8,
 prev_action, prev_reward, reset, action, reward, params_step, truncation_value and a behaviour
-params dict of two float32 per step, plus an LSTM state of two [512] float32 as first-step extras. Episodes end
-at random (geometric lengths, the same sequence for every writer) with a mean of
+params dict of two float32 per step, plus an LSTM state of two [512] float32 as first-step extras.
+Episodes end at random (geometric lengths, the same sequence for every writer) with a mean of
 `--short_mean` steps (MinAtar's early games) and, in a second case, `--long_mean` steps.
 
 --writer=unroll: IMPALA's queue (`patterns.Queue(length=20)`, 21-step unrolls, one every 20
@@ -19,13 +20,14 @@ fields above without the behaviour params, with six behaviour logits, no extras)
 do not matter to it, so it has one case.
 
 Each case runs for the writer of the working tree ("new", `--steps` timed appends) and for
-`common/replay.py` as of git `--baseline` ("old", loaded from `git show`; in the short case only
-the first `--baseline_steps` of the same sequence), each on a fresh server, timed after `--warmup` steps,
+`common/replay/replay.py` as of git `--baseline` ("old", loaded from `git show`; in the short case
+only the first `--baseline_steps` of the same sequence), each on a fresh server, timed after
+`--warmup` steps,
 `--repeats` times alternating old and new. It prints the median microseconds per batched append:
 wall clock (the final flush included; the items inserted in brackets) and the process's CPU time
 (all threads, the in-process server's included: steadier than wall clock on a busy machine).
-Both write the same items (tests/common/test_replay.py checks the layout, and that whole items
-equal items referencing the padded stream's steps).
+Both write the same items (tests/common/replay/test_replay.py checks the layout, and that whole
+items equal items referencing the padded stream's steps).
 """
 
 import importlib.util
@@ -39,7 +41,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks.machine import cpu_line
-from common import patterns, replay
+from common.replay import patterns, replay
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("writer", "burn_in", ["burn_in", "unroll"], "DiCE's writer or IMPALA's.")
@@ -56,7 +58,7 @@ flags.DEFINE_float("long_mean", 1000.0, "Mean episode length of the long-episode
 # The last commit before whole items (one append per environment and step, padding shared from
 # a block of zero steps); cae6ee7 is the one before that block (each padding step appended).
 flags.DEFINE_string(
-    "baseline", "a28bd76", "Git revision of common/replay.py to compare ('' skips)."
+    "baseline", "a28bd76", "Git revision of common/replay/replay.py to compare ('' skips)."
 )
 flags.DEFINE_integer(
     "baseline_steps",
@@ -74,10 +76,10 @@ UNROLL = 20  # IMPALA's unroll length (Table G.1)
 
 
 def load_baseline(revision: str):
-    """`common/replay.py` as of `revision`, imported as a module of its own."""
+    """`common/replay/replay.py` as of `revision`, imported as a module of its own."""
     root = Path(__file__).resolve().parents[1]
     source = subprocess.run(
-        ["git", "show", f"{revision}:common/replay.py"],
+        ["git", "show", f"{revision}:common/replay/replay.py"],
         cwd=root,
         check=True,
         capture_output=True,

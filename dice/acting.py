@@ -1,6 +1,6 @@
 """DiCE's behaviour policy (Algorithm 1): each environment's game plays softmax(eta · A) with the
-eta its bandits-vote controller drew at the game's start (`common.behaviour`), and stores eta
-and log mu(a_t|x_t) with every step: the learner's pi_tau pairs with mu_tau (Eq. (8)) at the eta
+eta its bandits-vote controller drew at the game's start (`common.control.behaviour`), and stores
+eta and log mu(a_t|x_t) with every step: the learner's pi_tau pairs with mu_tau (Eq. (8)) at the eta
 each step was played with."""
 
 import dataclasses
@@ -8,24 +8,24 @@ import functools
 
 import numpy as np
 
-from common import advantage_policy
-from common import bandits
-from common import behaviour
-from common import envs
+from common.burn_in import advantage_policy
+from common.control import bandits
+from common.control import behaviour
+from common.environments import envs
 from dice import config as config_lib
 from dice import controller
 from dice import networks
 
 
 def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
-    """The mixture hook of `common.advantage_policy`: the games' eta [B] as a one-component
+    """The mixture hook of `common.burn_in.advantage_policy`: the games' eta [B] as a one-component
     mixture, etas [B, 1] and weights [B, 1] = 1."""
     eta = np.asarray(params["eta"], np.float32)[:, None]
     return eta, np.ones_like(eta)
 
 
 def make_policy(config):
-    """The actors' `common.acting.PolicyFactory` of `config`: one network, one component."""
+    """The actors' `common.runtime.acting.PolicyFactory` of `config`: one network, one component."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_network_list, config),
         behaviour_mixture,
@@ -49,6 +49,7 @@ def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
 
 
 def protocol(config: config_lib.DiceConfig) -> envs.AtariProtocol:
-    """Table 5's preprocessing (common.envs "dice_gdi_lbc"), for training and evaluation
-    (the same 30 no-ops and 108,000-frame cap; docs/papers/dice.md#departures-from-the-paper)."""
+    """Table 5's preprocessing (common.environments.envs "dice_gdi_lbc"), for training and
+    evaluation (the same 30 no-ops and 108,000-frame cap;
+    docs/papers/dice.md#departures-from-the-paper)."""
     return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

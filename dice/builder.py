@@ -1,10 +1,11 @@
-"""DiCE on the shared stack: `DiceBuilder` (`common.builder.BurnInBuilder`) and the command line's
+"""DiCE on the shared stack: `DiceBuilder` (`common.experiments.builder.BurnInBuilder`) and the
+command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
 
-from common import builder
-from common import cli
+from common.experiments import builder
+from common.experiments import cli
 from dice import ablations
 from dice import config as config_lib
 

@@ -8,7 +8,8 @@ in docs/papers/dice.md#departures-from-the-paper, and Table 5 with each field in
 docs/papers/dice.md#hyperparameters. Field names are also the flag names.
 
 The fields DiCE shares with GDI and LBC are declared, with their defaults (Table 5's where DiCE
-prints them) and checks, in `common.config`'s `ProcessSettings`, `BurnInLearnerSettings` and
+prints them) and checks, in `common.settings.config`'s `ProcessSettings`, `BurnInLearnerSettings`
+and
 `BanditSettings`; this module declares DiCE's own fields and the shared ones whose default is
 DiCE's own. Every `bandit_<arg>` field is the argument `<arg>` of
 `dice.controller.DiceController`; `bandit_kwargs()` passes them through. This module imports
@@ -18,7 +19,7 @@ nothing heavy (no TensorFlow, no gymnasium), so flags are validated in milliseco
 import dataclasses
 from typing import Any, ClassVar
 
-from common.config import (
+from common.settings.config import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
     REWARD_TRANSFORMS,
@@ -34,13 +35,13 @@ from common.config import (
     unit_interval,
 )
 
-# The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
-# no life-loss ends, no reward clipping (Table 5); the fields below set the rest.
+# The common.environments.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full
+# action set, no life-loss ends, no reward clipping (Table 5); the fields below set the rest.
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
 EVAL_POLICIES = ("best_region", "bandits", "greedy")
-BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
+BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.control.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
 ENTROPY_POLICIES = ("played", "tau_one")
 
@@ -48,7 +49,7 @@ ENTROPY_POLICIES = ("played", "tau_one")
 @dataclasses.dataclass(frozen=True)
 class DiceConfig(BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields
-    DiCE shares with GDI and LBC, and their Table 5 defaults, are `common.config`'s
+    DiCE shares with GDI and LBC, and their Table 5 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are DiCE's own."""
 
     action_repeat: ClassVar[int] = ACTION_REPEAT
@@ -140,8 +141,8 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
         return self
 
 
-# choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE); Table 5's loss,
-# weights and gamma stay, so that `--env=CartPole` runs the paper's agent (it does not learn
+# choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE); Table 5's
+# loss, weights and gamma stay, so that `--env=CartPole` runs the paper's agent (it does not learn
 # CartPole). Measured (docs/dice.md, "A Retrace weight of 0.1"): --reward_shaping=fourth_root
 # --q_loss_scale=0.1 --q_centering=policy_mean --eval_policy=greedy --total_frames=2000000 has
 # 16-game evaluation rounds >= 450 on three seeds of three (a training mean of 450 on two), still
@@ -150,8 +151,8 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
-# the same share of the run's updates as the table's on Atari, whatever the run's budget.
+# sequence, burn-in, reuse and environments (common.settings.config.BURN_IN_MINATAR), and the
+# warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
     warmup_steps=scaled_warmup(DiceConfig, ACTION_REPEAT),

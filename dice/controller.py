@@ -2,9 +2,10 @@
 (DiCE §3.3, App. A, Algorithm 2, Eqs. (9)-(11)) over the inverse temperature eta = 1/tau;
 `params = {"eta": float}`.
 
-Built from the shared bandit parts of `common.bandits` (the interface, the conventions, the
-checkpoint layout: that module's docstring): one `common.bandits.BanditEnsemble` of tile-coded
-bandits with `common.bandits.NeighbourTiling` on one `common.bandits.eta_axis`.
+Built from the shared bandit parts of `common.control.bandits` (the interface, the conventions, the
+checkpoint layout: that module's docstring): one `common.control.bandits.BanditEnsemble` of
+tile-coded bandits with `common.control.bandits.NeighbourTiling` on one
+`common.control.bandits.eta_axis`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from common import bandits
+from common.control import bandits
 
 
 class DiceController(bandits.AxisController):
@@ -22,19 +23,20 @@ class DiceController(bandits.AxisController):
 
     `propose()` returns {"eta": float}; the actor plays softmax(eta * A) for the whole episode.
 
-    Defaults (DiCE Table 5): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, width ~ U{1, 2, 3}, d = 7 candidates,
-    UCB scaling c = 1.0, value normalisation (z-score) on, search range 1/tau in [0, 50].
+    Defaults (DiCE Table 5): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, width ~ U{1, 2, 3}, d = 7
+    candidates, UCB scaling c = 1.0, value normalisation (z-score) on, search range 1/tau in [0,
+    50].
 
     Readings (docs/papers/dice.md#departures-from-the-paper):
-    - `space="log1p"` (default): the bandit works on x = log(1 + eta) over [0, ln 51] (Table 5's range
-      through App. A's transform). `"inv_tau"`: x = eta on [0, 50]. `"exp_literal"`: x on [0, 50] with
-      eta = e^x - 1. See `bandits.eta_axis`.
+    - `space="log1p"` (default): the bandit works on x = log(1 + eta) over [0, ln 51] (Table 5's
+      range through App. A's transform). `"inv_tau"`: x = eta on [0, 50]. `"exp_literal"`: x on [0,
+      50] with eta = e^x - 1. See `bandits.eta_axis`.
     - `num_blocks=50` (choice: acc is not printed; 50 blocks as GDI's acc 1.0 on [0, 50]).
     - `edge="valid"` (default) averages the existing neighbours at the borders of Eq. (9);
       `edge="zero_pad"` keeps the printed 1/(2 width + 1).
     - z-score 0 when all values are equal; ties broken at random; x = r is the last tile.
-    - `selection="uniform_coordinate"`: the `random` ablation (Table 4, §4.3: the initial, never-updated BVA, which draws
-      x uniformly on the box).
+    - `selection="uniform_coordinate"`: the `random` ablation (Table 4, §4.3: the initial,
+      never-updated BVA, which draws x uniformly on the box).
     """
 
     def __init__(
@@ -52,8 +54,8 @@ class DiceController(bandits.AxisController):
         edge: str = "valid",
         selection: str = "bandits",
     ):
-        # eta_max: Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]"; num_bandits: "Num. Bandits 7";
-        # num_candidates: "Num. Bandit Candidates 7"; ucb_scale: "Bandit UCB Scaling 1.0";
+        # eta_max: Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]"; num_bandits: "Num. Bandits
+        # 7"; num_candidates: "Num. Bandit Candidates 7"; ucb_scale: "Bandit UCB Scaling 1.0";
         # learning_rates: "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])";
         # widths: "Bandit Tiling Width Uniform([1, 2, 3])"; num_blocks: choice,
         # docs/papers/dice.md#departures-from-the-paper.
@@ -88,9 +90,9 @@ class DiceController(bandits.AxisController):
         """Evaluation: eta uniform inside the played tile with the best ensemble-mean value V (no
         UCB term; `bandits.BanditEnsemble.propose_best`).
 
-        DiCE §3.3/§4.1: "each bandit provides one evaluation for each tau and the final evaluation is the
-        average of all bandits ... We use tau sampled from the best region"; best = argmax (our
-        reading, docs/papers/dice.md#departures-from-the-paper).
+        DiCE §3.3/§4.1: "each bandit provides one evaluation for each tau and the final evaluation
+        is the average of all bandits ... We use tau sampled from the best region"; best = argmax
+        (our reading, docs/papers/dice.md#departures-from-the-paper).
         """
         (ensemble,) = self._selectors
         if not isinstance(ensemble, bandits.BanditEnsemble):

@@ -1,5 +1,5 @@
 """The DiCE train step (App. B, Algorithm 3) on the shared burn-in learner
-(`common.burn_in_learning`): burn-in from the stored LSTM state without gradient, unroll the
+(`common.burn_in.burn_in_learning`): burn-in from the stored LSTM state without gradient, unroll the
 trained steps, then `dice.losses.dice_loss` with each step's own eta, Table 5's reward shaping and
 the discounts of episode ends and padding; AdamW with Table 5's schedules.
 """
@@ -8,12 +8,12 @@ from typing import Callable
 
 import tensorflow as tf
 
-from common import advantage_policy
-from common import burn_in_learning
-from common import learning as common_learning
-from common import replay
-from common import sequences
-from common import transforms
+from common.burn_in import advantage_policy
+from common.burn_in import burn_in_learning
+from common.runtime import learning as common_learning
+from common.replay import replay
+from common.equations import sequences
+from common.equations import transforms
 from dice import config as config_lib
 from dice import losses
 from dice import networks

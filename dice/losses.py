@@ -10,9 +10,9 @@ import dataclasses
 
 import tensorflow as tf
 
-from common import critics
-from common import policies
-from common import sequences
+from common.burn_in import critics
+from common.equations import policies
+from common.equations import sequences
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,14 +2,14 @@
 and the previous *shaped* reward, linear A (|A| actions) and V heads; the LSTM's inputs and the
 heads are our choices (docs/papers/dice.md#departures-from-the-paper).
 
-It is `common.networks.ActorCriticNet` with its logits head read as the advantage head A: DiCE
-has no policy head, pi_tau = softmax(eta · A) (§3.1, with v = A_theta of §3.2). The network never
-sees tau: V_theta and A_theta estimate the tau-free V^Omega and A^Omega (§3.1).
+It is `common.models.networks.ActorCriticNet` with its logits head read as the advantage head A:
+DiCE has no policy head, pi_tau = softmax(eta · A) (§3.1, with v = A_theta of §3.2). The network
+never sees tau: V_theta and A_theta estimate the tau-free V^Omega and A^Omega (§3.1).
 """
 
 import tensorflow as tf
 
-from common import networks
+from common.models import networks
 from dice import config as config_lib
 
 
@@ -32,6 +32,6 @@ def make_network_list(config: config_lib.DiceConfig, num_actions: int) -> list:
 
 def core_state_spec(config: config_lib.DiceConfig):
     """Per-env state stored at each item's first step (Table 5 "Burn-in Stored Recurrent State"):
-    one (h, c) per network of `common.advantage_policy` (DiCE has one)."""
+    one (h, c) per network of `common.burn_in.advantage_policy` (DiCE has one)."""
     lstm = tf.TensorSpec([config.lstm_units], tf.float32)
     return ((lstm, lstm),)

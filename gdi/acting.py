@@ -5,17 +5,17 @@
 
 with A_1 = A_2 = A of the one network (GDI-I3, Eq. (10)) or A_i of network i (GDI-H3, Eq. (12)).
 lambda and log mu(a_t|x_t) are stored with every step; the raw game return feeds the bandits
-(`common.behaviour`)."""
+(`common.control.behaviour`)."""
 
 import dataclasses
 import functools
 
 import numpy as np
 
-from common import advantage_policy
-from common import bandits
-from common import behaviour
-from common import envs
+from common.burn_in import advantage_policy
+from common.control import bandits
+from common.control import behaviour
+from common.environments import envs
 from gdi import config as config_lib
 from gdi import controller
 from gdi import losses
@@ -23,14 +23,15 @@ from gdi import networks
 
 
 def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
-    """The mixture hook of `common.advantage_policy`: the games' lambda ({name: [B]}) as
+    """The mixture hook of `common.burn_in.advantage_policy`: the games' lambda ({name: [B]}) as
     Eq. (2)'s (etas [B, 2], weights [B, 2])."""
     params = {name: np.asarray(value, np.float32) for name, value in params.items()}
     return losses.lambda_mixture(params, np.stack)
 
 
 def make_policy(config):
-    """The actors' `common.acting.PolicyFactory` of `config`: Eq. (2) over one (I3) or two (H3) networks."""
+    """The actors' `common.runtime.acting.PolicyFactory` of `config`: Eq. (2) over one (I3) or two
+    (H3) networks."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_networks, config),
         behaviour_mixture,
@@ -54,6 +55,6 @@ def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
 
 
 def protocol(config: config_lib.GdiConfig) -> envs.AtariProtocol:
-    """Table 5's preprocessing (common.envs "dice_gdi_lbc" with GDI's 100,000-frame cap), for
-    training and evaluation."""
+    """Table 5's preprocessing (common.environments.envs "dice_gdi_lbc" with GDI's 100,000-frame
+    cap), for training and evaluation."""
     return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

@@ -1,10 +1,11 @@
-"""GDI on the shared stack: `GdiBuilder` (`common.builder.BurnInBuilder`) and the command line's
+"""GDI on the shared stack: `GdiBuilder` (`common.experiments.builder.BurnInBuilder`) and the
+command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
 
-from common import builder
-from common import cli
+from common.experiments import builder
+from common.experiments import cli
 from gdi import ablations
 from gdi import config as config_lib
 
@@ -51,8 +52,8 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
         """Evaluation environments (§4.1's "additional environments"; which lambda they play is
         our choice, docs/papers/gdi.md#departures-from-the-paper) never write to replay; they run
         bandit ensembles of their own that learn from the evaluation games
-        (--eval_policy=bandits) or play the best played region of the first actor's saved bandits, never
-        updated (--eval_policy=best_region); never an argmax (`gdi.acting.behaviour_spec`)."""
+        (--eval_policy=bandits) or play the best played region of the first actor's saved bandits,
+        never updated (--eval_policy=best_region); never an argmax (`gdi.acting.behaviour_spec`)."""
         return builder.Evaluation()
 
     def name(self) -> str:

@@ -12,7 +12,8 @@ both, and `variant` chooses: `reward_shapings` is (shape 1,) for "i3" and (shape
 "h3", one entry per network.
 
 The fields GDI shares with DiCE and LBC are declared, with their defaults (Tables 5 and 6's where
-GDI prints them) and checks, in `common.config`'s `ProcessSettings`, `BurnInLearnerSettings` and
+GDI prints them) and checks, in `common.settings.config`'s `ProcessSettings`,
+`BurnInLearnerSettings` and
 `BanditSettings`; this module declares GDI's own fields and the shared ones whose default is
 GDI's own. Every `bandit_<arg>` field is the argument `<arg>` of `gdi.controller.GdiController`;
 `bandit_kwargs()` passes them through, with `held`: the parameters outside `selected_params` at
@@ -24,7 +25,7 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from common.config import (
+from common.settings.config import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
     REWARD_TRANSFORMS,
@@ -43,8 +44,9 @@ from common.config import (
     unit_interval,
 )
 
-# The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
-# life information not allowed, no reward clipping (Tables 5, 6); the fields below set the rest.
+# The common.environments.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full
+# action set, life information not allowed, no reward clipping (Tables 5, 6); the fields below set
+# the rest.
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
@@ -53,7 +55,7 @@ PG_MODES = ("log_mixture", "tau_free")
 EVAL_POLICIES = ("bandits", "best_region")
 # Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names gdi.controller.GdiController gives them.
 BEHAVIOUR_PARAMS = ("eta1", "eta2", "epsilon")
-BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.bandits.SPACES
+BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.control.bandits.SPACES
 
 # --selected_params: distinct names of BEHAVIOUR_PARAMS.
 DISTINCT_BEHAVIOUR_PARAMS = Check(
@@ -72,7 +74,7 @@ DISTINCT_BEHAVIOUR_PARAMS = Check(
 @dataclasses.dataclass(frozen=True)
 class GdiConfig(BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields GDI
-    shares with DiCE and LBC, and their Table 5-6 defaults, are `common.config`'s
+    shares with DiCE and LBC, and their Table 5-6 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are GDI's own."""
 
     action_repeat: ClassVar[int] = ACTION_REPEAT
@@ -233,13 +235,13 @@ class GdiConfig(BanditSettings, BurnInLearnerSettings):
         return eta_blocks, eta_blocks, math.ceil(1 / self.bandit_epsilon_acc - 1e-9)
 
 
-# choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE) and a dynamics MLP
-# to match; Table 6's loss, weights and gamma stay.
+# choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE) and a
+# dynamics MLP to match; Table 6's loss, weights and gamma stay.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, aux_hidden=64)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
-# the same share of the run's updates as the table's on Atari, whatever the run's budget.
+# sequence, burn-in, reuse and environments (common.settings.config.BURN_IN_MINATAR), and the
+# warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
     warmup_steps=scaled_warmup(GdiConfig, ACTION_REPEAT),

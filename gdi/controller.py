@@ -2,9 +2,9 @@
 App. G, Algorithm 4, Eqs. (13)-(15)) over lambda = (1/tau_1, 1/tau_2, eps) of Eq. (2); the same for
 GDI-I3 and GDI-H3; `params = {"eta1": float, "eta2": float, "epsilon": float}`.
 
-Built from the shared bandit parts of `common.bandits` (the interface, the conventions, the
-checkpoint layout: that module's docstring): `common.bandits.BanditEnsemble`s of tile-coded
-bandits with `common.bandits.OffsetTiling`, one per coordinate or one on the joint grid.
+Built from the shared bandit parts of `common.control.bandits` (the interface, the conventions, the
+checkpoint layout: that module's docstring): `common.control.bandits.BanditEnsemble`s of tile-coded
+bandits with `common.control.bandits.OffsetTiling`, one per coordinate or one on the joint grid.
 """
 
 from __future__ import annotations
@@ -15,27 +15,32 @@ from typing import Any
 
 import numpy as np
 
-from common import bandits
+from common.control import bandits
 
 
 class GdiController(bandits.AxisController):
-    """GDI's Bandits Controller (GDI §4.1, App. G, Algorithm 4) over lambda = (1/tau_1, 1/tau_2, eps).
+    """GDI's Bandits Controller (GDI §4.1, App. G, Algorithm 4) over lambda = (1/tau_1, 1/tau_2,
+    eps).
 
     `propose()` returns {"eta1": float, "eta2": float, "epsilon": float}; the actor plays
-    eps * softmax(eta1 * A_1) + (1 - eps) * softmax(eta2 * A_2) (Eq. (2)); GDI-I3 uses A_1 = A_2 = A,
-    GDI-H3 two advantage heads; the controller is the same.
+    eps * softmax(eta1 * A_1) + (1 - eps) * softmax(eta2 * A_2) (Eq. (2)); GDI-I3 uses A_1 = A_2 =
+    A, GDI-H3 two advantage heads; the controller is the same.
 
-    Defaults (GDI Table 6): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, d = 3 candidates, c = 1.0, 1/tau_1 and
-    1/tau_2 in [0, 50] at accuracy 1.0 (50 blocks), eps in [0, 1] at accuracy 0.1 (10 blocks); tile
-    codings per `bandits.OffsetTiling` (K ~ U{2,3,4} tilings of U{2,3,4} blocks, offsets U[0, 60] %).
+    Defaults (GDI Table 6): M = 7 bandits, lr ~ U{0.05, 0.1, 0.2}, d = 3 candidates, c = 1.0,
+    1/tau_1 and 1/tau_2 in [0, 50] at accuracy 1.0 (50 blocks), eps in [0, 1] at accuracy 0.1 (10
+    blocks); tile codings per `bandits.OffsetTiling` (K ~ U{2,3,4} tilings of U{2,3,4} blocks,
+    offsets U[0, 60] %).
 
     Readings (docs/papers/gdi.md#departures-from-the-paper):
-    - `space="log1p"` (default): x = log(1 + eta) over [0, ln 51] in 50 equal blocks; `"inv_tau"` and
+    - `space="log1p"` (default): x = log(1 + eta) over [0, ln 51] in 50 equal blocks; `"inv_tau"`
+      and
       `"exp_literal"` as in `bandits.eta_axis`. eps is its own coordinate (App. G: x_3 = eps).
     - `factorized=True` (default): three independent 1-D ensembles (Algorithm 4 run per
-      coordinate), each updated with (x_d, G). `factorized=False` is App. G literally: every bandit works
-      on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all blocks.
-    - UCB counts per block; z-score 0 when all values are equal; ties at random; x = r is the last block.
+      coordinate), each updated with (x_d, G). `factorized=False` is App. G literally: every bandit
+      works on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all
+      blocks.
+    - UCB counts per block; z-score 0 when all values are equal; ties at random; x = r is the last
+      block.
     - `selection="uniform"`: "Random Selection", Table 20's uniform P over Lambda: 1/tau_1,
       1/tau_2 uniform on [0, eta_max] and eps on [0, 1] (Table 6's search ranges);
       `"uniform_coordinate"` draws x uniformly over the box of the chosen space instead.
@@ -66,8 +71,8 @@ class GdiController(bandits.AxisController):
         # Table 6: "Bandit Search Range for 1/tau_1, 1/tau_2 [0.0, 50.0]", "for eps [0.0, 1.0]";
         # "Accuracy of Search Range for [1/tau_1, 1/tau_2, eps] [1.0, 1.0, 0.1]"; "Num. Bandits 7";
         # "Num. Bandit Candidates 3"; "Bandit UCB Scaling 1.0"; "Bandit Learning Rate Uniform([0.05,
-        # 0.1, 0.2])"; "Bandit Tiling Width Uniform([2, 3, 4])"; "Accuracy of Tile coding Uniform([2, 3,
-        # 4])"; "Offset of Tile coding Uniform([0, 60])".
+        # 0.1, 0.2])"; "Bandit Tiling Width Uniform([2, 3, 4])"; "Accuracy of Tile coding
+        # Uniform([2, 3, 4])"; "Offset of Tile coding Uniform([0, 60])".
         eta_blocks = max(1, math.ceil(eta_max / eta_acc - bandits.INDEX_TOLERANCE))
         axes = [
             bandits.eta_axis("eta1", space, eta_max, eta_blocks),
@@ -119,8 +124,8 @@ class GdiController(bandits.AxisController):
 
     def summary(self) -> dict[str, float]:
         """What the bandits have learned, for TensorBoard: per ensemble (one per learned
-        parameter when factorised, one for all when joint), the centre of its best played block in each
-        parameter, that block's ensemble-mean value and the mean value over blocks; the games
+        parameter when factorised, one for all when joint), the centre of its best played block in
+        each parameter, that block's ensemble-mean value and the mean value over blocks; the games
         learned from."""
         report = {}
         for selector in self._selectors:

@@ -1,5 +1,5 @@
 """The GDI train step (Algorithms 2-3, App. B) on the shared burn-in learner
-(`common.burn_in_learning`): burn-in from each network's stored LSTM state without gradient,
+(`common.burn_in.burn_in_learning`): burn-in from each network's stored LSTM state without gradient,
 unroll the trained steps, then `gdi.losses.gdi_loss` with each step's own lambda and each
 network's reward shaping (Table 6), plus the auxiliary forward and inverse dynamics losses of
 each network (Table 6; their form: docs/papers/gdi.md#departures-from-the-paper); AdamW with
@@ -10,14 +10,14 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from common import advantage_policy
-from common import burn_in_learning
-from common import dynamics
-from common import learning as common_learning
-from common import networks as networks_lib
-from common import replay
-from common import sequences
-from common import transforms
+from common.burn_in import advantage_policy
+from common.burn_in import burn_in_learning
+from common.burn_in import dynamics
+from common.runtime import learning as common_learning
+from common.models import networks as networks_lib
+from common.replay import replay
+from common.equations import sequences
+from common.equations import transforms
 from gdi import config as config_lib
 from gdi import losses
 from gdi import networks as gdi_networks

@@ -28,9 +28,9 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from common import critics
-from common import policies
-from common import sequences
+from common.burn_in import critics
+from common.equations import policies
+from common.equations import sequences
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +49,7 @@ def lambda_mixture(behaviour, stack: Callable = tf.stack):
 
 def log_mixture_policy_gradient_loss(component_logits, etas, weights, actions, advantages):
     """−sum_n sg(Â_n) sg(w_n(a)) log pi_n(a) (`pg_mode="log_mixture"`, module docstring); same
-    arguments as `common.policies.mixture_tau_free_policy_gradient_loss`."""
+    arguments as `common.equations.policies.mixture_tau_free_policy_gradient_loss`."""
     log_components = policies.inverse_temperature_log_softmax(component_logits, etas)
     one_hot = tf.one_hot(actions, log_components.shape[-1], dtype=log_components.dtype)
     taken = tf.reduce_sum(log_components * one_hot[..., None, :], -1)  # [..., N]

@@ -1,9 +1,10 @@
 """Train GDI: `python -m gdi.main --variant=i3 --env=Pong` (GDI-I3) or `--variant=h3` (GDI-H3).
 
 Every `gdi.config.GdiConfig` field is a flag (defaults: Tables 5-6; CartPole has its own
-documented choices), and so is every run setting every paper shares (`common.cli.RunSettings`:
---logdir to resume, --role to split replay / learner / actors over machines, --ablation and
---ablations / --seeds for Table 20's variants of gdi/ablations.py, run side by side:
+documented choices), and so is every run setting every paper shares
+(`common.experiments.cli.RunSettings`: --logdir to resume, --role to split replay / learner / actors
+over machines, --ablation and --ablations / --seeds for Table 20's variants of gdi/ablations.py, run
+side by side:
 `python -m gdi.main --env=Seaquest --ablations=gdi_i3,gdi_h3,fix_selection,random_selection,
 boltzmann_selection,epsilon_greedy_selection`).
 
@@ -14,7 +15,7 @@ auxiliary dynamics tasks (App. B, Table 6, Algorithms 2-3), on burn-in sequences
 twice (docs/papers/gdi.md#equations-in-code).
 """
 
-from common import cli
+from common.experiments import cli
 from gdi import builder
 
 if __name__ == "__main__":

@@ -2,20 +2,20 @@
 theta_2 ("two different families of trainable variables", §4.1, Eqs. (11)-(12)). What the paper
 leaves open is ours: docs/papers/gdi.md#departures-from-the-paper.
 
-Each is `common.networks.ActorCriticNet` with its logits head read as the advantage head A (there
-is no policy head: pi = Softmax(A / tau) per mixture component, Eq. (2)): IMPALA-deep torso,
+Each is `common.models.networks.ActorCriticNet` with its logits head read as the advantage head A
+(there is no policy head: pi = Softmax(A / tau) per mixture component, Eq. (2)): IMPALA-deep torso,
 LSTM(256) fed the one-hot previous action and the previous reward in that network's own reward
 shaping, linear A and V heads. The networks never see lambda (the paper never mentions it as an
-input). Each torso has its auxiliary forward / inverse dynamics heads (`common.dynamics`), used by
-the learner only. With `--shared_torso` (GDI-H3, our option:
+input). Each torso has its auxiliary forward / inverse dynamics heads (`common.burn_in.dynamics`),
+used by the learner only. With `--shared_torso` (GDI-H3, our option:
 docs/papers/gdi.md#options-and-readings-that-are-not-departures) network 2 is built on network
 1's torso: one torso, one set of dynamics heads, two LSTMs and two head sets.
 """
 
 import tensorflow as tf
 
-from common import dynamics
-from common import networks
+from common.burn_in import dynamics
+from common.models import networks
 from gdi import config as config_lib
 
 

@@ -1,15 +1,15 @@
 """IMPALA's behaviour and evaluation policies and its Atari protocols.
 
 The behaviour policy is mu = softmax(logits) of the actor's (possibly stale) copy of the network
-(§3, §4.1): `common.acting.CategoricalPolicy`. Evaluation samples from pi as well unless
+(§3, §4.1): `common.runtime.acting.CategoricalPolicy`. Evaluation samples from pi as well unless
 `--eval_policy=greedy` (our choice: docs/papers/impala.md#departures-from-the-paper).
 """
 
 import dataclasses
 
-from common import acting
-from common import envs
-from common import networks as common_networks
+from common.runtime import acting
+from common.environments import envs
+from common.models import networks as common_networks
 from impala import config as config_lib
 from impala import networks
 
@@ -22,7 +22,7 @@ def make_policy(
     seed: int,
     greedy: bool,
 ) -> acting.CategoricalPolicy:
-    """A `common.acting.PolicyFactory` once `config` is bound (functools.partial)."""
+    """A `common.runtime.acting.PolicyFactory` once `config` is bound (functools.partial)."""
     network = common_networks.build_in_precision(
         config.actor_precision, lambda: networks.make_network(config, num_actions)
     )
@@ -42,15 +42,16 @@ def policy_extras(spec) -> dict:
 
 
 def protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
-    """Table G.1 preprocessing (common.envs "impala"), with the configured action set."""
+    """Table G.1 preprocessing (common.environments.envs "impala"), with the configured action
+    set."""
     return dataclasses.replace(envs.PROTOCOLS["impala"], full_action_space=config.full_action_set)
 
 
 def evaluation_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
     """§5.3.2 evaluation: no-op starts, episode cap and sticky actions of the config.
 
-    Scores are whole games (common.envs reports the raw game score), so the life-loss flag of
-    training does not change them.
+    Scores are whole games (common.environments.envs reports the raw game score), so the life-loss
+    flag of training does not change them.
     """
     return dataclasses.replace(
         protocol(config),

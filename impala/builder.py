@@ -1,11 +1,12 @@
-"""IMPALA on the shared stack: `ImpalaBuilder` (`common.builder.Builder`) and the command line's
+"""IMPALA on the shared stack: `ImpalaBuilder` (`common.experiments.builder.Builder`) and the
+command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
 import functools
 
-from common import builder
-from common import cli
+from common.experiments import builder
+from common.experiments import cli
 from impala import ablations
 from impala import config as config_lib
 
@@ -20,7 +21,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
     def replay(self):
         """The queue of §3, Table 2's queue plus uniform replay (§5.2.2, Table D.3), or another
         paper's pattern with IMPALA's learner (config.replay)."""
-        from common import patterns
+        from common.replay import patterns
 
         config = self.config
         length, capacity = config.unroll_length, config.replay_capacity
@@ -68,7 +69,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
         """Network, compiled train step and optimizer of the learner process."""
         import tensorflow as tf
 
-        from common import learning as common_learning
+        from common.runtime import learning as common_learning
         from impala import learning
         from impala import networks
 

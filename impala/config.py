@@ -13,7 +13,7 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 import dataclasses
 import typing
 
-from common.config import (
+from common.settings.config import (
     PRECISIONS,
     TORSOS,
     ProcessSettings,
@@ -204,7 +204,7 @@ class ImpalaConfig(ProcessSettings):
     def frames_per_step(self) -> int:
         """Environment frames per agent step: the action repeat (Table G.1: 4; CartPole and
         MinAtar: 1)."""
-        from common import envs  # imports ale-py: not when the flags are defined
+        from common.environments import envs  # imports ale-py: not when the flags are defined
 
         return 4 if envs.env_family(self.env) == "atari" else 1
 
@@ -245,7 +245,7 @@ CARTPOLE_OVERRIDES: dict[str, typing.Any] = dict(
 MINATAR_OVERRIDES: dict[str, typing.Any] = dict(
     network="minatar",
     total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
-    eval_noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
+    eval_noop_max=0,  # MinAtar's protocol (common.environments.envs) has no no-op starts
     # choice: full training on MinAtar Breakout at 5.0K, 7.2K and 11.1K frames/s with 16, 32 and
     # 64 envs per actor on an AMD EPYC, 31K and 41K with 64 and 128 on a Xeon; three seeds at 64
     # and at 128 learn as the grid's at 16 (docs/minatar.md, "On a Xeon: whole items ...").

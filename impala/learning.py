@@ -1,21 +1,22 @@
 """The IMPALA train step: unroll batch in, V-trace loss, clipped gradients, RMSProp step out.
 
-The generic loop (sampling, publishing, checkpoints, logging) is `common.learning`; this module
-supplies what is IMPALA's: the optimiser with TF1 semantics (our choice,
+The generic loop (sampling, publishing, checkpoints, logging) is `common.runtime.learning`; this
+module supplies what is IMPALA's: the optimiser with TF1 semantics (our choice,
 docs/papers/impala.md#departures-from-the-paper) and the step itself (the §4.2 loss of
 `impala.losses`). The shared pieces it uses live in `common`: the linear learning-rate anneal
-(Table G.1) in `common.schedules`, discounts from episode starts and truncation bootstraps in
-`common.sequences`.
+(Table G.1) in `common.equations.schedules`, discounts from episode starts and truncation bootstraps
+in
+`common.equations.sequences`.
 """
 
 from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from common import instruments
-from common import replay
-from common import schedules
-from common import sequences
+from common.equations import instruments
+from common.replay import replay
+from common.equations import schedules
+from common.equations import sequences
 from impala import config as config_lib
 from impala import losses
 

@@ -26,10 +26,10 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from common import instruments
-from common import policies
-from common import returns
-from common import sequences
+from common.equations import instruments
+from common.equations import policies
+from common.equations import returns
+from common.equations import sequences
 from impala import config as config_lib
 
 
@@ -60,9 +60,9 @@ def policy_gradient_loss(
 ) -> tf.Tensor:
     """L_pi = -sum A_s log pi(a_s|x_s) (AC-pi); with `epsilon`, log(pi(a_s|x_s) + eps) (§5.2.2).
 
-    The per-step surrogate -sg(A_s) log pi(a_s|x_s) is `common.policies.policy_gradient_loss`;
-    IMPALA sums it over batch and time (Table D.1 note). The eps_correction variant feeds it
-    log(pi + eps) instead of log pi.
+    The per-step surrogate -sg(A_s) log pi(a_s|x_s) is
+    `common.equations.policies.policy_gradient_loss`; IMPALA sums it over batch and time (Table D.1
+    note). The eps_correction variant feeds it log(pi + eps) instead of log pi.
     """
     if epsilon is None:
         log_probs = tf.nn.log_softmax(logits)
@@ -80,14 +80,14 @@ def baseline_loss(vs: tf.Tensor, values: tf.Tensor, mask: tf.Tensor | None = Non
 def entropy_loss(logits: tf.Tensor, mask: tf.Tensor | None = None) -> tf.Tensor:
     """L_H = -sum_s H(pi(.|x_s)) = sum_s sum_a pi log pi (AC-H): minimising it raises entropy.
 
-    H per step is `common.policies.entropy`; IMPALA sums over batch and time.
+    H per step is `common.equations.policies.entropy`; IMPALA sums over batch and time.
     """
     return -_sum(policies.entropy(logits=logits), mask)
 
 
 def _sum(per_step: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
     """IMPALA's sum over batch and time, of the real steps only when `mask` is given (padded
-    replay items, `common.patterns.SampleK`)."""
+    replay items, `common.replay.patterns.SampleK`)."""
     return tf.reduce_sum(per_step) if mask is None else sequences.masked_sum(per_step, mask)
 
 
@@ -167,7 +167,8 @@ def impala_loss(
       rewards: [T, B] (clipped) rewards.
       discounts: [T, B] gamma * (1 - done_t).
       mask: optional [T, B], 1 for real steps, 0 for padding (left out of every sum; the
-        discounts must already cut the returns there, `common.sequences.discounts_from_resets`).
+        discounts must already cut the returns there,
+        `common.equations.sequences.discounts_from_resets`).
 
     Returns:
       The summed loss and diagnostic scalars (loss terms, importance-ratio statistics).

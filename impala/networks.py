@@ -1,4 +1,4 @@
-"""The IMPALA network of a config: `common.networks.ActorCriticNet` with the paper's choices.
+"""The IMPALA network of a config: `common.models.networks.ActorCriticNet` with the paper's choices.
 
 Atari (§5.3.2, App. G): feed-forward, 4-frame stack, deep or shallow torso, no LSTM.
 DMLab (§5, Fig. 3): add `--use_lstm` (256 units, previous action and clipped reward as inputs;
@@ -7,7 +7,7 @@ the details are ours, docs/papers/impala.md#departures-from-the-paper).
 
 import tensorflow as tf
 
-from common import networks
+from common.models import networks
 from impala import config as config_lib
 
 

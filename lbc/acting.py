@@ -2,8 +2,8 @@
 
 Each environment's game plays mu_psi = sum_n omega_n softmax(tau_n · A_{i(n)}) with the psi =
 (tau_1..N, omega_1..N) its actor's bandit population drew at the game's start (§4.2, App. E,
-`lbc.controller.LbcController` through `common.behaviour`); psi is stored with every step and
-log mu(a_t|x_t) with the action (our choice: the behaviour-probability row of
+`lbc.controller.LbcController` through `common.control.behaviour`); psi is stored with every step
+and log mu(a_t|x_t) with the action (our choice: the behaviour-probability row of
 docs/papers/lbc.md#departures-from-the-paper), and the raw game return feeds the bandits.
 
 Component n reads network i(n) = n of the population; with one network (Table 12 "Reducing H")
@@ -15,16 +15,16 @@ import functools
 
 import numpy as np
 
-from common import advantage_policy
-from common import behaviour
-from common import envs
+from common.burn_in import advantage_policy
+from common.control import behaviour
+from common.environments import envs
 from lbc import config as config_lib
 from lbc import controller
 from lbc import networks
 
 
 def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
-    """The mixture hook of `common.advantage_policy`: the games' psi [B, N] each as the
+    """The mixture hook of `common.burn_in.advantage_policy`: the games' psi [B, N] each as the
     mixture's (inverse temperatures tau, weights omega). LBC's tau_i multiplies the logits
     (§4.1, softmax_tau(Phi)), so it is an `eta` as it stands."""
     return np.asarray(params["eta"], np.float32), np.asarray(params["omega"], np.float32)
@@ -38,8 +38,8 @@ def component_networks(config: config_lib.LbcConfig) -> list[int]:
 
 
 def make_policy(config):
-    """The actors' `common.acting.PolicyFactory` of `config`: all networks at every step (Eq. (10)
-    mixes every A_i), each bootstrapping a truncation with its own V_i."""
+    """The actors' `common.runtime.acting.PolicyFactory` of `config`: all networks at every step
+    (Eq. (10) mixes every A_i), each bootstrapping a truncation with its own V_i."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_population, config),
         behaviour_mixture,
@@ -62,5 +62,6 @@ def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:
 
 
 def protocol(config: config_lib.LbcConfig) -> envs.AtariProtocol:
-    """Table 3's preprocessing (common.envs "dice_gdi_lbc"), for training and evaluation."""
+    """Table 3's preprocessing (common.environments.envs "dice_gdi_lbc"), for training and
+    evaluation."""
     return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())

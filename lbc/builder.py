@@ -1,10 +1,11 @@
-"""LBC on the shared stack: `LbcBuilder` (`common.builder.BurnInBuilder`) and the command line's
+"""LBC on the shared stack: `LbcBuilder` (`common.experiments.builder.BurnInBuilder`) and the
+command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
 
-from common import builder
-from common import cli
+from common.experiments import builder
+from common.experiments import cli
 from lbc import ablations
 from lbc import config as config_lib
 

@@ -18,7 +18,7 @@ the same batch and updates each network with its own AdamW (its own clip norm an
 is what three learners sampling one replay would do, minus the sampling noise between them.
 
 The fields LBC shares with DiCE and GDI are declared, with their defaults (Table 3's where LBC
-prints the same value as DiCE and GDI) and checks, in `common.config`'s `ProcessSettings`,
+prints the same value as DiCE and GDI) and checks, in `common.settings.config`'s `ProcessSettings`,
 `BurnInLearnerSettings` and `BanditSettings`; this module declares LBC's own fields and the
 shared ones whose default is LBC's own. Every `bandit_<arg>` field is the argument `<arg>` of
 `lbc.controller.LbcController`; `bandit_kwargs()` passes them through. This module imports
@@ -29,7 +29,7 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from common.config import (
+from common.settings.config import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
     FORWARD_LOSSES,
@@ -45,8 +45,9 @@ from common.config import (
     tuple_of,
 )
 
-# The common.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full action set,
-# life information not allowed, no reward clipping (Table 3); the fields below set the rest.
+# The common.environments.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full
+# action set, life information not allowed, no reward clipping (Table 3); the fields below set the
+# rest.
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 3: "Num. Action Repeats 4"
 
@@ -60,7 +61,7 @@ BANDIT_UCB_SUMS = ("all", "others")
 @dataclasses.dataclass(frozen=True)
 class LbcConfig(BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields LBC
-    shares with DiCE and GDI, and their Table 3 defaults, are `common.config`'s
+    shares with DiCE and GDI, and their Table 3 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are LBC's own."""
 
     action_repeat: ClassVar[int] = ACTION_REPEAT
@@ -78,7 +79,7 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
     # Table 3 gamma_1..gamma_3
     reward_shapings: tuple[str, ...] = field(
         ("value_rescaling", "asymmetric_log", "optimistic_asymmetric"),
-        "RS_i of each learned network (common.transforms names).",
+        "RS_i of each learned network (common.equations.transforms names).",
         tuple_of(f"names in {', '.join(REWARD_TRANSFORMS)}", lambda v: v in REWARD_TRANSFORMS),
     )
     # Table 3 RS_1 = sign(x)(sqrt(|x|+1) - 1) + 0.001 x, RS_2 = log scaling,
@@ -127,10 +128,11 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
     # --- Optimiser of each learner (Table 3) ---------------------------------------------------
     learning_rate: float = field(5.3e-4)  # Table 3 "Learning Rate 5.3e-4".
 
-    # --- Replay (Table 3; SampleK, docs/architecture.md#replay-patterns-commonpatternspy) -----
+    # --- Replay (Table 3; SampleK, docs/architecture.md#replay-patterns-commonreplaypatternspy)
+    # -----
     learner_microbatches: int = field(1)
     # choice: exactly the same gradient in 1/k of the activation memory
-    # (common.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
+    # (common.burn_in.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
     # peaked at 3.9 GiB on the 24 GiB CPU machine (README, "Training LBC").
     replay_capacity: int = field(10_000)
     # choice: no size printed; with reuse 2 and FIFO the table behaves like a queue.
@@ -230,16 +232,16 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
         return len(self.discounts)
 
 
-# choice: the burn-in agents' CartPole sizes (common.config.BURN_IN_CARTPOLE), with heads and a
-# dynamics MLP to match. The population keeps Table 3's h_i = (gamma_i, RS_i), so that the Reducing
-# H ablations (h_1 of Table 3) train a member of the same population. Measured (README, "The
-# collapse"): --learning_rate=3e-4 avoids the falls to one-action play of long runs at 1e-3, but
-# rises more slowly; the default stays the shared 1e-3 that the README's CartPole tables used.
+# choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE), with heads
+# and a dynamics MLP to match. The population keeps Table 3's h_i = (gamma_i, RS_i), so that the
+# Reducing H ablations (h_1 of Table 3) train a member of the same population. Measured (README,
+# "The collapse"): --learning_rate=3e-4 avoids the falls to one-action play of long runs at 1e-3,
+# but rises more slowly; the default stays the shared 1e-3 that the README's CartPole tables used.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, head_hidden=64, aux_hidden=64)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.config.BURN_IN_MINATAR), and the warm-up at
-# the same share of the run's updates as the table's on Atari, whatever the run's budget.
+# sequence, burn-in, reuse and environments (common.settings.config.BURN_IN_MINATAR), and the
+# warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
     warmup_steps=scaled_warmup(LbcConfig, ACTION_REPEAT),

@@ -3,8 +3,8 @@ Sec. 4.2, App. E, Algorithm 1, Eqs. (22)-(25)) over psi = (tau_1..tau_N, omega_1
 Eq. (10); `params = {"eta": [N], "omega": [N], "omega_unnormalised": [N]}` (LBC's tau_i multiplies
 the logits, so it is an inverse temperature and is returned as `eta`; LBC §4.1).
 
-Built from the shared bandit parts of `common.bandits` (the interface, the conventions, the
-checkpoint layout: that module's docstring): `common.bandits.BanditPopulation`s, one per
+Built from the shared bandit parts of `common.control.bandits` (the interface, the conventions, the
+checkpoint layout: that module's docstring): `common.control.bandits.BanditPopulation`s, one per
 coordinate or one on the joint grid.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from common import bandits
+from common.control import bandits
 
 
 def normalised_weights(raw) -> np.ndarray:
@@ -28,28 +28,33 @@ def normalised_weights(raw) -> np.ndarray:
 
 
 class LbcController(bandits.AxisController):
-    """LBC's meta-controller (LBC §4.2, App. E, Algorithm 1) over psi = (tau_1..tau_N, omega_1..omega_N).
+    """LBC's meta-controller (LBC §4.2, App. E, Algorithm 1) over psi = (tau_1..tau_N,
+    omega_1..omega_N).
 
     `propose()` returns {"eta": [N], "omega": [N], "omega_unnormalised": [N]}: the actor plays
-    sum_i omega_i softmax(eta_i * A_i) (Eq. (10); LBC's tau_i multiplies the logits, so it is `eta`).
-    `omega` sums to 1; `omega_unnormalised` is the draw the bandits credit and must be passed back to
-    `update()` with the rest of `params`. With `num_policies=1` there is no omega bandit and omega = [1].
+    sum_i omega_i softmax(eta_i * A_i) (Eq. (10); LBC's tau_i multiplies the logits, so it is
+    `eta`).
+    `omega` sums to 1; `omega_unnormalised` is the draw the bandits credit and must be passed back
+    to
+    `update()` with the rest of `params`. With `num_policies=1` there is no omega bandit and omega =
+    [1].
 
-    Defaults (LBC Table 3): N = 3 policies, population of 7 bandits, c ~ U[0.5, 1.5], top-D with D = 4,
-    replacement interval 50, range of tau_i [0, exp 4] at accuracy 0.2, omega_i in [0, 1] at accuracy 0.1.
+    Defaults (LBC Table 3): N = 3 policies, population of 7 bandits, c ~ U[0.5, 1.5], top-D with D =
+    4, replacement interval 50, range of tau_i [0, exp 4] at accuracy 0.2, omega_i in [0, 1] at
+    accuracy 0.1.
 
     Readings (docs/papers/lbc.md#departures-from-the-paper):
     - `eta_space="log1p"` (default): the bandit works on x = log(1 + tau_i) over [0, 4] in
-      20 blocks of 0.2 (tau_i up to e^4 - 1 = 53.6, the GDI/DiCE coordinate). `"linear"` is the literal
-      reading: tau_i on [0, e^4] at accuracy 0.2 (273 arms).
+      20 blocks of 0.2 (tau_i up to e^4 - 1 = 53.6, the GDI/DiCE coordinate). `"linear"` is the
+      literal reading: tau_i on [0, e^4] at accuracy 0.2 (273 arms).
     - `factorized=True` (default): one population per coordinate (N eta populations and N
       omega populations, each M = 7, D = 4, replacement 50), all updated with the same G.
-      `factorized=False`: one population on the joint grid of all 2N coordinates (8,000,000 arms for the
-      defaults; only practical for small grids).
+      `factorized=False`: one population on the joint grid of all 2N coordinates (8,000,000 arms for
+      the defaults; only practical for small grids).
     - omega: each omega_i is drawn by its own bandits, then normalised; all-zero draws
       give uniform omega. The bandits are credited with the unnormalised draws.
-    - Scores: `standardise=True` is Eq. (25) (z-score over visited arms, unvisited z = 0); False is Eq.
-      (24). `ucb_sum="all"` is Eqs. (24)-(25); `"others"` is Sec. 4.2's sum over j != k.
+    - Scores: `standardise=True` is Eq. (25) (z-score over visited arms, unvisited z = 0); False is
+      Eq. (24). `ucb_sum="all"` is Eqs. (24)-(25); `"others"` is Sec. 4.2's sum over j != k.
     - `pick="top"` is Algorithm 1's top-D vote; `"softmax"` draws each bandit's D arms from
       softmax(score) as Sec. 4.2 samples arms (see `bandits.BanditPopulation`).
     - `ucb_range=(0, 0)` is App. K.3's "w/o UCB item" ablation; `selection="uniform"` is "Random
@@ -78,8 +83,9 @@ class LbcController(bandits.AxisController):
         selection: str = "bandits",
     ):
         # Table 3: "Range of tau_i [0, exp 4]", "Discrete Accuracy of tau_i 0.2", "Range of omega_i
-        # [0, 1]", "Discrete Accuracy of omega_i 0.1", "Population Num. 7", "UCB c Uniformly sampled from
-        # [0.5, 1.5]", "D of Top-D 4", "Replacement Interval T_replace 50"; N = 3 policies (Sec. 5.1.2).
+        # [0, 1]", "Discrete Accuracy of omega_i 0.1", "Population Num. 7", "UCB c Uniformly sampled
+        # from [0.5, 1.5]", "D of Top-D 4", "Replacement Interval T_replace 50"; N = 3 policies
+        # (Sec. 5.1.2).
         bandits.check_positive_int("num_policies", num_policies)
         bandits.check_choice("eta_space", eta_space, ("log1p", "linear"))
         self.num_policies = num_policies

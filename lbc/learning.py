@@ -1,5 +1,5 @@
 """The LBC train step (§5.1.2, App. B, Algorithm 2) on the shared burn-in learner
-(`common.burn_in_learning`).
+(`common.burn_in.burn_in_learning`).
 
 Algorithm 2 runs one learner per network, each on its own GPU, all sampling the shared replay.
 choice (2-core machine, `lbc.config`): one compiled step trains the whole population on each batch.
@@ -14,13 +14,13 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from common import advantage_policy
-from common import burn_in_learning
-from common import dynamics
-from common import learning as common_learning
-from common import replay
-from common import sequences
-from common import transforms
+from common.burn_in import advantage_policy
+from common.burn_in import burn_in_learning
+from common.burn_in import dynamics
+from common.runtime import learning as common_learning
+from common.replay import replay
+from common.equations import sequences
+from common.equations import transforms
 from lbc import config as config_lib
 from lbc import losses
 from lbc import networks
@@ -72,7 +72,7 @@ def population_rewards_and_discounts(steps: dict, config: config_lib.LbcConfig):
     padding: two [T, B, K] tensors, one column per network (h_i of Table 3)."""
     gammas = tf.constant(config.discounts, tf.float32)
     truncation = steps["truncation_value"][:-1]
-    if config.num_networks == 1:  # one value head stores [T, B] (common.acting.step_spec)
+    if config.num_networks == 1:  # one value head stores [T, B] (common.runtime.acting.step_spec)
         truncation = truncation[..., None]
     shapings = [transforms.reward_transform(name) for name in config.reward_shapings]
     rewards = sequences.bootstrapped_rewards(steps["reward"][:-1], truncation, gammas, shapings)

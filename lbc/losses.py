@@ -1,5 +1,5 @@
 """LBC's per-policy loss (§5.1.2, App. B, Algorithm 2); the auxiliary tasks of Table 3 are
-`common.dynamics`.
+`common.burn_in.dynamics`.
 
 Network i learns from the shared replay, whose actions came from the mixture mu_psi (Eq. (10)):
 its own target policy pi_i = softmax(A_i) at inverse temperature 1 (§5.1.2: Phi_{h_i} = A_i; the
@@ -15,9 +15,9 @@ import dataclasses
 
 import tensorflow as tf
 
-from common import critics
-from common import policies
-from common import sequences
+from common.burn_in import critics
+from common.equations import policies
+from common.equations import sequences
 
 
 @dataclasses.dataclass(frozen=True)

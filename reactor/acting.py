@@ -13,10 +13,10 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from common import acting
-from common import distributional
-from common import envs
-from common import policies
+from common.runtime import acting
+from common.equations import distributional
+from common.environments import envs
+from common.equations import policies
 from reactor import config as config_lib
 from reactor import networks
 
@@ -28,7 +28,7 @@ def policy_extras(spec) -> dict:
 
 
 class ReactorPolicy:
-    """`common.acting.Policy` of Reactor: one compiled call per batched step."""
+    """`common.runtime.acting.Policy` of Reactor: one compiled call per batched step."""
 
     def __init__(
         self,

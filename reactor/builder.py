@@ -1,11 +1,12 @@
-"""Reactor on the shared stack: `ReactorBuilder` (`common.builder.Builder`) and the command line's
+"""Reactor on the shared stack: `ReactorBuilder` (`common.experiments.builder.Builder`) and the
+command line's
 `PAPER`. Imports TensorFlow only inside the methods that build something."""
 
 import dataclasses
 import functools
 
-from common import builder
-from common import cli
+from common.experiments import builder
+from common.experiments import cli
 from reactor import ablations
 from reactor import config as config_lib
 
@@ -38,7 +39,7 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
         The target network is checkpointed, never published (only the learner uses it)."""
         import tensorflow as tf
 
-        from common import learning as common_learning
+        from common.runtime import learning as common_learning
         from reactor import learning
         from reactor import networks
 

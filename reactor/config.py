@@ -14,7 +14,7 @@ milliseconds.
 import dataclasses
 from typing import Any
 
-from common.config import (
+from common.settings.config import (
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
     ProcessSettings,
@@ -29,11 +29,11 @@ from common.config import (
     unit_interval,
 )
 
-# The common.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1 "the same
-# as DQN, including 4 action repeats"), raw rewards (the learner clips, `reward_shaping`) and no
-# life-loss ends (choice: §4.1 does not say). The "impala" protocol would clip in the environment
-# and end episodes on life loss; `protocol_overrides` sets the single frame and the minimal
-# action set.
+# The common.environments.envs protocol Reactor starts from: 84x84 grayscale, 4 action repeats (§4.1
+# "the same as DQN, including 4 action repeats"), raw rewards (the learner clips, `reward_shaping`)
+# and no life-loss ends (choice: §4.1 does not say). The "impala" protocol would clip in the
+# environment and end episodes on life loss; `protocol_overrides` sets the single frame and the
+# minimal action set.
 PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # §4.1: "including 4 action repeats"
 
@@ -52,7 +52,7 @@ SEQUENCE_OF_FRAMES = must_be(
 @dataclasses.dataclass(frozen=True)
 class ReactorConfig(ProcessSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The process
-    settings (--jit_compile, niceness, intervals) are `common.config.ProcessSettings`'."""
+    settings (--jit_compile, niceness, intervals) are `common.settings.config.ProcessSettings`'."""
 
     # --- Environment (§4.1; the rest of the protocol is `PROTOCOL`) ----------------------------
     env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
@@ -248,15 +248,15 @@ class ReactorConfig(ProcessSettings):
         return self
 
     def protocol_overrides(self) -> dict[str, Any]:
-        """`common.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]` (training and
-        evaluation use the same protocol)."""
+        """`common.environments.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]`
+        (training and evaluation use the same protocol)."""
         return dict(atari_protocol_overrides(self), frame_stack=self.frame_stack)
 
     @property
     def frames_per_step(self) -> int:
         """Environment frames per agent step: the action repeat (§4.1: 4; CartPole and MinAtar:
         1)."""
-        from common import envs  # imports ale-py: not when the flags are defined
+        from common.environments import envs  # imports ale-py: not when the flags are defined
 
         return ACTION_REPEAT if envs.env_family(self.env) == "atari" else 1
 
@@ -311,5 +311,5 @@ CARTPOLE_OVERRIDES: dict[str, Any] = dict(
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     torso="minatar",
     total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
-    noop_max=0,  # MinAtar's protocol (common.envs) has no no-op starts
+    noop_max=0,  # MinAtar's protocol (common.environments.envs) has no no-op starts
 )

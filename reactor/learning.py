@@ -2,8 +2,8 @@
 sequences in; Adam step, target-network copy, new priorities and the new-key estimate out.
 
 The loop around it (sampling, writing priorities back, publishing, checkpoints) is
-`common.learning`. One step, for sequences x_0..x_T (T = 32) sampled with probability P(k) from
-a replay of N sequences:
+`common.runtime.learning`. One step, for sequences x_0..x_T (T = 32) sampled with probability P(k)
+from a replay of N sequences:
 
 1. The online network unrolls over x_0..x_{T-1}, the target network over x_0..x_T, both from the
    actor's stored LSTM state at x_0 (§3.4 unrolls the target over frames 2-33 from the state at
@@ -24,11 +24,11 @@ from typing import Callable
 
 import tensorflow as tf
 
-from common import acting
-from common import distributional
-from common import instruments
-from common import sequences
-from common import transforms
+from common.runtime import acting
+from common.equations import distributional
+from common.equations import instruments
+from common.equations import sequences
+from common.equations import transforms
 from reactor import config as config_lib
 from reactor import losses
 from reactor import priorities as priorities_lib

@@ -1,5 +1,6 @@
 """Reactor's loss for one batch of sequences (§3.1-3.3), from the network's outputs; pure
-functions of tensors on `common.distributional`, `common.returns`, `common.policies`.
+functions of tensors on `common.equations.distributional`, `common.equations.returns`,
+`common.equations.policies`.
 
 - Critic: Distributional Retrace, cross-entropy to the signed target q* (§3.2, Eq. 12), or for
   Reactor ND ½ (Q_ret - Q(x_t, a_t))² on the classical Retrace target (footnote 5).
@@ -20,10 +21,10 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from common import distributional
-from common import instruments
-from common import policies
-from common import returns
+from common.equations import distributional
+from common.equations import instruments
+from common.equations import policies
+from common.equations import returns
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from common import networks
-from common import policies
+from common.models import networks
+from common.equations import policies
 from reactor import config as config_lib
 
 TORSOS = ("table3", "minatar", "mlp")
@@ -88,7 +88,8 @@ class ReactorNet(tf.keras.Model):
         self.policy_core = tf.keras.layers.LSTMCell(lstm_units)
         self.q_core = tf.keras.layers.LSTMCell(lstm_units)
         # The cells hold the LSTMs' weights (and their checkpoint names);
-        # `common.networks.lstm_step` computes both cells at once from them. Built here: variables cannot be created inside tf.scan.
+        # `common.models.networks.lstm_step` computes both cells at once from them. Built here:
+        # variables cannot be created inside tf.scan.
         for core in (self.policy_core, self.q_core):
             core.build((None, 256))
         head_atoms = num_atoms if distributional else 1
@@ -166,7 +167,7 @@ class ReactorNet(tf.keras.Model):
         equals T calls of `step`. Fewer, larger ops than stepping the two Keras cells in the
         scan (the learner's step is op-bound): the input projections of all T steps hoisted out
         of it, one batched matmul a step for both LSTMs (1.4x the learner's updates/s), and
-        the recurrence's gradient written by hand (`common.networks.lstm_unroll`, 1.15x)."""
+        the recurrence's gradient written by hand (`common.models.networks.lstm_unroll`, 1.15x)."""
         inputs = self._core_inputs(_fold_time(self.features, observation))  # [T, 2, B, 4U]
         hs, cs = networks.lstm_unroll(
             inputs, self._keep(reset), *self._stacked(state), self._recurrent_kernels()

@@ -391,7 +391,7 @@ class PriorityEstimates:
 class ReplayModel:
     """Reverb's prioritised table as Reactor configures it, in numpy: keys in insertion order,
     the oldest evicted beyond `capacity`, each sampled with probability priority ** exponent /
-    sum over the table; a write to a key no longer held is ignored (`common.replay`)."""
+    sum over the table; a write to a key no longer held is ignored (`common.replay.replay`)."""
 
     def __init__(self, capacity: int, exponent: float):
         self.capacity, self.exponent = capacity, exponent

@@ -1,5 +1,5 @@
-"""Reactor's replay on Reverb: `common.patterns.Prioritized` (33-frame overlapping sequences, one
-key per step, FIFO eviction, the acting : learning ratio held by a samples-per-insert limiter)
+"""Reactor's replay on Reverb: `common.replay.patterns.Prioritized` (33-frame overlapping sequences,
+one key per step, FIFO eviction, the acting : learning ratio held by a samples-per-insert limiter)
 whose writer inserts new keys with the learner's current estimate (reactor/priorities.py).
 
 The learner publishes the estimate as the last of its acting weights; each actor's writer reads
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from common import acting
-from common import patterns
-from common import replay
+from common.runtime import acting
+from common.replay import patterns
+from common.replay import replay
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """Helpers of the bandit controllers' tests: the toy objectives and episode loops of the learning
 checks (tests/test_controllers.py, tests/dice/test_controller.py, tests/gdi/test_controller.py),
-and `EtaController`, a learning controller built from common.bandits' parts alone for the tests
-of the shared machinery that takes a controller (tests/common/test_behaviour.py)."""
+and `EtaController`, a learning controller built from common.control.bandits' parts alone for the
+tests of the shared machinery that takes a controller (tests/common/control/test_behaviour.py)."""
 
 import math
 
 import numpy as np
 
-from common import bandits
+from common.control import bandits
 
 LN51 = math.log(51.0)
 
@@ -16,8 +16,8 @@ def bump(x, centre, width):
     return np.exp(-0.5 * ((x - centre) / width) ** 2)
 
 
-# Narrow optima: Gaussian bumps of width 0.15 in x = log(1 + eta) (about 4% of DiCE/GDI's [0, ln 51]) and
-# 0.04 in eps / omega_1; 100 at the optimum, about 9 on average under uniform selection.
+# Narrow optima: Gaussian bumps of width 0.15 in x = log(1 + eta) (about 4% of DiCE/GDI's [0, ln
+# 51]) and 0.04 in eps / omega_1; 100 at the optimum, about 9 on average under uniform selection.
 def objective_1d(eta):
     return 100.0 * bump(np.log1p(eta), 2.0, 0.15)
 
@@ -53,10 +53,11 @@ def uniform_mean_return(make, kwargs, objective):
 
 
 class EtaController(bandits.AxisController):
-    """A learning controller of one inverse temperature eta, from common.bandits' parts: 7
+    """A learning controller of one inverse temperature eta, from common.control.bandits' parts: 7
     tile-coded bandits (`NeighbourTiling`, DiCE Eq. (9)) on x = log(1 + eta), eta in [0, 50], in
     10 blocks, 3 candidates each. `propose_best` plays the best played block and `summary`
-    reports it, the two hooks `common.behaviour` calls where a controller has them. It draws as
+    reports it, the two hooks `common.control.behaviour` calls where a controller has them. It draws
+    as
     `dice.controller.DiceController(num_blocks=10, num_candidates=3)` does, seed for seed."""
 
     def __init__(self, *, seed=None):

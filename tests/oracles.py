@@ -6,8 +6,8 @@ quantity. One implementation per quantity; where two computations of one quantit
 other (a direct sum and a mixture of n-step backups, the exact distributional target and the
 "project every step" recursion that differs from it), both are here, named for what they are.
 
-Layout (time-major, any trailing batch axes, as `common.returns`): per-step inputs `[T, ...]`,
-per-frame inputs `[T+1, ...]` (row T is the bootstrap frame x_T), actions axis last.
+Layout (time-major, any trailing batch axes, as `common.equations.returns`): per-step inputs `[T,
+...]`, per-frame inputs `[T+1, ...]` (row T is the bootstrap frame x_T), actions axis last.
 
 - `vtrace_sum`: V-trace targets and policy-gradient advantages, IMPALA Eq. (1) (DiCE Eq. (4),
   GDI Eq. (4), LBC App. B.2).
@@ -138,7 +138,8 @@ def retrace_mixture(q_values, target_probs, actions, log_rhos, rewards, discount
 
 def n_step_sum(rewards, discounts, bootstrap_values, n):
     """[T, ...] sum_{k<m} Gamma_{t,k} r_{t+k} + Gamma_{t,m} bootstrap_values[t+m-1], m = min(n,
-    T-t) (IMPALA Eq. (2) truncated at the end of the unroll); Gamma_{t,k} = gamma_t..gamma_{t+k-1}."""
+    T-t) (IMPALA Eq. (2) truncated at the end of the unroll); Gamma_{t,k} =
+    gamma_t..gamma_{t+k-1}."""
     rewards, discounts, bootstrap_values = _f64(rewards, discounts, bootstrap_values)
     T = len(rewards)
     out = np.zeros_like(rewards)

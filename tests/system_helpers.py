@@ -1,8 +1,8 @@
 """What several test modules share to drive real processes: `python -m <paper>.main` runs and
 their checkpoints and logs (the papers' system tests, tests/common/test_multihost.py), the quick
 flag checks of every `<paper>/test_main.py`, waiting on processes, and the children of
-`common.launch.Supervisor` (tests/common/test_launch.py; module-level here so that spawned
-processes import them without importing a test module).
+`common.launchers.launch.Supervisor` (tests/common/launchers/test_launch.py; module-level here so
+that spawned processes import them without importing a test module).
 
 Not a test module: pytest collects nothing here, and no test module imports another."""
 
@@ -17,9 +17,9 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from common import instruments
-from common import run_summary
-from common import runlog
+from common.equations import instruments
+from common.runtime import run_summary
+from common.runtime import runlog
 
 # ------------------------------------------------------------------ `python -m <paper>.main` runs
 
@@ -142,8 +142,8 @@ def check_one_draw_per_game(values, logdir, high: float) -> None:
 def check_games_fed_the_bandits(counts: np.ndarray, logdir) -> None:
     """Every training game the learner logged fed a bandit, and the games spread over the envs'
     own controllers. Which env's controller a game updates is tested exactly in
-    tests/common/test_behaviour.py; here an env whose first game outlasts a short run may not
-    have finished one yet, so not every env is required to have a game."""
+    tests/common/control/test_behaviour.py; here an env whose first game outlasts a short run may
+    not have finished one yet, so not every env is required to have a game."""
     assert counts.sum() >= games_logged(logdir) > 0
     assert (counts > 0).sum() >= len(counts) // 2
 
@@ -291,7 +291,7 @@ def assert_the_run_went_on(logdir: str, since_step: int, since_games: int, ties:
     learner's step and frames only grew, past `since_step`, and episodes.csv counts each game
     once. Every game report adds the frames its actor produced since its last one, so a game
     logged twice would sit at a later count; games that end on one actor step share a count (the
-    second brings no new frames: common.reports), and CartPole's often share their length and
+    second brings no new frames: common.replay.reports), and CartPole's often share their length and
     return too, so identical rows are ties, at most `ties` (one game per env) at one count."""
     points = runlog.read_scalars(logdir)["progress/learner_step"]  # (frames, step)
     frames, steps = np.array(points).T

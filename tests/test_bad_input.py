@@ -1,11 +1,12 @@
 """Bad input, tried systematically: every flag of every paper's command line given a value of the
 wrong type and every out-of-range value its rule refuses, and unknown games and ablations. Each is
-refused with one line that names the flag (`common.cli.FlagError`, which `main` prints as
+refused with one line that names the flag (`common.experiments.cli.FlagError`, which `main` prints
+as
 `error: ...` and exits 2 with, before anything is written: the last test runs the real commands).
 
-A flag's rule is its config field's `check` (`common.config.field`), or, for a field without one,
-the rule `RULES` gives here: a new field of a type with values to refuse needs one or the other,
-or the first test fails naming it."""
+A flag's rule is its config field's `check` (`common.settings.config.field`), or, for a field
+without one, the rule `RULES` gives here: a new field of a type with values to refuse needs one or
+the other, or the first test fails naming it."""
 
 import dataclasses
 import math
@@ -14,7 +15,7 @@ import typing
 import pytest
 from absl import flags
 
-from common import cli
+from common.experiments import cli
 from dice import builder as dice_builder
 from gdi import builder as gdi_builder
 from impala import builder as impala_builder

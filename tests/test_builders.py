@@ -1,8 +1,9 @@
 """Every paper is built the same way (docs/architecture.md#what-a-paper-supplies): its package has
-the same files with the same roles, its `builder.py` implements `common.builder.Builder` and holds
-its `PAPER`, its `main.py` only runs `common.cli.main(PAPER)`, and all five papers' mains and
-builders import into one process without defining a flag. Each builder makes its CartPole agent
-(signature, tables, learner parts) and experiment in this process, without starting one."""
+the same files with the same roles, its `builder.py` implements `common.experiments.builder.Builder`
+and holds its `PAPER`, its `main.py` only runs `common.experiments.cli.main(PAPER)`, and all five
+papers' mains and builders import into one process without defining a flag. Each builder makes its
+CartPole agent (signature, tables, learner parts) and experiment in this process, without starting
+one."""
 
 import dataclasses
 import importlib
@@ -14,14 +15,14 @@ import numpy as np
 import pytest
 from absl import flags
 
-from common import acting
-from common import advantage_policy
-from common import builder as builder_lib
-from common import cli
-from common import learning
-from common import patterns
-from common import replay
-from common.agent import Agent, EnvSpec
+from common.runtime import acting
+from common.burn_in import advantage_policy
+from common.experiments import builder as builder_lib
+from common.experiments import cli
+from common.runtime import learning
+from common.replay import patterns
+from common.replay import replay
+from common.runtime.agent import Agent, EnvSpec
 
 # All five in one process: importing a main or a builder defines no flag.
 from dice import builder as dice_builder
@@ -65,7 +66,7 @@ EXTRAS = dict(
     gdi={"controller"},
     lbc={"controller"},
 )
-# The mixture hook of `common.advantage_policy` in the papers that act with it.
+# The mixture hook of `common.burn_in.advantage_policy` in the papers that act with it.
 MIXTURE_PAPERS = ("dice", "gdi", "lbc")
 
 CARTPOLE = EnvSpec(2, (4,), np.dtype(np.float32))
@@ -121,7 +122,7 @@ def test_each_package_has_the_same_files_with_the_same_roles(paper):
     assert callable(module["networks"].core_state_spec)  # the recurrent state's spec
     assert callable(module["acting"].make_policy)  # the actors' policy
     assert callable(module["acting"].protocol)  # the training protocol
-    if paper in MIXTURE_PAPERS:  # one name for the mixture hook of common.advantage_policy
+    if paper in MIXTURE_PAPERS:  # one name for the mixture hook of common.burn_in.advantage_policy
         etas, weights = module["acting"].behaviour_mixture(_proposals(paper, 2))
         assert etas.shape == weights.shape and etas.shape[0] == 2
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import runlog
+from common.runtime import runlog
 from tests.system_helpers import (
     checkpoint_frames,
     checkpoint_step,

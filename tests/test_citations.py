@@ -66,7 +66,10 @@ def test_slug_follows_githubs_rule():
     assert slug("Behaviour selection: the bandits controller (App. G)") == (
         "behaviour-selection-the-bandits-controller-app-g"
     )
-    assert slug("Replay patterns (`common/patterns.py`)") == "replay-patterns-commonpatternspy"
+    assert (
+        slug("Replay patterns (`common/replay/patterns.py`)")
+        == "replay-patterns-commonreplaypatternspy"
+    )
     assert slug("Table 20 ablations: how we read them") == "table-20-ablations-how-we-read-them"
 
 

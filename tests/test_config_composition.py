@@ -1,5 +1,5 @@
-"""The configs are composed from `common.config`'s shared parts, and every field declares its
-help text and its check.
+"""The configs are composed from `common.settings.config`'s shared parts, and every field declares
+its help text and its check.
 
 - A shared field is declared once, by the part that owns it: a paper config re-declares one only
   to give its own default (never the shared one), and keeps the part's check.
@@ -17,7 +17,7 @@ import typing
 
 import pytest
 
-from common import config as common_config
+from common.settings import config as common_config
 from dice import config as dice_config
 from gdi import config as gdi_config
 from impala import config as impala_config

@@ -1,8 +1,8 @@
 """The Reactor, DiCE, GDI and LBC configs: validation, agreement with `common`, derived numbers.
 
 No TensorFlow is imported: the names a config chooses from (reward transforms, Retrace forms,
-torsos) come from `common.config`, whose agreement with the TensorFlow modules is asserted in
-tests/common/test_transforms.py, test_returns.py and test_networks.py.
+torsos) come from `common.settings.config`, whose agreement with the TensorFlow modules is asserted
+in tests/common/equations/test_transforms.py, test_returns.py and test_networks.py.
 """
 
 import dataclasses
@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from common import bandits, envs
-from common import config as common_config
+from common.control import bandits
+from common.environments import envs
+from common.settings import config as common_config
 from dice import config as dice_config
 from dice import controller as dice_controller
 from gdi import config as gdi_config
@@ -143,7 +144,7 @@ def test_validate_names_the_flag(config_class, overrides, message):
 # ------------------------------------------------------------------------- agreement with common
 
 # The fields that name a reward transform, a Retrace form or a torso, per config; each must accept
-# exactly the names common.config lists (the ones the TensorFlow modules implement).
+# exactly the names common.settings.config lists (the ones the TensorFlow modules implement).
 NAMED_FIELDS = {
     reactor_config: dict(
         reward_shaping=common_config.REWARD_TRANSFORMS, retrace_form=common_config.RETRACE_FORMS
@@ -199,7 +200,8 @@ def test_gdi_variant_chooses_one_or_two_networks():
     assert gdi_config.GdiConfig(variant="h3").reward_shapings == ("asymmetric_log", "fourth_root")
 
 
-# Where each paper's protocol departs from the shared one in common.envs (all else must agree).
+# Where each paper's protocol departs from the shared one in common.environments.envs (all else must
+# agree).
 PROTOCOL_DEPARTURES = {
     # Reactor: one frame (Table 3); the minimal action set is our choice
     # (docs/papers/reactor.md#departures-from-the-paper).

@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks import agent_throughput
 from benchmarks import throughput
-from common import replay
+from common.replay import replay
 from impala import builder as impala_builder
 from impala import config as impala_config
 from reactor import builder as reactor_builder

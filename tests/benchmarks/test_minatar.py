@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from benchmarks import minatar
-from common import ablation_runner, cli, compare
+from common.experiments import ablation_runner, cli, compare
 
 HERE = pathlib.Path(__file__).parent
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -154,7 +154,7 @@ def test_agent_frames_override_the_budget_of_the_agents_named():
 
 
 def _checkpoint(run: pathlib.Path, frames: int, step: int = 0) -> None:
-    # common.learning.Learner's checkpoint: a frames counter under <logdir>/checkpoints.
+    # common.runtime.learning.Learner's checkpoint: a frames counter under <logdir>/checkpoints.
     import tensorflow as tf
 
     step_variable = tf.Variable(step, dtype=tf.int64)

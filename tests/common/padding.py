@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import acting
-from common import replay
+from common.runtime import acting
+from common.replay import replay
 
 
 def games_end_early(batch: dict, padded: int) -> dict:

@@ -20,7 +20,7 @@ LOAD_AND_COMPUTE = (
 
 DEEP_TORSO_STEP = """
 import common, numpy as np, tensorflow as tf
-from common import networks
+from common.models import networks
 torso = networks.DeepTorso()
 frames = tf.constant(np.random.default_rng(0).integers(0, 255, (2, 84, 84, 4), dtype=np.uint8))
 @tf.function

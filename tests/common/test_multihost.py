@@ -39,8 +39,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 ADDRESS_A, ADDRESS_B = "10.231.0.1", "10.231.0.2"  # choice: a private /24 unlikely to be in use
 FIRST_ACTOR, NUM_ACTORS, ENVS, SEED = 4, 2, 4, 3
 COMMON = fleet_flags(SEED, NUM_ACTORS, ENVS)
-# The learner's console line (common.runlog): its step and the lag of its last batch, the step
-# minus one minus the batch's mean params step (common.learning).
+# The learner's console line (common.runtime.runlog): its step and the lag of its last batch, the
+# step minus one minus the batch's mean params step (common.runtime.learning).
 PROGRESS = re.compile(r"\] step (\d+) \|.* \| lag (-?[\d.]+) \|")
 
 IP = shutil.which("ip")  # iproute2; usually /usr/sbin/ip

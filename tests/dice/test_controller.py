@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from common import bandits
+from common.control import bandits
 from dice import controller as dice_controller
 from tests.controller_helpers import LN51, last_mean_return, objective_1d
 
@@ -37,7 +37,8 @@ def test_untrained_dice_ensemble_is_uniform_in_x():
 
 
 def test_dice_best_region_after_learning():
-    # DiCE §3.3 evaluation: after learning, eta from the best tile sits at the optimum x = 2 (+- 2 tiles).
+    # DiCE §3.3 evaluation: after learning, eta from the best tile sits at the optimum x = 2 (+- 2
+    # tiles).
     controller = dice_controller.DiceController(seed=0)
     last_mean_return(controller, lambda p: objective_1d(p["eta"]), 0, episodes=300)
     assert abs(np.log1p(controller.propose_best()["eta"]) - 2.0) < 2 * LN51 / 50

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import burn_in_learning
-from common import networks as common_networks
-from common import replay
-from common import schedules
-from common import sequences
-from common import transforms
+from common.burn_in import burn_in_learning
+from common.models import networks as common_networks
+from common.replay import replay
+from common.equations import schedules
+from common.equations import sequences
+from common.equations import transforms
 from dice import builder
 from dice import config as config_lib
 from dice import learning
@@ -143,9 +143,10 @@ def test_repeat_mode_takes_k_updates_per_batch():
 
 
 def test_the_schedules_follow_the_frames_consumed_not_the_update_count():
-    """Items padded at episode ends consume fewer frames than a full batch (common.learning),
-    so a run takes more updates than `gradient_updates`; the schedules are read at the frames
-    consumed, in full updates' worth, and so still reach 0 at the frame budget."""
+    """Items padded at episode ends consume fewer frames than a full batch
+    (common.runtime.learning), so a run takes more updates than `gradient_updates`; the schedules
+    are read at the frames consumed, in full updates' worth, and so still reach 0 at the frame
+    budget."""
     net = make_network()
     optimizer = learning.make_optimizer(CONFIG)
     step = learning.make_train_step(net, optimizer, CONFIG).python_function

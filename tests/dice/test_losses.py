@@ -1,5 +1,5 @@
-"""DiCE's loss (dice/losses.py, common/critics.py) against numpy sums written from the paper:
-V-trace Eq. (4), Retrace Eq. (2) in both forms, the tau-free policy gradient Eq. (8), the
+"""DiCE's loss (dice/losses.py, common/burn_in/critics.py) against numpy sums written from the
+paper: V-trace Eq. (4), Retrace Eq. (2) in both forms, the tau-free policy gradient Eq. (8), the
 xi/alpha/beta assembly of Table 5 with masks (docs/papers/dice.md#worked-test-numbers, Tests 3,
 9 and 10), and the limits."""
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import critics
-from common import instruments
+from common.burn_in import critics
+from common.equations import instruments
 from dice import losses
 from tests import oracles
 
@@ -62,7 +62,7 @@ def numpy_dice(hp, adv, v, eta, a, log_mu, r, d, mask):
 
 
 def random_inputs(seed, T=5, B=3, A=4):
-    """float32 inputs (common.returns computes in float32)."""
+    """float32 inputs (common.equations.returns computes in float32)."""
     return [x.astype(np.float32) if x.dtype == np.float64 else x for x in _inputs(seed, T, B, A)]
 
 
@@ -254,7 +254,7 @@ def test_policy_mean_centrings_differ_only_in_the_gradient_through_pi(centering)
 
 
 def test_spec_worked_vtrace_and_retrace_numbers():
-    # docs/papers/dice.md#worked-test-numbers (Tests 9 and 10) through common.critics:
+    # docs/papers/dice.md#worked-test-numbers (Tests 9 and 10) through common.burn_in.critics:
     # r = [1, 0, 2], gamma 0.997, c-bar 1.05.
     q = np.array([[0.6, 0.1], [0.3, 0.5], [0.2, 0.4], [0.1, 0.3]])[:, None]
     pi = np.array([[0.7, 0.3], [0.4, 0.6], [0.5, 0.5], [0.2, 0.8]])[:, None]

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import burn_in_learning
-from common import dynamics
-from common import replay
-from common import schedules
-from common import sequences
-from common import transforms
+from common.burn_in import burn_in_learning
+from common.burn_in import dynamics
+from common.replay import replay
+from common.equations import schedules
+from common.equations import sequences
+from common.equations import transforms
 from gdi import acting
 from gdi import config as config_lib
 from gdi import learning
@@ -324,7 +324,7 @@ def test_actor_stores_log_mu_of_eq_2(config):
 def test_h3_learner_checkpoint_restores_both_networks_their_heads_and_adamw(config, tmp_path):
     """What the launcher checkpoints and resumes for GDI-H3 (the resume itself runs end to end
     in the DiCE and LBC system tests, through the same launcher)."""
-    from common.agent import EnvSpec
+    from common.runtime.agent import EnvSpec
 
     spec = EnvSpec(NUM_ACTIONS, (4,), np.dtype(np.float32))
     parts = learning.make_learner_parts(config, spec)

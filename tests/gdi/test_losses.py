@@ -1,9 +1,9 @@
-"""GDI's behaviour family and loss (gdi/losses.py on common.policies / common.critics) against
-the worked numbers of docs/papers/gdi.md#worked-test-numbers (Tests 1, 2, 4, 5 and 6) and numpy
-sums written from the paper: Eq. (2), Eqs. (3)-(4), the tau-free and log-mixture policy
-gradients, the xi/alpha/beta assembly of Table 6 for GDI-I3 and GDI-H3, and the limits (eps in
-{0, 1} is Boltzmann, 1/tau_1 = 0 with a large 1/tau_2 is eps-greedy, H3's policy loss of set i
-reaches theta_i only)."""
+"""GDI's behaviour family and loss (gdi/losses.py on common.equations.policies /
+common.burn_in.critics) against the worked numbers of docs/papers/gdi.md#worked-test-numbers (Tests
+1, 2, 4, 5 and 6) and numpy sums written from the paper: Eq. (2), Eqs. (3)-(4), the tau-free and
+log-mixture policy gradients, the xi/alpha/beta assembly of Table 6 for GDI-I3 and GDI-H3, and the
+limits (eps in {0, 1} is Boltzmann, 1/tau_1 = 0 with a large 1/tau_2 is eps-greedy, H3's policy loss
+of set i reaches theta_i only)."""
 
 import dataclasses
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import critics
-from common import policies
+from common.burn_in import critics
+from common.equations import policies
 from dice import losses as dice_losses
 from gdi import acting
 from gdi import losses

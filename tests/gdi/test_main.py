@@ -4,7 +4,7 @@ Table 20 variant is a valid config whose controller draws the lambda the paper d
 import numpy as np
 import pytest
 
-from common import bandits
+from common.control import bandits
 from gdi import ablations
 from gdi import acting
 from gdi import config as config_lib
@@ -82,7 +82,7 @@ def test_table_20_variants():
 def test_evaluator_runs_its_own_ensembles_or_the_best_blocks():
     """The evaluator's own bandit ensembles by default (our choice,
     docs/papers/gdi.md#departures-from-the-paper); DiCE's best region as the option
-    (tests/common/test_behaviour.py tests both modes)."""
+    (tests/common/control/test_behaviour.py tests both modes)."""
     assert acting.behaviour_spec(config_lib.GdiConfig()).evaluation == "own"
     best_region = config_lib.GdiConfig(eval_policy="best_region")
     assert acting.behaviour_spec(best_region).evaluation == "best"

@@ -1,13 +1,13 @@
 """IMPALA optimiser (TF1 RMSProp) and the compiled train step.
 
 The learning-rate anneal and discounts_from_resets moved to common/ with their tests
-(tests/common/test_schedules.py, tests/common/test_sequences.py)."""
+(tests/common/equations/test_schedules.py, tests/common/equations/test_sequences.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import sequences
+from common.equations import sequences
 from impala import config as config_lib
 from impala import learning
 
@@ -92,7 +92,7 @@ def synthetic_batch(T=5, B=3, A=2, seed=0):
 
 
 def make_step(jit_compile, **overrides):
-    from common import networks
+    from common.models import networks
 
     tf.keras.utils.set_random_seed(1)
     config = config_lib.default_config(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import instruments
+from common.equations import instruments
 from impala import ablations
 from impala import losses
 from tests import oracles

@@ -1,6 +1,6 @@
 """`python -m impala.main` rejects bad flags quickly, on one line naming the flag, with a non-zero
 status, and without importing TensorFlow (the command line itself is tested in
-tests/common/test_cli.py)."""
+tests/common/experiments/test_cli.py)."""
 
 import portpicker
 import pytest

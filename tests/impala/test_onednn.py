@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent(
     import tensorflow as tf
     from tensorflow.python.util import _pywrap_util_port
     from impala import config as config_lib, learning, losses, networks
-    from common import sequences
+    from common.equations import sequences
 
     config = config_lib.default_config("Pong").validate()
     net = networks.make_network(config, 6)

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import agent as agent_lib
-from common import launch
-from common import replay
-from common import runlog
+from common.runtime import agent as agent_lib
+from common.launchers import launch
+from common.replay import replay
+from common.runtime import runlog
 from impala import builder as impala_builder
 from impala import config as config_lib
 from tests.system_helpers import alive, check_instruments, checkpoint_step, finish, run_main
@@ -200,8 +200,8 @@ def test_ctrl_c_checkpoints_and_shuts_everything_down(tmp_path):
 @pytest.mark.parametrize(
     "where, swallowed_as, checkpoint",
     [
-        ("common.launch:probe_env", "nothing", -1),
-        ("common.launch:start_actors", "nothing", 0),
+        ("common.launchers.launch:probe_env", "nothing", -1),
+        ("common.launchers.launch:start_actors", "nothing", 0),
         ("impala.builder:ImpalaBuilder.make_learner", "AttributeError", -1),
     ],
     ids=["swallowed_after_probe_env", "swallowed_after_start_actors", "AttributeError_instead"],

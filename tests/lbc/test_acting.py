@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import advantage_policy
+from common.burn_in import advantage_policy
 from lbc import ablations
 from lbc import acting
 from lbc import config as config_lib
@@ -27,7 +27,7 @@ class FixedAdvantages(tf.Module):
     def __init__(self, advantages):
         super().__init__()
         self.advantages = tf.constant(advantages, tf.float32)
-        self.torso = tf.keras.layers.Identity()  # what `common.networks.torso_outputs` runs
+        self.torso = tf.keras.layers.Identity()  # what `common.models.networks.torso_outputs` runs
 
     def create_variables(self, observation_shape, observation_dtype):
         pass

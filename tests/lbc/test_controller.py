@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from common import bandits
+from common.control import bandits
 from lbc import controller as lbc_controller
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import replay
-from common import schedules
-from common import transforms
+from common.replay import replay
+from common.equations import schedules
+from common.equations import transforms
 from lbc import config as config_lib
 from lbc import learning
 from lbc import networks

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import policies
+from common.equations import policies
 from lbc import acting
 from lbc import config as config_lib
 from lbc import losses

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import distributional
-from common import instruments
+from common.equations import distributional
+from common.equations import instruments
 from reactor import losses
 from reactor import networks
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import patterns
-from common import replay as common_replay
+from common.replay import patterns
+from common.replay import replay as common_replay
 from reactor import config as config_lib
 from reactor import priorities
 from reactor import replay

@@ -12,10 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from common import agent as agent_lib
-from common import launch
-from common import patterns
-from common import replay
+from common.runtime import agent as agent_lib
+from common.launchers import launch
+from common.replay import patterns
+from common.replay import replay
 from reactor import builder as reactor_builder
 from reactor import config as config_lib
 from tests import system_helpers

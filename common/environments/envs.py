@@ -1,0 +1,745 @@
+"""Batched environments: each paper's Atari protocol, MinAtar, and CartPole.
+
+`make_env` returns a `BatchedEnv`: a batch of `num_envs` environments stepped together, with
+same-step auto-reset and the bookkeeping every paper needs (reward clipping, life loss, whole-game
+scores). Three env families (`env_family`): Atari games (the papers' benchmark), MinAtar's five
+games (Young & Tian 2019: 10x10 versions of Asterix, Breakout, Freeway, Seaquest and Space
+Invaders, for runs that fit a small machine) and CartPole (a smoke test).
+
+MinAtar (`MINATAR_PROTOCOL`) runs the library's own `minatar.Environment` objects, one per batch
+entry, with the published protocol (sticky actions 0.1, difficulty ramping, no frame skip, no
+frame stack, raw rewards); `MinAtar/<Game>-v0` has all 6 actions, `-v1` the game's minimal action
+set (MinAtar's gym.py). The Atari `protocol` and `backend` arguments do not apply to it.
+`render_rgb` draws MinAtar (and Atari) observations as RGB images, for recordings of games.
+
+Two Atari backends produce the same frames:
+
+- `"vector"`: ale-py's C++ `AtariVectorEnv`: frame skip, max-pool, grayscale, resize, frame stack
+  and no-op starts run in C++ threads. This is the fast path for actors.
+- `"gym"`: gymnasium's `AtariPreprocessing` + `FrameStackObservation` over `ALE/<Game>-v5`, one
+  Python env per batch entry. It is the reference the vector backend is tested against.
+
+Both always max-pool the last 2 raw frames of each action repeat and convert to grayscale, as every
+protocol here does (IMPALA Table G.1 prints both; DiCE Table 5, GDI Table 5 and LBC Table 3 print
+grayscale, and the max-pool is the DQN / Agent57 processing they follow:
+docs/papers/gdi.md#departures-from-the-paper). Frames are stacked with zero padding after a reset
+(the C++ env's behaviour; the gym backend is configured to match).
+
+Life loss and reward clipping are applied in Python on top of either backend, identically: the
+emulator only resets at game over or at the episode cap, so an IMPALA "episode" that ends on a
+lost life continues with the next life's frames, and `episode_return` is always the whole game's
+raw score (the number the papers report).
+
+Where a game ends (game over or the episode cap), `StepResult.final_observation` is the frame stack
+it ended on, which a truncated episode bootstraps from (docs/architecture.md#conventions);
+`observation` is then the next game's first.
+
+Where the backends differ (both documented in `tests/common/environments/test_envs.py`):
+- No-op starts: the C++ env draws 0..noop_max-1 raw frames from its own generator,
+  `AtariPreprocessing` draws 1..noop_max (the papers' convention, e.g. IMPALA §5.3.2's "[1, 30]")
+  from the env's `np_random`. Actors use the fast C++ batch, evaluators the exact gym path
+  (`common.runtime.acting`). With `noop_max=0` and no sticky actions the two backends are
+  frame-identical.
+- The four multi-player ROMs (combat, joust, maze_craze, warlords) have no `ALE/<Game>-v5`
+  registration, so only the vector backend runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+from collections.abc import Callable
+from typing import ClassVar, NamedTuple, Protocol
+
+import ale_py
+import ale_py.roms
+import gymnasium
+import numpy as np
+from ale_py.registration import rom_id_to_name
+from ale_py.vector_env import AtariVectorEnv
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+from common.environments import minatar_games
+
+gymnasium.register_envs(ale_py)
+# The emulator's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]") on every
+# game the evaluator opens is not the project's; ALE's warnings are dropped with it, its errors
+# kept.
+ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+
+
+@dataclasses.dataclass(frozen=True)
+class AtariProtocol:
+    """The Atari settings of one paper's experiments (what the agent sees and how episodes end)."""
+
+    name: str
+    frame_skip: int  # action repeat: each agent action is applied to this many emulator frames
+    screen_size: int  # frames are resized to screen_size x screen_size
+    frame_stack: int  # observation = the last frame_stack processed frames, channels last
+    noop_max: int  # random no-op starts: up to this many raw NOOP frames after each reset
+    repeat_action_probability: float  # sticky actions
+    full_action_space: bool  # 18 actions, or the game's minimal action set
+    terminal_on_life_loss: bool  # a lost life sets `terminated` (the game itself continues)
+    reward_clip: float | None  # reward = clip(raw, -c, c); None: reward = raw
+    max_episode_frames: int  # episode cap in emulator frames (action repeats included): truncation
+
+
+PROTOCOLS: dict[str, AtariProtocol] = {
+    "impala": AtariProtocol(
+        name="impala",
+        frame_skip=4,  # Table G.1 "Action repetitions 4"
+        screen_size=84,  # Table G.1 "84 x 84"
+        frame_stack=4,  # Table G.1 "Frame stacking 4"
+        noop_max=30,  # §5.3.2: evaluation starts with up to 30 no-ops; training too (ours)
+        repeat_action_probability=0.0,  # choice: no sticky actions (none mentioned)
+        full_action_space=False,  # App. G: only the multi-task agent uses the full set
+        terminal_on_life_loss=True,  # Table G.1 "End of episode when life lost: yes"
+        reward_clip=1.0,  # Table G.1 "Reward clipping [-1, 1]"
+        max_episode_frames=108_000,  # choice: 30 minutes of play (not stated)
+    ),
+    "dice_gdi_lbc": AtariProtocol(
+        name="dice_gdi_lbc",
+        frame_skip=4,  # DiCE Table 5, GDI Table 5, LBC Table 3: action repeats 4
+        screen_size=84,  # same tables: image size (84, 84)
+        frame_stack=4,  # same tables: frame stacks 4
+        noop_max=30,  # same tables: random no-ops 30
+        repeat_action_probability=0.0,  # GDI Table 5, LBC Table 3; DiCE does not say
+        full_action_space=True,  # DiCE Table 5, GDI Table 5, LBC Table 3: full (18 actions)
+        terminal_on_life_loss=False,  # DiCE Table 5 "No"; GDI, LBC: life information "Not allowed"
+        reward_clip=None,  # "Reward Clip: No": the learners shape raw rewards themselves
+        max_episode_frames=108_000,  # LBC Table 3 (30 min); DiCE silent; GDI App. H says 100K
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class MinAtarProtocol:
+    """MinAtar's published protocol (Young & Tian 2019; the MinAtar README): what the agent sees
+    and how episodes end. The fields are what `make_env` can vary; the class constants are fixed
+    by the games themselves."""
+
+    name: str = "minatar"
+    # `minatar.Environment(sticky_action_prob=0.1)`, the default (MinAtar's environment.py) of
+    # the published experiments (Young & Tian 2019): with this probability the previous action is
+    # played instead of the chosen one.
+    sticky_action_prob: float = 0.1
+    # `minatar.Environment(difficulty_ramping=True)`, the default (MinAtar's environment.py; the
+    # MinAtar README: Asterix, Seaquest and Space Invaders speed up as the game goes on).
+    difficulty_ramping: bool = True
+    # Rewards as the game gives them (+1 per treasure, brick, crossing or enemy; Seaquest's
+    # oxygen bonus; MinAtar README): no clipping.
+    reward_clip: float | None = None
+
+    # One agent action is one game frame: MinAtar's games have no frame skip or action repeat.
+    frame_skip: ClassVar[int] = 1
+    # No frame stacking: the agent sees the one [10, 10, C] state, whose trail channels show
+    # motion (MinAtar README).
+    frame_stack: ClassVar[int] = 1
+    # MinAtar's games have no lives: an episode is one game.
+    terminal_on_life_loss: ClassVar[bool] = False
+    # No cap beyond the games' own ends (Freeway ends itself after 2500 frames, MinAtar's
+    # freeway.py); `truncated` is never set.
+    max_episode_frames: ClassVar[int | None] = None
+
+
+MINATAR_PROTOCOL = MinAtarProtocol()
+
+CARTPOLE = "CartPole"  # CartPole-v1, for fast checks of the agent stack
+MINATAR = "MinAtar"  # the prefix of MinAtar's gym ids, MinAtar/<Game>-v<N> (MinAtar's gym.py)
+# The families `env_family` names.
+FAMILIES = ("cartpole", "minatar", "atari")
+# MinAtar's games: its `minatar.environments` modules, with the gym ids' capitalisation
+# (MinAtar's gym.py registers `game.title().replace("_", "")`).
+MINATAR_GAMES = {
+    "asterix": "Asterix",
+    "breakout": "Breakout",
+    "freeway": "Freeway",
+    "seaquest": "Seaquest",
+    "space_invaders": "SpaceInvaders",
+}
+# v0: all 6 actions (`Environment.num_actions()`, the action space of the published learning
+# curves, MinAtar README); v1: the game's minimal action set (`Environment.minimal_action_set()`),
+# as MinAtar's gym.py registers them. A name without a version is v0.
+MINATAR_VERSIONS = (0, 1)
+BACKENDS = ("vector", "gym")
+
+
+class StepResult(NamedTuple):
+    """One batched step. Arrays are [B] unless noted.
+
+    After a game ends (`terminated` at game over, or `truncated`), `observation` is already the
+    first observation of the next game; after a life loss under a protocol that ends episodes on
+    life loss, it is the next life's observation (the game continues).
+    """
+
+    observation: np.ndarray  # [B, ...]
+    # [B, ...]; where a game ended, the observation it ended on (before the auto-reset), which a
+    # truncated episode bootstraps from (docs/architecture.md#conventions); elsewhere the same as
+    # `observation`.
+    final_observation: np.ndarray
+    reward: np.ndarray  # float32, processed by the protocol (e.g. clipped)
+    raw_reward: np.ndarray  # float32, the game's reward
+    terminated: np.ndarray  # bool; game over, or a life lost when the protocol says so
+    truncated: np.ndarray  # bool; episode cap reached
+    episode_return: np.ndarray  # float32; raw whole-game score where a game ended, else NaN
+    episode_length: np.ndarray  # int32; agent steps of the game that ended here, else 0
+
+
+class BatchedEnv(Protocol):
+    """What the actor needs from a batch of environments."""
+
+    num_envs: int
+    num_actions: int
+    observation_shape: tuple[int, ...]
+    observation_dtype: np.dtype
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, actions: np.ndarray) -> StepResult: ...
+
+    def close(self) -> None: ...
+
+
+class _RawStep(NamedTuple):
+    """What a backend returns: raw rewards, game ends, lives; same-step auto-reset done."""
+
+    observation: np.ndarray
+    final_observation: np.ndarray  # the observation before an auto-reset (else `observation`)
+    reward: np.ndarray
+    game_over: np.ndarray
+    truncated: np.ndarray
+    lives: np.ndarray
+
+
+class _Backend(Protocol):
+    num_envs: int
+    num_actions: int
+    observation_space: gymnasium.spaces.Box  # of one env, as the backend emits it
+
+    def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def step(self, actions: np.ndarray) -> _RawStep: ...
+
+    def close(self) -> None: ...
+
+
+class _AleVectorBackend:
+    """ale-py's C++ vector env, with its own life-loss handling and reward clipping turned off."""
+
+    def __init__(self, game: str, num_envs: int, protocol: AtariProtocol):
+        self.num_envs = num_envs
+        self._env = AtariVectorEnv(
+            game,
+            num_envs,
+            # choice: one C++ thread per core (more threads than cores only adds switching).
+            num_threads=min(num_envs, len(os.sched_getaffinity(0))),
+            max_num_frames_per_episode=protocol.max_episode_frames,
+            repeat_action_probability=protocol.repeat_action_probability,
+            full_action_space=protocol.full_action_space,
+            autoreset_mode="SameStep",
+            img_height=protocol.screen_size,
+            img_width=protocol.screen_size,
+            grayscale=True,
+            stack_num=protocol.frame_stack,
+            frameskip=protocol.frame_skip,
+            maxpool=True,
+            noop_max=protocol.noop_max,
+            episodic_life=False,  # life loss is handled in _ProtocolEnv, for both backends alike
+            reward_clipping=False,  # raw rewards are needed for the reported score
+            use_fire_reset=False,  # choice: no paper presses FIRE at reset
+        )
+        self.num_actions = int(self._env.single_action_space.n)
+        self.observation_space = self._env.single_observation_space
+
+    def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        obs, info = self._env.reset(seed=seed)  # env i is seeded with seed + i
+        return obs, info["lives"]
+
+    def step(self, actions: np.ndarray) -> _RawStep:
+        obs, reward, terminated, truncated, info = self._env.step(actions)
+        final_obs = obs
+        if "final_obs" in info:  # on steps where some game ended; valid in those rows only
+            ended = terminated | truncated
+            final_obs = obs.copy()
+            final_obs[ended] = info["final_obs"][ended]
+        return _RawStep(obs, final_obs, reward, terminated, truncated, info["lives"])
+
+    def close(self) -> None:
+        self._env.close()
+
+
+class _GymListBackend:
+    """A list of gymnasium envs stepped in turn, each reset on the step its episode ends."""
+
+    def __init__(self, make_one: Callable[[], gymnasium.Env], num_envs: int):
+        self.num_envs = num_envs
+        self.envs = [make_one() for _ in range(num_envs)]
+        self.num_actions = int(self.envs[0].action_space.n)
+        self.observation_space = self.envs[0].observation_space
+
+    def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        results = [
+            env.reset(seed=None if seed is None else seed + i) for i, env in enumerate(self.envs)
+        ]
+        return (
+            np.stack([obs for obs, _ in results]),
+            np.array([info.get("lives", 0) for _, info in results], np.int32),
+        )
+
+    def step(self, actions: np.ndarray) -> _RawStep:
+        obs, final_obs, rewards, game_over, truncated, lives = [], [], [], [], [], []
+        for env, action in zip(self.envs, actions):
+            o, r, term, trunc, info = env.step(int(action))
+            final_obs.append(o)
+            if term or trunc:
+                o, info = env.reset()
+            obs.append(o)
+            rewards.append(r)
+            game_over.append(term)
+            truncated.append(trunc)
+            lives.append(info.get("lives", 0))
+        return _RawStep(
+            np.stack(obs),
+            np.stack(final_obs),
+            np.asarray(rewards),
+            np.asarray(game_over, bool),
+            np.asarray(truncated, bool),
+            np.asarray(lives, np.int32),
+        )
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def _make_gym_atari(game: str, protocol: AtariProtocol) -> gymnasium.Env:
+    env = gymnasium.make(
+        f"ALE/{rom_id_to_name(game)}-v5",
+        frameskip=1,  # AtariPreprocessing does the action repeat (and the max-pool)
+        repeat_action_probability=protocol.repeat_action_probability,
+        full_action_space=protocol.full_action_space,
+        max_num_frames_per_episode=protocol.max_episode_frames,
+    )
+    env = AtariPreprocessing(
+        env,
+        noop_max=protocol.noop_max,
+        frame_skip=protocol.frame_skip,
+        screen_size=protocol.screen_size,
+        terminal_on_life_loss=False,  # life loss is handled in _ProtocolEnv
+        grayscale_obs=True,
+        scale_obs=False,
+    )
+    return FrameStackObservation(env, protocol.frame_stack, padding_type="zero")
+
+
+class _MinAtarEnv:
+    """Implements `BatchedEnv` on a batch of MinAtar games (`common.environments.minatar_games`:
+    Space Invaders as one set of arrays, the other games as MinAtar's own `minatar.Environment`
+    objects), each reset on the step its game ends; the same auto-reset, `final_observation`,
+    `episode_return` and `episode_length` as `_ProtocolEnv`, whose per-step numpy bookkeeping (life
+    loss, channel moves) would cost more than a MinAtar game step.
+
+    States are already [10, 10, C] channels last; they are emitted as uint8 0/1. MinAtar has no
+    lives and no cap of its own beyond the games' ends, so `terminated` is the game's terminal
+    flag and `truncated` is never set.
+    """
+
+    def __init__(
+        self, game: str, num_envs: int, seed: int, minimal_actions: bool, protocol: MinAtarProtocol
+    ):
+        # Imported here: minatar imports matplotlib and seaborn (for its display) when imported.
+        from minatar import Environment
+
+        first = Environment(game)
+        self.num_envs = num_envs
+        sticky, ramping = protocol.sticky_action_prob, protocol.difficulty_ramping
+        if game == "space_invaders":  # the one game whose step is a large share of an actor's
+            self._games = minatar_games.BatchedSpaceInvaders(num_envs, sticky, ramping)
+        else:
+            self._games = minatar_games.LibraryGames(game, num_envs, sticky, ramping)
+        # v1: agent action i is the game's action minimal_action_set()[i] (MinAtar's gym.py).
+        self._action_set = (
+            list(first.minimal_action_set())
+            if minimal_actions
+            else list(range(first.num_actions()))
+        )
+        self.num_actions = len(self._action_set)
+        self.observation_shape = tuple(first.state_shape())
+        self.observation_dtype = np.dtype(np.uint8)
+        self._shape = (num_envs, *self.observation_shape)
+        self._seed = seed
+        self._reward_clip = protocol.reward_clip
+        self._started = False
+        self._game_return = np.zeros(num_envs)  # raw rewards of each env's game so far
+        self._game_length = np.zeros(num_envs, np.int32)
+
+    def reset(self) -> np.ndarray:
+        """Starts new games in every env: [B, 10, 10, C] observations.
+
+        The first reset seeds env i with seed + i (`Environment.seed`: one np.random.RandomState
+        per env drives both its game and its sticky actions, MinAtar's environment.py); later
+        resets continue the envs' RNG streams."""
+        if self._seed is not None:
+            self._games.seed(self._seed)
+        # The construction-time reset drew from an unseeded generator: restart the games.
+        self._games.reset(range(self.num_envs))
+        observation = np.empty(self._shape, bool)
+        self._games.states(observation)
+        self._seed = None
+        self._started = True
+        self._game_return[:] = 0.0
+        self._game_length[:] = 0
+        return observation.view(np.uint8)
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.num_envs},), "
+                f"got dtype {actions.dtype} and shape {actions.shape}"
+            )
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        indices = actions.tolist()
+        if min(indices) < 0 or max(indices) >= self.num_actions:
+            raise ValueError(f"actions must lie in [0, {self.num_actions}), got {actions}")
+        raw_reward, terminated = self._games.act([self._action_set[i] for i in indices])
+        self._game_return += raw_reward
+        self._game_length += 1
+        # Written as bool, the dtype of MinAtar's states (a plain copy), then viewed as uint8.
+        observation = np.empty(self._shape, bool)
+        ended = np.flatnonzero(terminated)
+        if ended.size:
+            final_states = np.empty((ended.size, *self.observation_shape), bool)
+            self._games.states(final_states, ended)
+            self._games.reset(ended)
+        self._games.states(observation)
+        observation = observation.view(np.uint8)
+        final_observation = observation
+        episode_return = np.full(self.num_envs, np.nan, np.float32)
+        episode_length = np.zeros(self.num_envs, np.int32)
+        if ended.size:
+            final_observation = observation.copy()
+            final_observation[ended] = final_states.view(np.uint8)
+            episode_return[ended] = self._game_return[ended]
+            episode_length[ended] = self._game_length[ended]
+            self._game_return[ended] = 0.0
+            self._game_length[ended] = 0
+        reward = (
+            raw_reward
+            if self._reward_clip is None
+            else np.clip(raw_reward, -self._reward_clip, self._reward_clip)
+        )
+        return StepResult(
+            observation,
+            final_observation,
+            reward,
+            raw_reward,
+            terminated,
+            np.zeros(self.num_envs, bool),  # truncated: never
+            episode_return,
+            episode_length,
+        )
+
+    def close(self) -> None:
+        pass  # MinAtar's display was never opened
+
+
+class _ProtocolEnv:
+    """Implements `BatchedEnv` on a backend: reward clipping, life loss and game scores.
+
+    `channels_last` moves Atari's stack axis last: [B, S, H, W] -> [B, H, W, S].
+    """
+
+    def __init__(
+        self,
+        backend: _Backend,
+        seed: int,
+        reward_clip: float | None,
+        terminal_on_life_loss: bool,
+        channels_last: bool,
+    ):
+        self._backend = backend
+        self._seed = seed
+        self._reward_clip = reward_clip
+        self._terminal_on_life_loss = terminal_on_life_loss
+        self._channels_last = channels_last
+        self.num_envs = backend.num_envs
+        self.num_actions = backend.num_actions
+        shape = backend.observation_space.shape
+        self.observation_shape = shape[1:] + shape[:1] if channels_last else shape
+        self.observation_dtype = backend.observation_space.dtype
+        self._lives: np.ndarray | None = None  # None until the first reset
+        self._game_return = np.zeros(self.num_envs, np.float64)
+        self._game_length = np.zeros(self.num_envs, np.int32)
+
+    def _observation(self, obs: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(obs, 1, -1)) if self._channels_last else obs
+
+    def reset(self) -> np.ndarray:
+        """Starts new games in every env: [B, ...] observations.
+
+        The first reset seeds env i with seed + i; later resets continue the envs' RNG streams, so
+        a run is reproducible from the seed and the sequence of calls.
+        """
+        obs, self._lives = self._backend.reset(self._seed)
+        self._seed = None
+        self._game_return[:] = 0.0
+        self._game_length[:] = 0
+        return self._observation(obs)
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.num_envs},), "
+                f"got dtype {actions.dtype} and shape {actions.shape}"
+            )
+        if self._lives is None:
+            raise RuntimeError("call reset() before step()")
+        if np.any((actions < 0) | (actions >= self.num_actions)):
+            raise ValueError(f"actions must lie in [0, {self.num_actions}), got {actions}")
+        raw = self._backend.step(actions.astype(np.int32))
+        raw_reward = raw.reward.astype(np.float32)
+        reward = (
+            raw_reward
+            if self._reward_clip is None
+            else np.clip(raw_reward, -self._reward_clip, self._reward_clip)
+        )
+        game_end = raw.game_over | raw.truncated
+        # At a game end the backend already reports the next game's lives: not a life loss.
+        life_lost = (raw.lives < self._lives) & ~game_end
+        self._lives = raw.lives
+        terminated = raw.game_over | (life_lost & self._terminal_on_life_loss)
+
+        self._game_return += raw_reward
+        self._game_length += 1
+        episode_return = np.where(game_end, self._game_return, np.nan).astype(np.float32)
+        episode_length = np.where(game_end, self._game_length, 0).astype(np.int32)
+        self._game_return[game_end] = 0.0
+        self._game_length[game_end] = 0
+        observation = self._observation(raw.observation)
+        final_observation = (
+            observation
+            if raw.final_observation is raw.observation
+            else self._observation(raw.final_observation)
+        )
+        return StepResult(
+            observation,
+            final_observation,
+            reward,
+            raw_reward,
+            terminated,
+            raw.truncated,
+            episode_return,
+            episode_length,
+        )
+
+    def emulators(self) -> list | None:
+        """The ALE interface of each env where the batch is a list of gymnasium Atari envs (the
+        "gym" backend, the evaluator's): what shows the game's own RGB screen; else None."""
+        members = getattr(self._backend, "envs", None)
+        if not members:
+            return None
+        interfaces = [getattr(member.unwrapped, "ale", None) for member in members]
+        return None if any(ale is None for ale in interfaces) else interfaces
+
+    def close(self) -> None:
+        self._backend.close()
+
+
+_ROM_IDS = ale_py.roms.get_all_rom_ids()
+_ROM_BY_KEY = {rom.replace("_", ""): rom for rom in _ROM_IDS}
+
+
+def atari_game(env: str) -> str | None:
+    """The ale-py ROM id for "Pong", "pong", "MsPacman", "ms_pacman", "ALE/MsPacman-v5" or the
+    older gym ids "Pong-v4", "PongNoFrameskip-v4", "PongDeterministic-v4" (the id names the game
+    only: the protocol decides frame skip and sticky actions)."""
+    name = re.sub(r"-v\d+$", "", env.removeprefix("ALE/"))
+    name = re.sub(r"(NoFrameskip|Deterministic)$", "", name, flags=re.IGNORECASE)
+    return _ROM_BY_KEY.get(name.replace("_", "").lower())
+
+
+# MinAtar names as people write them, case-insensitive: the gym ids "MinAtar/Breakout-v0"
+# (MinAtar's gym.py), "minatar:breakout", "minatar-space_invaders", and gymnax's
+# "Breakout-MinAtar"; each with an optional "-v0" / "-v1".
+_MINATAR_FORMS = (
+    re.compile(r"minatar\s*[/:_-]\s*(?P<game>[a-z_ -]+?)(?:-v(?P<version>\d+))?", re.IGNORECASE),
+    re.compile(r"(?P<game>[a-z_ -]+?)[_-]minatar(?:-v(?P<version>\d+))?", re.IGNORECASE),
+)
+_MINATAR_BY_KEY = {game.replace("_", ""): game for game in MINATAR_GAMES}
+
+
+def minatar_game(env: str) -> tuple[str, int] | None:
+    """(MinAtar's module name, version) for a name that mentions MinAtar: "MinAtar/Breakout-v1"
+    -> ("breakout", 1); "breakout-minatar", "Breakout-MinAtar", "minatar:breakout",
+    "MinAtar/space_invaders" -> (game, 0), the version of all 6 actions. None for a name without
+    "minatar"; ValueError, one line listing the games, for one with an unknown game or version."""
+    if "minatar" not in env.lower():
+        return None
+    for form in _MINATAR_FORMS:
+        match = form.fullmatch(env.strip())
+        if match:
+            game = _MINATAR_BY_KEY.get(re.sub(r"[_ -]", "", match["game"]).lower())
+            version = int(match["version"] or 0)
+            if game is not None and version in MINATAR_VERSIONS:
+                return game, version
+    raise ValueError(
+        f"{env!r} is not a MinAtar env: the games are {', '.join(MINATAR_GAMES)}, written "
+        "MinAtar/Breakout-v0 (all 6 actions), MinAtar/Breakout-v1 (the game's minimal action "
+        "set), breakout-minatar or minatar:space_invaders"
+    )
+
+
+def canonical_env(env: str) -> str | None:
+    """The one name a config holds for an env as users write it: CARTPOLE for "CartPole",
+    "CartPole-v1" or "cartpole"; "MinAtar/<Game>-v<N>" (the gym id, e.g. "MinAtar/SpaceInvaders-v0")
+    for any spelling `minatar_game` accepts; an Atari game's ale-py name ("Pong", "MsPacman") for
+    any spelling `atari_game` accepts; None for anything else (ValueError for a name that
+    mentions MinAtar but no MinAtar game). `make_env` accepts every result."""
+    if re.fullmatch(r"cartpole(-v1)?", env, flags=re.IGNORECASE):
+        return CARTPOLE
+    minatar = minatar_game(env)
+    if minatar is not None:
+        game, version = minatar
+        return f"{MINATAR}/{MINATAR_GAMES[game]}-v{version}"
+    game = atari_game(env)
+    return None if game is None else rom_id_to_name(game)
+
+
+def env_family(env: str) -> str:
+    """The family of `env` (any spelling `canonical_env` accepts), one of FAMILIES: "cartpole",
+    "minatar" or "atari". What differs by family: frames per agent step (1 on CartPole and
+    MinAtar, the action repeat on Atari), the Atari protocol and backend (Atari only), and the
+    human-normalised score (Atari only). ValueError for an unknown env."""
+    name = canonical_env(env)
+    if name is None:
+        raise ValueError(f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game or an Atari game")
+    if name == CARTPOLE:
+        return "cartpole"
+    return "minatar" if name.startswith(f"{MINATAR}/") else "atari"
+
+
+def is_minatar(env: str) -> bool:
+    """Whether `env` is one of MinAtar's games (any spelling; False for an unknown env)."""
+    try:
+        return minatar_game(env) is not None
+    except ValueError:
+        return False
+
+
+def hns_game(env: str) -> str | None:
+    """The Atari game whose human-normalised score `env` reports, None on CartPole and MinAtar
+    (MinAtar's games have no human reference scores; Atari Breakout's would be wrong for them)."""
+    return canonical_env(env) if env_family(env) == "atari" else None
+
+
+def make_env(
+    env: str,
+    num_envs: int,
+    seed: int,
+    protocol: str | AtariProtocol | MinAtarProtocol = "impala",
+    backend: str = "vector",
+) -> BatchedEnv:
+    """A batch of `num_envs` envs; the first `reset()` seeds env i with `seed + i`.
+
+    `env`: an Atari game (see `atari_game`), a MinAtar game (see `minatar_game`; observations
+    uint8 0/1 [10, 10, C]) or "CartPole" (CartPole-v1). `protocol`: a name in `PROTOCOLS`, or an
+    `AtariProtocol`; it does not apply to CartPole; MinAtar plays `protocol` if it is a
+    `MinAtarProtocol`, else `MINATAR_PROTOCOL` with the Atari protocol's reward clipping. `backend`
+    (Atari only): "vector" (ale-py C++) or "gym" (gymnasium wrappers), see the module docstring.
+    """
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    minatar = minatar_game(env)
+    if minatar is not None:
+        game, version = minatar
+        if not isinstance(protocol, MinAtarProtocol):
+            # The game is MinAtar's; the reward clipping of the paper's protocol is its agent's
+            # (IMPALA clips to [-1, 1], Table G.1), so it carries over. Scores stay raw.
+            atari = PROTOCOLS[protocol] if isinstance(protocol, str) else protocol
+            protocol = dataclasses.replace(MINATAR_PROTOCOL, reward_clip=atari.reward_clip)
+        return _MinAtarEnv(game, num_envs, seed, version == 1, protocol)
+    if canonical_env(env) == CARTPOLE:
+        return _ProtocolEnv(
+            _GymListBackend(lambda: gymnasium.make("CartPole-v1"), num_envs),
+            seed,
+            reward_clip=None,
+            terminal_on_life_loss=False,
+            channels_last=False,
+        )
+    game = atari_game(env)
+    if game is None:
+        raise ValueError(
+            f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game (MinAtar/Breakout-v0, "
+            f"breakout-minatar) or an Atari game, written "
+            f"'Pong', 'pong', 'MsPacman', 'ms_pacman' or 'ALE/MsPacman-v5'; "
+            f"games: {', '.join(_ROM_IDS)}"
+        )
+    if isinstance(protocol, str):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r}: use one of {sorted(PROTOCOLS)}")
+        protocol = PROTOCOLS[protocol]
+    if backend == "vector":
+        atari = _AleVectorBackend(game, num_envs, protocol)
+    elif backend == "gym":
+        atari = _GymListBackend(lambda: _make_gym_atari(game, protocol), num_envs)
+    else:
+        raise ValueError(f"unknown backend {backend!r}: use one of {BACKENDS}")
+    return _ProtocolEnv(
+        atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss, channels_last=True
+    )
+
+
+def frames_per_step(env: str, protocol: str | AtariProtocol = "impala") -> int:
+    """Environment frames one agent step consumes: the protocol's action repeat on Atari (frames
+    count action repeats, as IMPALA Table 1 does), 1 on CartPole and on MinAtar (no frame skip,
+    `MinAtarProtocol.frame_skip`)."""
+    family = env_family(env)
+    if family == "cartpole":
+        return 1
+    if family == "minatar":
+        return MinAtarProtocol.frame_skip
+    return (PROTOCOLS[protocol] if isinstance(protocol, str) else protocol).frame_skip
+
+
+@functools.cache
+def _minatar_palette(num_channels: int) -> np.ndarray:
+    """[C + 1, 3] uint8: black, then one colour per channel: seaborn's "cubehelix" palette with
+    C colours, the colours of MinAtar's own display (MinAtar's environment.py `display_state`)."""
+    import seaborn
+
+    colours = np.asarray(seaborn.color_palette("cubehelix", num_channels))
+    return np.concatenate([np.zeros((1, 3)), np.round(colours * 255)]).astype(np.uint8)
+
+
+def render_rgb(env: str, observation: np.ndarray, scale: int = 16) -> np.ndarray:
+    """An observation as an RGB uint8 image, for recordings of games: [H, W, C] -> [H * scale,
+    W * scale, 3], or a batch [B, H, W, C] -> [B, H * scale, W * scale, 3].
+
+    MinAtar: a black background and one colour per channel; a cell where several channels are
+    set shows the last one's colour, as MinAtar's display does (so `scale` pixels per cell, 16 by
+    default). Atari: the newest frame of the stack in grey (`scale` 1 keeps 84 x 84).
+    CartPole's observations are not images: ValueError."""
+    if scale < 1:
+        raise ValueError(f"scale must be an integer >= 1, got {scale}")
+    observation = np.asarray(observation)
+    family = env_family(env)
+    if family == "cartpole" or observation.ndim not in (3, 4):
+        raise ValueError(
+            f"render_rgb draws MinAtar and Atari observations [(B,) H, W, C], got {env!r} "
+            f"with shape {observation.shape}"
+        )
+    if family == "minatar":
+        num_channels = observation.shape[-1]
+        # 0 where no channel is set, else 1 + the last set channel (MinAtar's display).
+        index = np.max(observation.astype(bool) * np.arange(1, num_channels + 1), axis=-1)
+        image = _minatar_palette(num_channels)[index]
+    else:
+        image = np.repeat(observation[..., -1:].astype(np.uint8), 3, axis=-1)
+    if scale > 1:
+        image = np.repeat(np.repeat(image, scale, axis=-3), scale, axis=-2)
+    return image

@@ -1,0 +1,2 @@
+"""The equations: returns, distributional targets, policies, transforms, schedules, instruments and
+score metrics, as pure functions."""

@@ -1,0 +1,2 @@
+"""Experiments: the papers' builders, the command line, ablation studies and comparisons across
+papers (the highest layer)."""

@@ -1,0 +1,1 @@
+"""Models: the networks' torsos, LSTM cores and heads."""

@@ -1,0 +1,2 @@
+"""Replay and data: Reverb tables, writers, datasets, the parameter table, replay patterns and
+actors' reports."""
