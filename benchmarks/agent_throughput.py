@@ -149,11 +149,14 @@ def measure_agent(
     entry, the other rows are still measured."""
     from common.runtime import acting
     from common.experiments import cli
+    from common.experiments import dataclass_flags
     from common.environments import envs
 
     paper_name, _, ablation = agent.partition(".")
     paper = importlib.import_module(f"{paper_name}.builder").PAPER
-    config = cli.make_config(paper, cli.given_values(paper.config_class), ablation or None)
+    config = cli.make_config(
+        paper, dataclass_flags.given_values(paper.config_class), ablation or None
+    )
     config = throughput.run_overrides(config)
     result: dict = dict(agent=agent, env=config.env, errors={})
     with tempfile.TemporaryDirectory() as logdir:

@@ -130,7 +130,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from common.experiments import ablation_runner, cli, compare
+from common.experiments import ablation_runner, cli, compare, dataclass_flags
 from common.runtime import runlog
 from common.settings.config import field
 
@@ -241,18 +241,18 @@ def default_variant(paper: str) -> str | None:
 
 def agent_spec(name: str) -> AgentSpec:
     """An agent of --agents: one of AGENTS, or `<paper>.<ablation>` for an ablation its paper
-    names (e.g. `impala.no_correction`); cli.FlagError naming --agents otherwise."""
+    names (e.g. `impala.no_correction`); dataclass_flags.FlagError naming --agents otherwise."""
     if name in AGENTS:
         return AGENTS[name]
     paper, dot, ablation = name.partition(".")
     if not (dot and paper in PAPERS):
-        raise cli.FlagError(
+        raise dataclass_flags.FlagError(
             f"--agents: {name!r} is not one of {', '.join(AGENTS)} or <paper>.<ablation> with a "
             f"paper of {', '.join(PAPERS)} (e.g. impala.no_correction)"
         )
     ablations = paper_ablations(paper).ABLATIONS
     if ablation not in ablations:
-        raise cli.FlagError(
+        raise dataclass_flags.FlagError(
             f"--agents: {name!r}: {paper} has no ablation {ablation!r} (of: {', '.join(ablations)})"
         )
     return AgentSpec(paper, ablation)
@@ -278,26 +278,30 @@ def frame_budgets(
     agents: Sequence[str], total_frames: int, agent_frames: Sequence[str] = ()
 ) -> dict[str, int]:
     """{agent: the frames of its runs}: `total_frames`, or the agent's `<agent>=<frames>` entry of
-    --agent_frames (the frames written as --total_frames is, e.g. 1e6); cli.FlagError naming
+    --agent_frames (the frames written as --total_frames is, e.g. 1e6); dataclass_flags.FlagError naming
     --agent_frames on a bad entry."""
     budgets = dict.fromkeys(agents, total_frames)
     named = set()
     for entry in agent_frames:
         agent, equals, text = entry.partition("=")
         if not (agent and equals and text):
-            raise cli.FlagError(f"--agent_frames: {entry!r} is not <agent>=<frames>, e.g. dice=1e6")
+            raise dataclass_flags.FlagError(
+                f"--agent_frames: {entry!r} is not <agent>=<frames>, e.g. dice=1e6"
+            )
         if agent not in budgets:
-            raise cli.FlagError(
+            raise dataclass_flags.FlagError(
                 f"--agent_frames: {agent!r} is not one of --agents ({', '.join(agents)})"
             )
         if agent in named:
-            raise cli.FlagError(f"--agent_frames names {agent} twice")
+            raise dataclass_flags.FlagError(f"--agent_frames names {agent} twice")
         try:
-            frames = cli._parse_scalar(int, text)  # as --total_frames is parsed
+            frames = dataclass_flags.parse_scalar(int, text)  # as --total_frames is parsed
         except ValueError:
-            raise cli.FlagError(f"--agent_frames: {entry!r}: {text} is not an integer") from None
+            raise dataclass_flags.FlagError(
+                f"--agent_frames: {entry!r}: {text} is not an integer"
+            ) from None
         if frames <= 0:
-            raise cli.FlagError(f"--agent_frames: {agent}={frames} must be > 0")
+            raise dataclass_flags.FlagError(f"--agent_frames: {agent}={frames} must be > 0")
         named.add(agent)
         budgets[agent] = frames
     return budgets
@@ -1631,12 +1635,14 @@ def run_grid(
 
 def _names(values: Sequence[str], allowed: Sequence[str], flag: str) -> tuple[str, ...]:
     if not values:
-        raise cli.FlagError(f"--{flag} names at least one of {', '.join(allowed)}")
+        raise dataclass_flags.FlagError(f"--{flag} names at least one of {', '.join(allowed)}")
     for value in values:
         if value not in allowed:
-            raise cli.FlagError(f"--{flag}: {value!r} is not one of {', '.join(allowed)}")
+            raise dataclass_flags.FlagError(
+                f"--{flag}: {value!r} is not one of {', '.join(allowed)}"
+            )
     if len(set(values)) != len(values):
-        raise cli.FlagError(f"--{flag}={','.join(values)} names one twice")
+        raise dataclass_flags.FlagError(f"--{flag}={','.join(values)} names one twice")
     return tuple(values)
 
 
@@ -1673,12 +1679,12 @@ class CommandLine:
     )
 
     def validate(self) -> "CommandLine":
-        """Raises cli.FlagError naming the flag; returns the command line with the games and
+        """Raises dataclass_flags.FlagError naming the flag; returns the command line with the games and
         seeds spelt out."""
         # --agents is open-ended (any <paper>.<ablation>): agent_spec knows the names, and
         # _names checks only that none is named twice.
         if not self.agents:
-            raise cli.FlagError(f"--agents names at least one of {', '.join(AGENTS)}")
+            raise dataclass_flags.FlagError(f"--agents names at least one of {', '.join(AGENTS)}")
         for agent in self.agents:
             agent_spec(agent)
         agents = _names(self.agents, self.agents, "agents")
@@ -1688,20 +1694,20 @@ class CommandLine:
             else _names(self.games, tuple(GAMES) + (ALL,), "games")
         )
         if ALL in games:
-            raise cli.FlagError(f"--games={','.join(self.games)}: {ALL} stands alone")
+            raise dataclass_flags.FlagError(f"--games={','.join(self.games)}: {ALL} stands alone")
         seeds = tuple(cli.parse_seeds(self.seeds))
         if self.total_frames <= 0:
-            raise cli.FlagError(f"--total_frames={self.total_frames} must be > 0")
+            raise dataclass_flags.FlagError(f"--total_frames={self.total_frames} must be > 0")
         self.budgets()  # FlagError on a bad --agent_frames (--agents is checked above)
         if self.parallel < 1:
-            raise cli.FlagError(f"--parallel={self.parallel} must be >= 1")
+            raise dataclass_flags.FlagError(f"--parallel={self.parallel} must be >= 1")
         if not self.logdir:
-            raise cli.FlagError("--logdir must name a directory")
+            raise dataclass_flags.FlagError("--logdir must name a directory")
         if self.report_only and self.measure_random:
-            raise cli.FlagError("--report_only and --measure_random: give one of them")
+            raise dataclass_flags.FlagError("--report_only and --measure_random: give one of them")
         for path in self.curves_from:
             if not os.path.isfile(path):
-                raise cli.FlagError(f"--curves_from: {path}: no such file")
+                raise dataclass_flags.FlagError(f"--curves_from: {path}: no such file")
         return dataclasses.replace(self, agents=agents, games=games, seeds=seeds)
 
     def budgets(self) -> dict[str, int]:
@@ -1714,12 +1720,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         args, extra = ablation_runner.parse_tool_command_line(argv, CommandLine, TOOL, __doc__)
         if extra and args.measure_random:
-            raise cli.FlagError(
+            raise dataclass_flags.FlagError(
                 f"--measure_random runs no agent: the arguments after -- ({shlex.join(extra)}) "
                 "would go nowhere"
             )
-    except cli.FlagError as error:
-        cli.fail(str(error))
+    except dataclass_flags.FlagError as error:
+        dataclass_flags.fail(str(error))
     # The runner's "starting <run>: <command>" lines; not rliable's per-estimate ones.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logging.getLogger(ablation_runner.__name__).setLevel(logging.INFO)
@@ -1773,8 +1779,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             template=run_template(args.logdir, budgets, extra),
             curves_from=args.curves_from,
         )
-    except cli.FlagError as error:
-        cli.fail(str(error))
+    except dataclass_flags.FlagError as error:
+        dataclass_flags.fail(str(error))
     except (ablation_runner.AblationRunError, ValueError) as error:
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:

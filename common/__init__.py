@@ -1,4 +1,6 @@
-"""What the five papers share (docs/architecture.md).
+"""What the five papers share (docs/architecture.md#module-map), in layers: a module imports only
+from its own layer and the layers listed before it (`LAYERS`, lowest first; tests/test_layers.py
+checks the imports).
 
 Importing `common` sets TensorFlow's oneDNN default before TensorFlow loads: TensorFlow 2.15
 turns its oneDNN kernels on by itself only on CPUs with AVX-512-class features, and they are
@@ -19,3 +21,17 @@ import os
 
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+# The sub-packages, lowest layer first.
+LAYERS = (
+    "environments",  # batched Atari, MinAtar, CartPole; recorded play
+    "settings",  # config fields, checks and shared parts (no TensorFlow)
+    "equations",  # returns, distributions, policies, transforms, schedules, instruments, metrics
+    "models",  # the networks
+    "control",  # bandit meta-controllers and per-game behaviour selection
+    "replay",  # Reverb tables, writers, datasets, parameters; replay patterns; reports
+    "runtime",  # actors, evaluator, learner loop, agent, run logs
+    "burn_in",  # what DiCE, GDI and LBC share: learner, dueling critic, dynamics, acting
+    "launchers",  # a run's processes: one machine, several hosts, Ray
+    "experiments",  # builders, command lines, ablation studies, comparisons
+)

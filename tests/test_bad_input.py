@@ -9,13 +9,14 @@ without one, the rule `RULES` gives here: a new field of a type with values to r
 the other, or the first test fails naming it."""
 
 import dataclasses
-import math
 import typing
 
 import pytest
 from absl import flags
 
 from common.experiments import cli
+
+from common.experiments import dataclass_flags
 from dice import builder as dice_builder
 from gdi import builder as gdi_builder
 from impala import builder as impala_builder
@@ -70,7 +71,7 @@ def fields(paper):
     for data_class in (paper.config_class, cli.RunSettings):
         hints = typing.get_type_hints(data_class)
         for field in dataclasses.fields(data_class):
-            yield field, cli._kind_of(hints[field.name])
+            yield field, dataclass_flags.kind_of(hints[field.name])
 
 
 def parsed(kind, text: str):
@@ -108,7 +109,7 @@ def bad_inputs(paper) -> list[tuple[str, str]]:
 def plan(paper, *argv: str) -> cli.Plan:
     flag_values = flags.FlagValues()
     cli.define_flags(paper, flag_values)
-    rest = cli.parse_flags(["prog", *argv], flag_values)
+    rest = dataclass_flags.parse_flags(["prog", *argv], flag_values)
     return cli.plan_from_flags(paper, rest, flag_values)
 
 
@@ -130,7 +131,7 @@ def test_every_bad_input_is_refused_on_one_line_naming_its_flag(paper):
     for name, value in tried:
         try:
             plan(paper, f"--{name}={value}")
-        except cli.FlagError as error:
+        except dataclass_flags.FlagError as error:
             message = str(error)
             if f"--{name}" not in message or "\n" in message:
                 unnamed.append((name, value, message))

@@ -56,7 +56,8 @@ import numpy as np
 from absl import flags
 from matplotlib.figure import Figure
 
-from common.experiments import cli
+
+from common.experiments import dataclass_flags
 from common.equations import metrics
 from common.runtime import runlog
 from common.settings.config import check_choice, field
@@ -690,15 +691,15 @@ class CommandLine:
     report_only: bool = field(False, "Only write the reports from existing runs.")
 
     def validate(self) -> "CommandLine":
-        """Raises cli.FlagError naming the flag."""
+        """Raises dataclass_flags.FlagError naming the flag."""
         if not self.logdir:
-            raise cli.FlagError("--logdir is required")
+            raise dataclass_flags.FlagError("--logdir is required")
         try:
             check_choice("normaliser", self.normaliser, tuple(metrics.NORMALISERS))
         except ValueError as error:
-            raise cli.FlagError(str(error)) from None
+            raise dataclass_flags.FlagError(str(error)) from None
         if not self.report_only and not (self.module and self.variants and self.seeds):
-            raise cli.FlagError(
+            raise dataclass_flags.FlagError(
                 "--module, --variants and --seeds are required unless --report_only"
             )
         return self
@@ -708,23 +709,25 @@ def parse_tool_command_line(
     argv: Sequence[str], command_line: type, module: str, doc: str
 ) -> tuple[Any, list[str]]:
     """A runner tool's flags (the dataclass `command_line`) before `--` and the arguments after
-    it (they go to every run); cli.FlagError with one line on a bad flag. `--help` prints `doc`
+    it (they go to every run); dataclass_flags.FlagError with one line on a bad flag. `--help` prints `doc`
     and the flags, and exits."""
     own, extra = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
     flag_values = flags.FlagValues()
-    cli.define_dataclass_flags(command_line, flag_values, module_name=module)
+    dataclass_flags.define_dataclass_flags(command_line, flag_values, module_name=module)
     if any(arg in ("-h", "--help", "--helpshort", "--helpfull") for arg in own):
         print(f"{doc}\nflags:\n{flag_values.get_help()}")
         sys.exit(0)
-    rest = cli.parse_flags([f"python -m {module}", *own], flag_values)
+    rest = dataclass_flags.parse_flags([f"python -m {module}", *own], flag_values)
     if len(rest) > 1:
-        raise cli.FlagError(
+        raise dataclass_flags.FlagError(
             f"unexpected arguments {rest[1:]}; flags are written --name=value, "
             "and the arguments of every run follow --"
         )
-    return command_line(**cli.given_values(command_line, flag_values)).validate(), list(extra)
+    return command_line(**dataclass_flags.given_values(command_line, flag_values)).validate(), list(
+        extra
+    )
 
 
 def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
@@ -742,8 +745,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args, extra = parse_command_line(argv)
-    except cli.FlagError as error:
-        cli.fail(str(error))
+    except dataclass_flags.FlagError as error:
+        dataclass_flags.fail(str(error))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     variants = list(args.variants) or None
     seeds = list(args.seeds) or None

@@ -4,9 +4,8 @@ A paper's `builder.py` describes the paper with a `Paper` (`PAPER`, with the pap
 `common.experiments.builder.Builder`), and its `main.py` calls `main(PAPER)` under `__main__`. This
 module then
 
-- makes one flag per field of the paper's frozen config dataclass (fields made with
-  `common.settings.config.field`): bool, int, float and str, and tuples of them written as comma
-  lists (`--bandit_widths=1,2,3`); the help text shows the default;
+- makes one flag per field of the paper's frozen config dataclass
+  (`common.experiments.dataclass_flags`); the help text shows the default;
 - adds the run flags every paper shares, the fields of `RunSettings` (--logdir, --role,
   --replay_address, --first_actor, --launcher, --ray_address, --replay_port, --ablation,
   --ablations, --seeds, --parallel, --check_flags, --record_dir, --record_games);
@@ -26,18 +25,25 @@ imports absl's flags and nothing heavier.
 """
 
 import dataclasses
-import difflib
 import functools
 import importlib.util
 import os
 import sys
-import types
-import typing
 from typing import Any, Callable, Mapping, Sequence
 
 from absl import flags
 
 from common.experiments import builder as builder_lib
+from common.experiments.dataclass_flags import (
+    EXIT_FAILURE,
+    FlagError,
+    calling_module_name,
+    define_dataclass_flags,
+    fail,
+    flag_text,
+    given_values,
+    parse_flags,
+)
 from common.settings.config import Derived, check_all, check_choice, field
 
 # common.launchers.launch.ROLES, written out: importing common.launchers.launch imports TensorFlow
@@ -48,15 +54,11 @@ RECORDING_ROLES = ("local", "learner", "evaluate")
 # How `--role=local` places its processes: `common.launchers.launch` (this machine) or
 # `common.launchers.ray_launch`.
 LAUNCHERS = ("local", "ray")
-EXIT_USAGE = 2  # status of a bad command line
-EXIT_FAILURE = 1  # status of a run that failed (unreachable replay, a failed ablation run)
 
 # `Paper.env_defaults` keys that hold the defaults of a whole env family
 # (`common.environments.envs.env_family`), besides canonical env names: "MinAtar" for all five
 # MinAtar games at once. ("CartPole" is both the family's key and its one env's name.)
 ENV_FAMILY_KEYS = {"cartpole": "CartPole", "minatar": "MinAtar", "atari": "Atari"}
-# How --help names a family key's defaults.
-_FAMILY_LABELS = {"MinAtar": "MinAtar games", "Atari": "Atari games"}
 # The --env spellings --help shows, after the config field's own help.
 ENV_HELP = (
     "Written as people write it: Pong, ms_pacman, ALE/Pong-v5, PongNoFrameskip-v4; MinAtar's "
@@ -64,10 +66,6 @@ ENV_HELP = (
     "actions), MinAtar/Breakout-v1 (the game's minimal action set), breakout-minatar or "
     "minatar:space_invaders (v0 without a version)."
 )
-
-
-class FlagError(ValueError):
-    """A bad command line; its text is the one line printed after `error: `."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,161 +276,6 @@ class Plan:
         return None if self.several_runs or not self.variants else self.variants[0]
 
 
-# ------------------------------------------------------------------------------------ flags
-
-_SCALARS = (bool, int, float, str)
-_ONE = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-_MANY = {bool: "true/false values", int: "integers", float: "numbers", str: "names"}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Kind:
-    """How a field is written on the command line."""
-
-    element: type  # bool, int, float or str
-    is_tuple: bool = False
-    length: int | None = None  # of a fixed-length tuple, e.g. tuple[float, float]
-
-    def describe(self) -> str:
-        if not self.is_tuple:
-            return _ONE[self.element]
-        if self.length is not None:
-            return f"{self.length} {_MANY[self.element]} separated by commas"
-        return f"a comma list of {_MANY[self.element]}"
-
-
-def _kind_of(hint) -> _Kind:
-    """The `_Kind` of a type hint: a scalar, `X | None`, `tuple[X, ...]` or `tuple[X, X]`."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint in _SCALARS:
-        return _Kind(hint)
-    if origin in (typing.Union, types.UnionType):
-        rest = [arg for arg in args if arg is not type(None)]
-        if len(rest) == 1 and rest[0] in _SCALARS:
-            return _Kind(rest[0])
-    if origin is tuple and args and args[0] in _SCALARS:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return _Kind(args[0], is_tuple=True)
-        if all(arg is args[0] for arg in args):
-            return _Kind(args[0], is_tuple=True, length=len(args))
-    raise TypeError(f"no command-line syntax for a field of type {hint!r}")
-
-
-def _parse_scalar(element: type, text: str):
-    """One value as written on the command line; ValueError if it is not one."""
-    if element is bool:
-        lowered = text.lower()
-        if lowered in ("true", "t", "yes", "1"):
-            return True
-        if lowered in ("false", "f", "no", "0"):
-            return False
-        raise ValueError(text)
-    if element is int:
-        try:
-            return int(text)
-        except ValueError:
-            number = float(text)  # 2e8 is an integer too
-            if not number.is_integer():
-                raise
-            return int(number)
-    if element is float:
-        return float(text)
-    return text
-
-
-def _text(value) -> str:
-    """A value as written on the command line (`_parse_scalar` reads it back)."""
-    if isinstance(value, tuple):
-        return ",".join(_text(v) for v in value)
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-class _FieldParser(flags.ArgumentParser):
-    """Parses a field's value; its ValueError says what the flag must be, for `_one_line`."""
-
-    def __init__(self, kind: _Kind, example: str):
-        self.kind = kind
-        self.example = example
-        # absl's help shows it after the default; a string or --[no]flag needs no note.
-        plain = not kind.is_tuple and kind.element in (bool, str)
-        self.syntactic_help = "" if plain else kind.describe()
-
-    def parse(self, argument):
-        if not isinstance(argument, str):  # already a value
-            return argument
-        kind = self.kind
-        try:
-            if not kind.is_tuple:
-                return _parse_scalar(kind.element, argument)
-            parts = argument.split(",") if argument.strip() else []
-            values = tuple(_parse_scalar(kind.element, part.strip()) for part in parts)
-        except ValueError:
-            values = None
-        if values is None or (kind.length is not None and len(values) != kind.length):
-            example = f" (e.g. {self.example})" if self.example else ""
-            raise ValueError(f"must be {kind.describe()}{example}")
-        return values
-
-    def flag_type(self) -> str:
-        return self.kind.describe()
-
-
-class _FieldSerializer(flags.ArgumentSerializer):
-    def serialize(self, value) -> str:
-        return _text(value)
-
-
-def _calling_module_name(depth: int) -> str:
-    """The module `depth` frames up, named as absl names modules in --help."""
-    name = sys._getframe(depth + 1).f_globals.get("__name__", "")
-    return sys.argv[0] if name == "__main__" else name
-
-
-def define_dataclass_flags(
-    data_class: type,
-    flag_values: flags.FlagValues = flags.FLAGS,
-    module_name: str | None = None,
-    env_defaults: Mapping[str, Mapping[str, Any]] | None = None,
-    extra_help: Mapping[str, str] | None = None,
-) -> None:
-    """One flag per field of `data_class`, default None (so a flag given on the command line is
-    told apart from the default); the help text is the field's, with its default (and the
-    defaults of `env_defaults`) and `extra_help[name]` appended."""
-    module_name = module_name or _calling_module_name(1)
-    hints = typing.get_type_hints(data_class)
-    for f in dataclasses.fields(data_class):
-        kind = _kind_of(hints[f.name])
-        notes = []
-        if f.default is not None and f.default != ():
-            notes.append(
-                f"default {f.default!r}"
-                if kind.element is str and not kind.is_tuple
-                else f"default {_text(f.default)}"
-            )
-        for env, overrides in (env_defaults or {}).items():  # env names and family keys
-            if f.name in overrides:
-                notes.append(f"{_FAMILY_LABELS.get(env, env)}: {_text(overrides[f.name])}")
-        text = f.metadata.get("help", "")
-        if extra_help and f.name in extra_help:
-            text = f"{text} {extra_help[f.name]}"
-        if notes:
-            text = f"{text} ({'; '.join(notes)})"
-        example = _text(f.default) if kind.is_tuple and f.default else ""
-        flag = flags.Flag(
-            _FieldParser(kind, example),
-            _FieldSerializer(),
-            f.name,
-            None,
-            text,
-            boolean=not kind.is_tuple and kind.element is bool,
-        )
-        flags.DEFINE_flag(flag, flag_values, module_name=module_name)
-
-
 # `define_flags` marks this run flag with the name of the paper whose flags it defined.
 _OWNER_FLAG = "logdir"
 _OWNER_ATTRIBUTE = "defined_by_paper"
@@ -454,7 +297,7 @@ def define_flags(
             f"the flags of {owner or 'another command line'} are already defined; "
             f"{paper.name}'s need a FlagValues of their own"
         )
-    module_name = module_name or _calling_module_name(1)
+    module_name = module_name or calling_module_name(1)
     define_dataclass_flags(
         paper.config_class,
         flag_values,
@@ -470,42 +313,6 @@ def define_flags(
         extra_help=dict(ablation=f"One of: {names}.", ablations=f"Of: {names}."),
     )
     setattr(flag_values[_OWNER_FLAG], _OWNER_ATTRIBUTE, paper.name)
-
-
-def _one_line(error: flags.Error, flag_values: flags.FlagValues) -> str:
-    """absl's parse error as one line naming the flag."""
-    if isinstance(error, flags.UnrecognizedFlagError):
-        close = difflib.get_close_matches(error.flagname, list(flag_values), n=3)
-        hint = f" (did you mean {', '.join('--' + name for name in close)}?)" if close else ""
-        return f"unknown flag --{error.flagname}{hint}"
-    text = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-    text = text.removeprefix("flag ")
-    head, separator, tail = text.rpartition(": must ")  # a _FieldParser message
-    return f"{head} must {tail}" if separator else text
-
-
-def parse_flags(argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS) -> list[str]:
-    """Parses `argv` (program name first) into `flag_values`; returns the arguments that are not
-    flags, program name first. FlagError with one line on an unknown flag or a bad value."""
-    try:
-        return flag_values(list(argv))
-    except flags.Error as error:
-        raise FlagError(_one_line(error, flag_values)) from None
-
-
-def given_values(data_class: type, flag_values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
-    """{field: value} of the fields of `data_class` given on the command line."""
-    return {
-        f.name: flag_values[f.name].value
-        for f in dataclasses.fields(data_class)
-        if flag_values[f.name].present
-    }
-
-
-def fail(message: str, status: int = EXIT_USAGE) -> typing.NoReturn:
-    """Prints `error: <message>` to stderr and exits with `status`."""
-    print(f"error: {message}", file=sys.stderr, flush=True)
-    sys.exit(status)
 
 
 # --------------------------------------------------------------------------- config and plan
@@ -589,9 +396,9 @@ def parse_seeds(seeds: Sequence[int], default: int = 0) -> list[int]:
             raise FlagError(f"--seeds={seeds[0]} must be >= 1 (a count, or a list of seeds)")
         return list(range(seeds[0]))
     if len(set(seeds)) != len(seeds):
-        raise FlagError(f"--seeds={_text(tuple(seeds))} must be distinct")
+        raise FlagError(f"--seeds={flag_text(tuple(seeds))} must be distinct")
     if min(seeds) < 0:
-        raise FlagError(f"--seeds={_text(tuple(seeds))} must be seeds >= 0")
+        raise FlagError(f"--seeds={flag_text(tuple(seeds))} must be seeds >= 0")
     return list(seeds)
 
 
@@ -616,7 +423,7 @@ def plan_from_flags(
         if not variants:
             if paper.default_ablation is None:
                 raise FlagError(
-                    f"--seeds={_text(settings.seeds)} needs --ablation or "
+                    f"--seeds={flag_text(settings.seeds)} needs --ablation or "
                     "--ablations: each run is a named variant"
                 )
             variants = (paper.default_ablation,)

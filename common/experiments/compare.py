@@ -38,6 +38,7 @@ from typing import Sequence
 
 from common.experiments import ablation_runner
 from common.experiments import cli
+from common.experiments import dataclass_flags
 from common.equations import metrics
 from common.settings.config import check_choice, field
 
@@ -56,15 +57,15 @@ class AgentRun:
     def parse(cls, name: str) -> "AgentRun":
         paper, _, ablation = name.partition(".")
         if paper not in PAPERS:
-            raise cli.FlagError(
+            raise dataclass_flags.FlagError(
                 f"--agents: {name!r} is not <paper> or <paper>.<ablation> with a paper of {', '.join(PAPERS)}"
             )
         if importlib.util.find_spec(f"{paper}.main") is None:
-            raise cli.FlagError(f"--agents: {paper!r} has no {paper}/main.py yet")
+            raise dataclass_flags.FlagError(f"--agents: {paper!r} has no {paper}/main.py yet")
         if ablation:
             known = importlib.import_module(f"{paper}.ablations").ABLATIONS
             if ablation not in known:
-                raise cli.FlagError(
+                raise dataclass_flags.FlagError(
                     f"--agents: {ablation!r} is not one of {paper}'s ablations: {', '.join(known)}"
                 )
         return cls(name, paper, ablation or None)
@@ -106,7 +107,7 @@ def check_targets(runs: Sequence[AgentRun], argv: Sequence[str]) -> None:
     for arg in argv:
         target, _ = split_targeted(arg)
         if target is not None and target not in names:
-            raise cli.FlagError(
+            raise dataclass_flags.FlagError(
                 f"{arg!r}: {target!r} is none of the agents or papers compared "
                 f"({', '.join(sorted(names))})"
             )
@@ -120,7 +121,7 @@ def check_flags(runs: Sequence[AgentRun], seed: int, logdir: str, argv: Sequence
         result = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if result.returncode != 0:
             lines = result.stderr.strip().splitlines() or [f"exit status {result.returncode}"]
-            raise cli.FlagError(f"--agents: {run.name} refuses its flags: {lines[-1]}")
+            raise dataclass_flags.FlagError(f"--agents: {run.name} refuses its flags: {lines[-1]}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,17 +144,19 @@ class CommandLine:
 
     def validate(self) -> "CommandLine":
         if not self.logdir:
-            raise cli.FlagError("--logdir is required")
+            raise dataclass_flags.FlagError("--logdir is required")
         if not self.agents:
-            raise cli.FlagError("--agents names at least one agent, e.g. --agents=impala,dice")
+            raise dataclass_flags.FlagError(
+                "--agents names at least one agent, e.g. --agents=impala,dice"
+            )
         if self.total_frames <= 0:
-            raise cli.FlagError(f"--total_frames={self.total_frames} must be > 0")
+            raise dataclass_flags.FlagError(f"--total_frames={self.total_frames} must be > 0")
         if self.parallel < 1:
-            raise cli.FlagError(f"--parallel={self.parallel} must be >= 1")
+            raise dataclass_flags.FlagError(f"--parallel={self.parallel} must be >= 1")
         try:
             check_choice("normaliser", self.normaliser, tuple(metrics.NORMALISERS))
         except ValueError as error:
-            raise cli.FlagError(str(error)) from None
+            raise dataclass_flags.FlagError(str(error)) from None
         return self
 
 
@@ -205,8 +208,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name in args.agents:
             AgentRun.parse(name)
         cli.normalise_env(args.env)
-    except cli.FlagError as error:
-        cli.fail(str(error))
+    except dataclass_flags.FlagError as error:
+        dataclass_flags.fail(str(error))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:
         summary = compare(
@@ -219,8 +222,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.parallel,
             args.normaliser,
         )
-    except cli.FlagError as error:
-        cli.fail(str(error))
+    except dataclass_flags.FlagError as error:
+        dataclass_flags.fail(str(error))
     except (ablation_runner.AblationRunError, ValueError) as error:
         sys.exit(f"error: {error}")
     ablation_runner.print_summary(summary)

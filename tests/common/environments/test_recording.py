@@ -22,6 +22,7 @@ from PIL import Image
 
 from common.runtime import acting
 from common.experiments import cli
+from common.experiments import dataclass_flags
 from common.environments import envs
 from common.environments import recording
 from impala import builder as impala_builder
@@ -308,7 +309,7 @@ def test_atari_without_screens_shows_the_grayscale_frames(tmp_path):
 def plan(*argv: str) -> cli.Plan:
     flag_values = flags.FlagValues()
     cli.define_flags(impala_builder.PAPER, flag_values)
-    rest = cli.parse_flags(["prog", *argv], flag_values)
+    rest = dataclass_flags.parse_flags(["prog", *argv], flag_values)
     return cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
 
 
@@ -335,7 +336,7 @@ def plan(*argv: str) -> cli.Plan:
     ],
 )
 def test_bad_record_flags_are_one_flag_error(argv, message):
-    with pytest.raises(cli.FlagError, match=re.escape(message)):
+    with pytest.raises(dataclass_flags.FlagError, match=re.escape(message)):
         plan(*argv)
 
 
@@ -365,7 +366,7 @@ def test_bad_record_flags_exit_on_one_line_writing_nothing(tmp_path):
             text=True,
             timeout=120,
         )
-        assert result.returncode == cli.EXIT_USAGE, result.stderr
+        assert result.returncode == dataclass_flags.EXIT_USAGE, result.stderr
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: --record_"), lines
     assert os.listdir(tmp_path) == []

@@ -11,6 +11,8 @@ import pytest
 from absl import flags
 
 from common.experiments import cli
+
+from common.experiments import dataclass_flags
 from dice import config as dice_config
 from gdi import config as gdi_config
 from impala import ablations as impala_ablations
@@ -45,7 +47,7 @@ def _parsed(paper: cli.Paper, *argv: str) -> tuple[flags.FlagValues, list[str]]:
     """A fresh FlagValues with `paper`'s flags, parsed from `argv`."""
     flag_values = flags.FlagValues()
     cli.define_flags(paper, flag_values)
-    return flag_values, cli.parse_flags(["prog", *argv], flag_values)
+    return flag_values, dataclass_flags.parse_flags(["prog", *argv], flag_values)
 
 
 def _plan(paper: cli.Paper, *argv: str) -> cli.Plan:
@@ -67,7 +69,7 @@ def test_every_config_field_and_run_setting_is_a_flag(config_class):
             assert flag.value is None and not flag.present  # not given: the config's default
             assert field.metadata["help"].split()[0] in flag.help
             assert f"--{field.name}:" in help_text or f"--[no]{field.name}:" in help_text
-    assert cli.given_values(config_class, flag_values) == {}
+    assert dataclass_flags.given_values(config_class, flag_values) == {}
 
 
 def test_defining_a_paper_s_flags_twice_defines_them_once():
@@ -75,7 +77,7 @@ def test_defining_a_paper_s_flags_twice_defines_them_once():
     paper = _paper(impala_config.ImpalaConfig)
     cli.define_flags(paper, flag_values)
     cli.define_flags(paper, flag_values)  # idempotent
-    assert cli.parse_flags(["prog", "--batch_size=3"], flag_values) == ["prog"]
+    assert dataclass_flags.parse_flags(["prog", "--batch_size=3"], flag_values) == ["prog"]
     assert flag_values["batch_size"].value == 3
     # Papers share flag names: another paper's flags need a FlagValues of their own.
     with pytest.raises(ValueError, match="the flags of impalaconfig are already defined"):
@@ -94,7 +96,7 @@ def test_every_default_round_trips_through_its_flag(config_class):
         argv.append(flag.serialize())
         flag.value = None
     fresh, _ = _parsed(_paper(config_class), *argv[1:])
-    given = cli.given_values(config_class, fresh)
+    given = dataclass_flags.given_values(config_class, fresh)
     defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
     assert given == defaults
     for name, value in given.items():
@@ -154,7 +156,7 @@ def test_tuple_fields_are_comma_lists_of_their_element_type():
     ],
 )
 def test_unparsable_values_are_one_line_naming_the_flag(config_class, argv, message):
-    with pytest.raises(cli.FlagError) as raised:
+    with pytest.raises(dataclass_flags.FlagError) as raised:
         _parsed(_paper(config_class), argv)
     assert str(raised.value) == message
 
@@ -177,9 +179,11 @@ def test_flag_types_cover_every_paper_field():
     for config_class in CONFIG_CLASSES:
         hints = typing.get_type_hints(config_class)
         for config_field in dataclasses.fields(config_class):  # flags; ClassVars are not fields
-            cli._kind_of(hints[config_field.name])  # raises for a type with no command-line syntax
+            dataclass_flags.kind_of(
+                hints[config_field.name]
+            )  # raises for a type with no command-line syntax
     with pytest.raises(TypeError, match="no command-line syntax"):
-        cli._kind_of(dict[str, int])
+        dataclass_flags.kind_of(dict[str, int])
 
 
 # -------------------------------------------------------------------------------- env names
@@ -213,7 +217,9 @@ def test_a_minatar_warm_up_keeps_its_atari_share_of_any_budget_s_updates(
     )
     given = _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=7")
     assert given.config.warmup_steps == 7
-    with pytest.raises(cli.FlagError, match="--warmup_steps=390 must be < the 390 optimiser"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match="--warmup_steps=390 must be < the 390 optimiser"
+    ):
         _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=390")
 
 
@@ -243,13 +249,13 @@ def test_env_names_as_users_write_them(written, canonical):
 
 def test_unknown_envs_and_cartpole_where_the_paper_has_no_cartpole():
     with pytest.raises(
-        cli.FlagError,
+        dataclass_flags.FlagError,
         match=r"^--env='Pongo' is not CartPole or an Atari game "
         r"\(e\.g\. Pong, Breakout, .*\) or a MinAtar game \(e\.g\. MinAtar/Breakout-v0, ",
     ):
         cli.normalise_env("Pongo")
     with pytest.raises(
-        cli.FlagError, match="--env='cartpole' is not an Atari game .* or a MinAtar"
+        dataclass_flags.FlagError, match="--env='cartpole' is not an Atari game .* or a MinAtar"
     ):
         _plan(_paper(dice_config.DiceConfig), "--env=cartpole")
     assert _plan(_paper(dice_config.DiceConfig), "--env=seaquest").config.env == "Seaquest"
@@ -289,7 +295,7 @@ def test_minatar_names_as_users_write_them(written, canonical):
 
 def test_bad_minatar_names_are_one_flag_error_listing_the_games():
     for name in ("MinAtar/Pong-v0", "pong-minatar", "MinAtar/Breakout-v3"):
-        with pytest.raises(cli.FlagError) as error:
+        with pytest.raises(dataclass_flags.FlagError) as error:
             cli.normalise_env(name)
         message = str(error.value)
         assert message.startswith(f"--env={name!r} is not a MinAtar env: the games are ")
@@ -388,11 +394,13 @@ def test_impala_cartpole_is_the_config_module_s_cartpole():
 
 
 def test_validation_errors_name_the_flag():
-    with pytest.raises(cli.FlagError, match=r"^--discount=1.5 must be in \[0, 1\]$"):
+    with pytest.raises(dataclass_flags.FlagError, match=r"^--discount=1.5 must be in \[0, 1\]$"):
         _plan(impala_builder.PAPER, "--discount=1.5")
-    with pytest.raises(cli.FlagError, match="^--bandit_widths=.. must be a non-empty tuple"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match="^--bandit_widths=.. must be a non-empty tuple"
+    ):
         _plan(_paper(dice_config.DiceConfig), "--bandit_widths=")
-    with pytest.raises(cli.FlagError, match=r"^--variant='h4' is not one of i3, h3$"):
+    with pytest.raises(dataclass_flags.FlagError, match=r"^--variant='h4' is not one of i3, h3$"):
         _plan(_paper(gdi_config.GdiConfig), "--variant=h4")
 
 
@@ -404,7 +412,7 @@ def test_seeds_flag_is_a_count_or_a_list():
     assert cli.parse_seeds((4, 9)) == [4, 9]
     assert cli.parse_seeds(()) == [0] and cli.parse_seeds((), default=5) == [5]
     for seeds, message in (((0,), "--seeds=0 must be >= 1"), ((2, 2), "--seeds=2,2 must be")):
-        with pytest.raises(cli.FlagError, match=message):
+        with pytest.raises(dataclass_flags.FlagError, match=message):
             cli.parse_seeds(seeds)
 
 
@@ -466,7 +474,9 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
     ((args, kwargs),) = calls
     assert args[3] == "runs/impala_MinAtar_Breakout-v0_ablations"
     assert args[4] == ["--env=MinAtar/Breakout-v0"] and kwargs["game"] is None
-    with pytest.raises(cli.FlagError, match="--seeds=2 needs --ablation or --ablations"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match="--seeds=2 needs --ablation or --ablations"
+    ):
         _plan(_paper(dice_config.DiceConfig), "--seeds=2")
 
 
@@ -475,7 +485,7 @@ def test_every_variant_is_validated_before_any_run():
         impala_config.ImpalaConfig,
         ablations=dict(impala_ablations.ABLATIONS, broken=dict(discount=2.0)),
     )
-    with pytest.raises(cli.FlagError, match="--discount=2.0 must be in"):
+    with pytest.raises(dataclass_flags.FlagError, match="--discount=2.0 must be in"):
         _plan(paper, "--ablations=vtrace,broken")
 
 
@@ -513,6 +523,7 @@ def test_importing_the_command_line_imports_nothing_heavy():
 CLI_MAIN = """
 import json, sys
 from common.experiments import cli
+from common.experiments import dataclass_flags
 
 if sys.argv[1] == "dice":
     from dice import builder, config as dice_config
@@ -589,9 +600,10 @@ def test_valid_command_lines_are_validated_without_tensorflow():
 import json, sys
 from absl import flags
 from common.experiments import cli
+from common.experiments import dataclass_flags
 from impala import builder
 cli.define_flags(builder.PAPER)
-rest = cli.parse_flags(["prog", *sys.argv[1:]])
+rest = dataclass_flags.parse_flags(["prog", *sys.argv[1:]])
 plan = cli.plan_from_flags(builder.PAPER, rest)
 print(json.dumps(dict(env=plan.config.env, variants=plan.variants,
                       imported=[m for m in ("tensorflow", "reverb") if m in sys.modules])))

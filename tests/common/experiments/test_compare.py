@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from common.experiments import cli
+
+from common.experiments import dataclass_flags
 from common.experiments import compare
 
 
@@ -28,7 +29,7 @@ def test_agent_names_and_their_commands():
         ("alphazero", "'alphazero' is not <paper> or <paper>.<ablation>"),
         ("dice.bogus", "'bogus' is not one of dice's ablations: dice, baseline"),
     ):
-        with pytest.raises(cli.FlagError, match=message):
+        with pytest.raises(dataclass_flags.FlagError, match=message):
             compare.AgentRun.parse(name)
 
 
@@ -49,7 +50,9 @@ def test_arguments_for_one_agent_reach_only_that_agent_or_paper():
     ]
     assert impala.arguments(argv) == ["--eval_interval_s=0", "--replay_address=host:8000"]
     compare.check_targets([dice, impala], argv[:4])
-    with pytest.raises(cli.FlagError, match="'lbc' is none of the agents or papers compared"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match="'lbc' is none of the agents or papers compared"
+    ):
         compare.check_targets([dice, impala], argv)
 
 
@@ -59,7 +62,9 @@ def test_every_agent_is_checked_before_the_first_run(tmp_path):
     runs = [compare.AgentRun.parse("impala"), compare.AgentRun.parse("dice")]
     logdir = str(tmp_path / "compare")
     shared = ["--env=Pong", "--total_frames=120000"]
-    with pytest.raises(cli.FlagError, match=r"dice refuses its flags: error: --warmup_steps=4000"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match=r"dice refuses its flags: error: --warmup_steps=4000"
+    ):
         compare.check_flags(runs, 0, logdir, shared)
     compare.check_flags(runs, 0, logdir, [*shared, "dice:--warmup_steps=2"])
     assert not os.path.exists(logdir)

@@ -19,6 +19,7 @@ from common.runtime import agent as agent_lib
 from common.control import behaviour as behaviour_lib
 from common.launchers import actor_range
 from common.experiments import cli
+from common.experiments import dataclass_flags
 from common.launchers import launch
 from common.replay import patterns
 from common.replay import replay
@@ -335,7 +336,7 @@ def test_an_actor_host_on_a_held_range_fails_on_one_line_before_writing(claims_a
         f"--logdir={logdir}",
         timeout=240,
     )
-    assert result.returncode == cli.EXIT_FAILURE, result.stderr
+    assert result.returncode == dataclass_flags.EXIT_FAILURE, result.stderr
     errors = [line for line in messages if line.startswith("error: ")]
     assert len(errors) == 1, messages
     assert errors[0].startswith("error: --first_actor=5 with --num_actors=2: actors 5..6 overlap")

@@ -17,6 +17,7 @@ import pytest
 
 from common.launchers import actor_range
 from common.experiments import cli
+from common.experiments import dataclass_flags
 from common.launchers import ray_launch
 from tests.system_helpers import (
     assert_the_run_went_on,
@@ -83,10 +84,14 @@ def test_launcher_ray_without_ray_installed_is_one_line(monkeypatch):
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a)
     )
-    with pytest.raises(cli.FlagError, match=r"^--launcher=ray needs Ray, which is not installed"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match=r"^--launcher=ray needs Ray, which is not installed"
+    ):
         cli.RunSettings(launcher="ray").validate()
     cli.RunSettings().validate()  # the default launcher needs no Ray
-    with pytest.raises(cli.FlagError, match=r"^--launcher=ray needs Ray, which is not installed"):
+    with pytest.raises(
+        dataclass_flags.FlagError, match=r"^--launcher=ray needs Ray, which is not installed"
+    ):
         cli.RunSettings(launcher="ray", open_port=True).validate()
 
 
