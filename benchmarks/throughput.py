@@ -64,6 +64,7 @@ from common.environments import envs
 from common.launchers import launch
 from common.runtime import learning
 from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 
 FLAGS = flags.FLAGS
@@ -300,7 +301,7 @@ def sink_tables(experiment: launch.Experiment, spec: agent_lib.EnvSpec) -> list[
         )
         for table in agent.replay.tables(signature)
     ]
-    return [*sinks, replay.params_table(acting.PARAMS_TABLE), reports.reports_table()]
+    return [*sinks, parameters.params_table(acting.PARAMS_TABLE), reports.reports_table()]
 
 
 class ProducedFrames:
@@ -355,7 +356,7 @@ def actors_on_sinks(
     supervisor = launch.Supervisor()
     try:
         client = replay.connect(address)
-        publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
+        publisher = parameters.ParamsPublisher(client, acting.PARAMS_TABLE)
         publisher.publish(0, 0, weights)
         publisher.close()
         yield address, client, supervisor

@@ -20,7 +20,8 @@ fields above without the behaviour params, with six behaviour logits, no extras)
 do not matter to it, so it has one case.
 
 Each case runs for the writer of the working tree ("new", `--steps` timed appends) and for
-`common/replay/replay.py` as of git `--baseline` ("old", loaded from `git show`; in the short case
+the writers as of git `--baseline` ("old": `common/replay/writers.py`, or `common/replay.py`
+before the layer folders, loaded from `git show`; in the short case
 only the first `--baseline_steps` of the same sequence), each on a fresh server, timed after
 `--warmup` steps,
 `--repeats` times alternating old and new. It prints the median microseconds per batched append:
@@ -41,7 +42,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks.machine import cpu_line
-from common.replay import patterns, replay
+from common.replay import patterns, replay, writers
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("writer", "burn_in", ["burn_in", "unroll"], "DiCE's writer or IMPALA's.")
@@ -58,7 +59,7 @@ flags.DEFINE_float("long_mean", 1000.0, "Mean episode length of the long-episode
 # The last commit before whole items (one append per environment and step, padding shared from
 # a block of zero steps); cae6ee7 is the one before that block (each padding step appended).
 flags.DEFINE_string(
-    "baseline", "a28bd76", "Git revision of common/replay/replay.py to compare ('' skips)."
+    "baseline", "a28bd76", "Git revision of the replay writers to compare ('' skips)."
 )
 flags.DEFINE_integer(
     "baseline_steps",
@@ -76,15 +77,18 @@ UNROLL = 20  # IMPALA's unroll length (Table G.1)
 
 
 def load_baseline(revision: str):
-    """`common/replay/replay.py` as of `revision`, imported as a module of its own."""
+    """The writers' module as of `revision` (`common/replay/writers.py`, or `common/replay.py`
+    before the layer folders), imported as a module of its own."""
     root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(
-        ["git", "show", f"{revision}:common/replay/replay.py"],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    for old_path in ("common/replay/writers.py", "common/replay.py"):
+        shown = subprocess.run(
+            ["git", "show", f"{revision}:{old_path}"], cwd=root, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"--baseline={revision}: no replay writers at that revision")
+    source = shown.stdout
     path = Path(tempfile.mkdtemp()) / "replay_baseline.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("replay_baseline", path)
@@ -175,9 +179,9 @@ def time_writer(module, steps, episode_ends, warmup: int, timed: int) -> tuple[f
 def main(argv):
     del argv
     print(cpu_line())
-    writers = {"new": replay}
+    writers_by_age = {"new": writers}
     if FLAGS.baseline:
-        writers = {"old": load_baseline(FLAGS.baseline), **writers}
+        writers_by_age = {"old": load_baseline(FLAGS.baseline), **writers_by_age}
     rng = np.random.default_rng(0)
     steps = batched_steps(FLAGS.num_envs, 16, rng)
     total = FLAGS.warmup + max(FLAGS.steps, FLAGS.baseline_steps)
@@ -190,7 +194,7 @@ def main(argv):
         "wall clock (items inserted), and the process's CPU time (all threads, the in-process "
         "server's included)\n"
     )
-    names = list(writers)
+    names = list(writers_by_age)
     print(
         f"| mean episode | {' | '.join(f'{n} wall' for n in names)} | speed-up | "
         f"{' | '.join(f'{n} CPU' for n in names)} |"
@@ -199,9 +203,9 @@ def main(argv):
     means = (FLAGS.short_mean,) if FLAGS.writer == "unroll" else (FLAGS.short_mean, FLAGS.long_mean)
     for mean in means:
         episode_ends = rng.random((total, FLAGS.num_envs)) < 1.0 / mean
-        runs = {name: [] for name in writers}
+        runs = {name: [] for name in writers_by_age}
         for _ in range(FLAGS.repeats):  # alternating, so that a busy machine hits both alike
-            for name, module in writers.items():
+            for name, module in writers_by_age.items():
                 short_old = name == "old" and mean == FLAGS.short_mean and FLAGS.writer != "unroll"
                 timed = FLAGS.baseline_steps if short_old else FLAGS.steps
                 runs[name].append(time_writer(module, steps, episode_ends, FLAGS.warmup, timed))

@@ -13,7 +13,8 @@ import dataclasses
 
 from common.runtime import acting
 from common.replay import patterns
-from common.replay import replay
+from common.replay import parameters
+from common.replay import writers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +30,7 @@ class EstimatedPrioritized(patterns.Prioritized):
         return self.stride
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        sequences = replay.SequenceWriter(
+        sequences = writers.SequenceWriter(
             client,
             patterns.EXPERIENCE_TABLE,
             self.item_length,
@@ -40,15 +41,15 @@ class EstimatedPrioritized(patterns.Prioritized):
         )
         return EstimatedPriorityWriter(
             sequences,
-            replay.ParamsSubscriber(client, acting.PARAMS_TABLE),
+            parameters.ParamsSubscriber(client, acting.PARAMS_TABLE),
             self.estimate_pull_interval,
         )
 
 
 class EstimatedPriorityWriter:
-    """A `replay.SequenceWriter` whose `initial_priority` follows the published estimate."""
+    """A `writers.SequenceWriter` whose `initial_priority` follows the published estimate."""
 
-    def __init__(self, writer: replay.SequenceWriter, subscriber, pull_interval: int):
+    def __init__(self, writer: writers.SequenceWriter, subscriber, pull_interval: int):
         self._writer = writer
         self._subscriber = subscriber
         self._pull_interval = pull_interval

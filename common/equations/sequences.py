@@ -5,7 +5,7 @@ A learner batch is either an IMPALA unroll (`T + 1` steps from the queue table, 
 bootstrap observation) or an R2D2-style item of DiCE / GDI / LBC (`burn_in + length + 1` steps,
 DiCE Table 5's burn-in, seq-length and bootstrap):
 burn-in padding at the start of an episode's first item, the real steps, then zero padding with
-`mask` 0 after the episode's last real step (`common.replay.replay.BurnInSequenceWriter`).
+`mask` 0 after the episode's last real step (`common.replay.writers.BurnInSequenceWriter`).
 
 - `discounts_from_resets`: gamma_t = gamma (1 − reset_{t+1}), cut where the sequence is padding;
   a scalar, per-step or per-env gamma, or one gamma per value head (LBC's gamma_i, Table 3).

@@ -3,7 +3,7 @@ actor indices (`common.launchers.launch._run_actor_fleet` holds one;
 docs/architecture.md#processes-and-roles-commonlauncherslaunchpy).
 
 choice: each `--role=actor` host claims its range [first_actor, first_actor + num_actors) in a
-one-item table on the replay server (`ACTOR_CLAIMS_TABLE`, `replay.params_table`'s layout: a
+one-item table on the replay server (`ACTOR_CLAIMS_TABLE`, `parameters.params_table`'s layout: a
 new insert evicts the old item), which holds the list of every host's claim as JSON: the range,
 the host name, the supervisor's pid and the wall time of its last heartbeat. The replay server
 is the one process every host already reaches, so no other service is needed. A supervisor
@@ -39,6 +39,8 @@ import numpy as np
 import reverb
 
 from common.replay import replay
+
+from common.replay import parameters
 
 ACTOR_CLAIMS_TABLE = "actor_claims"
 # choice: the actor fleet's reachability check already ran every 5 s; it is the heartbeat now.
@@ -123,7 +125,7 @@ class ActorRange:
         return self._read(replay.connect(self.address, timeout_s=5.0))
 
     def _read(self, client: reverb.Client) -> list[ActorClaim]:
-        subscriber = replay.ParamsSubscriber(client, ACTOR_CLAIMS_TABLE, sample_timeout_s=5.0)
+        subscriber = parameters.ParamsSubscriber(client, ACTOR_CLAIMS_TABLE, sample_timeout_s=5.0)
         try:
             latest = subscriber.latest(timeout_ms=5000)
         except ValueError:  # no such table
@@ -138,7 +140,7 @@ class ActorRange:
     def _write(self, client: reverb.Client, claims: list[ActorClaim]) -> None:
         data = json.dumps([dataclasses.asdict(claim) for claim in claims]).encode()
         # A writer per write: a column's shape is fixed for a writer's life, the list's is not.
-        publisher = replay.ParamsPublisher(client, ACTOR_CLAIMS_TABLE, timeout_ms=5000)
+        publisher = parameters.ParamsPublisher(client, ACTOR_CLAIMS_TABLE, timeout_ms=5000)
         try:
             publisher.publish(0, 0, [np.frombuffer(data, np.uint8)])  # step, frames: unused
         finally:

@@ -40,6 +40,7 @@ from common.runtime import learning
 from common.replay import patterns
 from common.launchers import private_network
 from common.replay import replay
+from common.replay import parameters
 from common.runtime import runlog as run_logging
 from common.runtime.agent import Agent, EnvSpec, probe_env
 
@@ -156,7 +157,7 @@ def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None)
         flush=True,
     )
     tables = list(agent.tables(spec))
-    tables.append(replay.params_table(actor_range.ACTOR_CLAIMS_TABLE))
+    tables.append(parameters.params_table(actor_range.ACTOR_CLAIMS_TABLE))
     return replay.start_server(tables, port=port, checkpoint_dir=replay_checkpoint_dir(experiment))
 
 

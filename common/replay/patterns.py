@@ -33,6 +33,8 @@ import tensorflow as tf
 
 from common.replay import replay
 
+from common.replay import writers
+
 EXPERIENCE_TABLE = "experience"
 REPLAY_TABLE = "replay"  # QueueWithReplay's second table
 KINDS = ("queue", "queue_with_replay", "prioritized", "sample_k")
@@ -121,7 +123,7 @@ class Queue(Pattern):
         return [replay.queue_table(EXPERIENCE_TABLE, self.capacity, signature)]
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        return replay.UnrollWriter(
+        return writers.UnrollWriter(
             client, self._write_tables(), self.length, num_envs, flush_timeout_ms=flush_timeout_ms
         )
 
@@ -250,10 +252,10 @@ class Prioritized(Pattern):
         ]
 
     def stored_steps(self):
-        return self.unique_steps()  # `replay.SequenceWriter`: items reference shared steps
+        return self.unique_steps()  # `writers.SequenceWriter`: items reference shared steps
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        return replay.SequenceWriter(
+        return writers.SequenceWriter(
             client,
             EXPERIENCE_TABLE,
             self.item_length,
@@ -267,7 +269,7 @@ class Prioritized(Pattern):
 @dataclasses.dataclass(frozen=True)
 class SampleK(Pattern):
     """DiCE / GDI / LBC (DiCE §4.1, Table 5): `burn_in` + `length` + 1 steps with the core state
-    stored at the first step, padded and masked at episode ends (`replay.BurnInSequenceWriter`);
+    stored at the first step, padded and masked at episode ends (`writers.BurnInSequenceWriter`);
     uniform sampling, each item trained on `times_sampled` times, the sample-to-insert ratio held at
     `times_sampled` (each item sampled k times on average) within `error_buffer`."""
 
@@ -342,7 +344,7 @@ class SampleK(Pattern):
         return reverb.ReplaySample(info=sample.info, data=data)
 
     def writer(self, client, num_envs, flush_timeout_ms):
-        return replay.BurnInSequenceWriter(
+        return writers.BurnInSequenceWriter(
             client,
             EXPERIENCE_TABLE,
             self.burn_in,

@@ -19,7 +19,8 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import reverb
 
-from common.replay import replay
+
+from common.replay import writers
 
 REPORTS_TABLE = "reports"
 # choice: far more reports than a learner falls behind on; a full table drops the oldest.
@@ -65,7 +66,7 @@ class Reporter:
         table: str = REPORTS_TABLE,
         heartbeat_steps: int = HEARTBEAT_STEPS,
     ):
-        self._sink = replay.ItemSink(client, (table,))
+        self._sink = writers.ItemSink(client, (table,))
         self._num_envs = num_envs
         self._frames_per_env_step = num_envs * frames_per_step
         self._heartbeat_steps = heartbeat_steps

@@ -47,6 +47,7 @@ from common.equations import metrics
 from common.replay import patterns
 from common.equations import policies
 from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 from common.runtime import runlog as run_logging
 
@@ -292,7 +293,7 @@ def keep_on_cpu() -> None:
         pass
 
 
-def _wait_for_params(subscriber: replay.ParamsSubscriber, should_stop, timeout_s: float):
+def _wait_for_params(subscriber: parameters.ParamsSubscriber, should_stop, timeout_s: float):
     deadline = time.monotonic() + timeout_s
     while not should_stop() and time.monotonic() < deadline:
         latest = subscriber.latest(timeout_ms=1000)
@@ -341,7 +342,7 @@ def run_actor(
     )
     selector = make_behaviour(behaviour, settings)
     client = replay.connect(replay_address, timeout_s=30.0)
-    subscriber = replay.ParamsSubscriber(client, PARAMS_TABLE)
+    subscriber = parameters.ParamsSubscriber(client, PARAMS_TABLE)
     params_step = -1  # -1: initial weights, no publication seen yet
     latest = _wait_for_params(subscriber, should_stop, settings.wait_for_params_s)
     if latest is not None:
@@ -647,7 +648,7 @@ def run_evaluator(
     os.nice(settings.niceness)
     should_stop = ShouldStop(stop)
     evaluator = Evaluator(settings, make_policy, logdir, behaviour, start_time)
-    subscriber = replay.ParamsSubscriber(
+    subscriber = parameters.ParamsSubscriber(
         replay.connect(replay_address, timeout_s=30.0), PARAMS_TABLE
     )
     last_round = time.monotonic()  # choice: the first round after one interval, not at start

@@ -22,7 +22,7 @@ from common.control import behaviour as behaviour_lib
 from common.environments import envs as envs_lib
 from common.runtime import learning
 from common.replay import patterns
-from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 
 
@@ -91,7 +91,7 @@ class Agent:
         """Every table of a run: the pattern's, the params table and the reports table."""
         return [
             *self.replay.tables(self.signature(spec)),
-            replay.params_table(acting.PARAMS_TABLE),
+            parameters.params_table(acting.PARAMS_TABLE),
             reports.reports_table(),
         ]
 

@@ -59,6 +59,7 @@ from common.runtime import acting
 from common.control import behaviour as behaviour_lib
 from common.replay import patterns
 from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 from common.runtime import run_summary
 from common.runtime import runlog as run_logging
@@ -155,7 +156,7 @@ class Learner:
             self._warn_if_the_budget_changed()
             self._restore_behaviour()
         self._rewind_logs()
-        self.publisher = replay.ParamsPublisher(client, acting.PARAMS_TABLE)
+        self.publisher = parameters.ParamsPublisher(client, acting.PARAMS_TABLE)
         self.reports = reports.ReportReader(client)
         # The Published weights of the last publish_lag + 1 steps: the oldest is published.
         self._snapshots: collections.deque = collections.deque(maxlen=settings.publish_lag + 1)
@@ -218,7 +219,7 @@ class Learner:
         step = int(self.step.numpy())
         if not self._snapshots or self._snapshots[-1].step != step:
             weights = [w.numpy() for w in self._read_acting()]
-            self._snapshots.append(replay.Published(step, int(self.frames.numpy()), weights))
+            self._snapshots.append(parameters.Published(step, int(self.frames.numpy()), weights))
 
     def save(self) -> str:
         """A learner checkpoint and, for replay whose contents matter, a Reverb checkpoint; for

@@ -11,7 +11,7 @@ from common.replay import replay
 
 def games_end_early(batch: dict, padded: int) -> dict:
     """`batch` (time-major items of a burn-in learner, its stored core state batch-major) with
-    each item's last `padded` positions made padding the way `replay.BurnInSequenceWriter` pads:
+    each item's last `padded` positions made padding the way `writers.BurnInSequenceWriter` pads:
     every step field zero, the mask 0. Each item's game then ends at its last real step, and the
     positions after it are padding in every item: what `replay.trim_trailing_padding` cuts."""
 

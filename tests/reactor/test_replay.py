@@ -8,6 +8,8 @@ import tensorflow as tf
 
 from common.replay import patterns
 from common.replay import replay as common_replay
+from common.replay import parameters
+from common.replay import writers
 from reactor import config as config_lib
 from reactor import priorities
 from reactor import replay
@@ -38,9 +40,9 @@ def test_new_keys_enter_with_the_last_published_estimate():
     for i in range(7):
         if i == 2:
             # The weights end with the estimate.
-            subscriber.published = common_replay.Published(5, 500, ["weights", 0.25])
+            subscriber.published = parameters.Published(5, 500, ["weights", 0.25])
         if i == 5:
-            subscriber.published = common_replay.Published(9, 900, ["weights", 0.75])
+            subscriber.published = parameters.Published(9, 900, ["weights", 0.75])
         estimated.append({})
     # Reads at appends 0, 3 and 6: 1.0 until the read after the first publish, and so on.
     assert subscriber.reads == 3
@@ -75,7 +77,7 @@ def test_reverb_samples_with_the_probabilities_of_the_numpy_model(exponent):
     try:
         client = common_replay.connect(common_replay.address_of(server))
         actors = [
-            common_replay.SequenceWriter(
+            writers.SequenceWriter(
                 client, patterns.EXPERIENCE_TABLE, 1, 1, 1, max_in_flight_items=0
             )
             for _ in range(2)

@@ -16,6 +16,7 @@ from common.runtime import agent as agent_lib
 from common.launchers import launch
 from common.replay import patterns
 from common.replay import replay
+from common.replay import parameters
 from reactor import builder as reactor_builder
 from reactor import config as config_lib
 from tests import system_helpers
@@ -100,7 +101,7 @@ def test_priorities_change_in_reverb_and_the_target_lags_by_the_period(tmp_path)
 
         client = learner.client
         sampled = [
-            float(replay.sample_once(client, patterns.EXPERIENCE_TABLE, 60.0).info.priority)
+            float(parameters.sample_once(client, patterns.EXPERIENCE_TABLE, 60.0).info.priority)
             for _ in range(200)
         ]
         # Items entered with 1.0; written-back priorities and the published estimate differ.

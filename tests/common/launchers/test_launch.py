@@ -23,6 +23,7 @@ from common.experiments import dataclass_flags
 from common.launchers import launch
 from common.replay import patterns
 from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 from dice import builder as dice_builder
 from impala import builder as impala_builder
@@ -198,7 +199,7 @@ def test_an_actor_host_numbers_its_actors_from_first_actor(tmp_path, capsys):
 
 @pytest.fixture
 def claims_address():
-    server = replay.start_server([replay.params_table(actor_range.ACTOR_CLAIMS_TABLE)])
+    server = replay.start_server([parameters.params_table(actor_range.ACTOR_CLAIMS_TABLE)])
     yield replay.address_of(server)
     server.stop()
 

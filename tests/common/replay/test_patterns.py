@@ -20,6 +20,7 @@ from common.runtime import learning
 from common.models import networks
 from common.replay import patterns
 from common.replay import replay
+from common.replay import parameters
 from tests.controller_helpers import EtaController
 
 NUM_ENVS, LSTM_UNITS, ACTOR_STEPS, LEARNER_STEPS, BATCH = 4, 8, 120, 6, 4
@@ -113,7 +114,7 @@ def pattern_run(request, tmp_path_factory):
     address = replay.address_of(server)
     client = replay.connect(address)
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
-    replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
+    parameters.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
         0, 0, [v.numpy() for v in reference.network.variables]
     )
     settings = acting.ActorSettings(

@@ -17,6 +17,10 @@ import tree
 
 from common.replay import replay
 
+from common.replay import parameters
+
+from common.replay import writers
+
 STEP_SPEC = {"x": tf.TensorSpec([], tf.int32), "pair": tf.TensorSpec([2], tf.int32)}
 EXTRAS_SPEC = {"core": tf.TensorSpec([3], tf.float32)}
 
@@ -61,7 +65,7 @@ def test_unroll_items_overlap_by_one_step_keep_envs_apart_and_store_first_step_e
     num_envs, unroll, steps = 3, 4, 13  # 13 steps -> unrolls starting at t = 0, 4, 8 per env
     signature = replay.sequence_signature(STEP_SPEC, unroll + 1, EXTRAS_SPEC)
     server, client = serve(replay.queue_table("queue", 100, signature))
-    with replay.UnrollWriter(client, "queue", unroll, num_envs) as writer:
+    with writers.UnrollWriter(client, "queue", unroll, num_envs) as writer:
         for t in range(steps):
             writer.append(batched_step(num_envs, t), first_step_extras=batched_extras(num_envs, t))
         writer.flush()
@@ -96,7 +100,7 @@ def test_unroll_items_overlap_by_one_step_keep_envs_apart_and_store_first_step_e
 def test_unroll_writer_times_out_instead_of_blocking_on_a_full_queue(serve):
     signature = replay.sequence_signature(STEP_SPEC, 3)
     _, client = serve(replay.queue_table("queue", 1, signature))
-    writer = replay.UnrollWriter(client, "queue", 2, num_envs=1, flush_timeout_ms=200)
+    writer = writers.UnrollWriter(client, "queue", 2, num_envs=1, flush_timeout_ms=200)
     for t in range(3):  # completes the first unroll; the queue (size 1) accepts it
         writer.append(batched_step(1, t))
     writer.append(batched_step(1, 3))
@@ -112,10 +116,10 @@ def test_a_batch_of_many_items_goes_to_reverb_in_groups_and_resumes_after_a_time
     never warns about 50 pending ones), times out while the queue is full, and its later
     flushes insert the rest: every unroll exactly once."""
     num_envs, unroll, capacity = 100, 2, 40
-    assert num_envs > 50 > replay.MAX_UNCONFIRMED_ITEMS
+    assert num_envs > 50 > writers.MAX_UNCONFIRMED_ITEMS
     signature = replay.sequence_signature(STEP_SPEC, unroll + 1)
     _, client = serve(replay.queue_table("queue", capacity, signature))
-    writer = replay.UnrollWriter(client, "queue", unroll, num_envs, flush_timeout_ms=300)
+    writer = writers.UnrollWriter(client, "queue", unroll, num_envs, flush_timeout_ms=300)
     writer.append(batched_step(num_envs, 0))
     writer.append(batched_step(num_envs, 1))
     with pytest.raises(reverb.DeadlineExceededError):
@@ -138,14 +142,14 @@ def test_a_batch_of_many_items_goes_to_reverb_in_groups_and_resumes_after_a_time
 
 def test_writer_rejects_steps_without_the_env_axis_and_inconsistent_extras(serve):
     _, client = serve(replay.queue_table("queue", 10, replay.sequence_signature(STEP_SPEC, 3)))
-    with replay.UnrollWriter(client, "queue", 2, num_envs=2) as writer:
+    with writers.UnrollWriter(client, "queue", 2, num_envs=2) as writer:
         with pytest.raises(ValueError, match="step field x .* num_envs=2"):
             writer.append({"x": np.zeros(3, np.int32), "pair": np.zeros((2, 2), np.int32)})
         writer.append(batched_step(2, 0))
         with pytest.raises(ValueError, match="first_step_extras must be given on every append"):
             writer.append(batched_step(2, 1), first_step_extras=batched_extras(2, 1))
     with pytest.raises(ValueError, match="stride"):
-        replay.SequenceWriter(client, "queue", sequence_length=3, stride=4, num_envs=1)
+        writers.SequenceWriter(client, "queue", sequence_length=3, stride=4, num_envs=1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,7 +160,7 @@ def test_sequence_writer_inserts_one_sequence_per_stride_per_env(serve):
     num_envs, length, steps = 2, 3, 5  # stride 1: sequences start at t = 0, 1, 2
     signature = replay.sequence_signature(STEP_SPEC, length, EXTRAS_SPEC)
     _, client = serve(replay.prioritized_table("prio", 100, 1.0, signature))
-    with replay.SequenceWriter(client, "prio", length, 1, num_envs, initial_priority=2.5) as w:
+    with writers.SequenceWriter(client, "prio", length, 1, num_envs, initial_priority=2.5) as w:
         for t in range(steps):
             w.append(batched_step(num_envs, t), first_step_extras=batched_extras(num_envs, t))
     assert client.server_info()["prio"].current_size == num_envs * 3
@@ -173,7 +177,7 @@ def test_sequence_writer_inserts_one_sequence_per_stride_per_env(serve):
 def test_priority_updates_set_the_sampling_probabilities(serve):
     signature = replay.sequence_signature(STEP_SPEC, 2)
     server, client = serve(replay.prioritized_table("prio", 100, 0.5, signature))
-    with replay.SequenceWriter(client, "prio", 2, 1, num_envs=1) as writer:
+    with writers.SequenceWriter(client, "prio", 2, 1, num_envs=1) as writer:
         for t in range(5):  # 4 sequences, all at the initial priority 1
             writer.append(batched_step(1, t))
     keys_by_start = {}
@@ -234,7 +238,7 @@ def test_burn_in_sequences_are_padded_masked_and_never_mix_episodes(serve):
     # env 0 plays episodes of 7 and then 3 steps; env 1 one episode of 4 steps, then 6 steps of
     # an unfinished episode, whose first item is complete (and inserted) after 4 of them.
     ends = {0: {6, 9}, 1: {3}}
-    with replay.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=2) as writer:
+    with writers.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=2) as writer:
         for t in range(10):
             episode_end = np.array([t in ends[0], t in ends[1]])
             writer.append(batched_step(2, t), episode_end, first_step_extras=batched_extras(2, t))
@@ -311,7 +315,7 @@ def test_burn_in_items_of_varied_episodes_match_the_padded_stream_layout(serve, 
     # Each item sampled once and then removed, so the samples are the table's items exactly.
     _, client = serve(replay.sample_k_table("seq", 1000, 1, 1.0, 1, 1e6, signature))
     ends = {env: set(np.cumsum(lengths) - 1) for env, lengths in episodes.items()}
-    with replay.BurnInSequenceWriter(
+    with writers.BurnInSequenceWriter(
         client, "seq", burn_in, length, num_envs, period=period
     ) as writer:
         for t in range(num_steps):
@@ -340,7 +344,7 @@ def test_burn_in_items_of_varied_episodes_match_the_padded_stream_layout(serve, 
 def test_burn_in_writer_times_out_on_a_full_table_keeps_the_step_and_closes(serve):
     signature = replay.burn_in_signature(STEP_SPEC, 1, 2)
     _, client = serve(replay.queue_table("queue", 1, signature))
-    writer = replay.BurnInSequenceWriter(
+    writer = writers.BurnInSequenceWriter(
         client, "queue", 1, 2, num_envs=1, max_in_flight_items=0, flush_timeout_ms=200
     )
     writer.append(batched_step(1, 0), np.array([True]))  # one-step episode: one item, accepted
@@ -359,7 +363,7 @@ def test_burn_in_writer_times_out_on_a_full_table_keeps_the_step_and_closes(serv
 def test_burn_in_writer_rejects_a_mask_field(serve):
     signature = replay.burn_in_signature(STEP_SPEC, BURN_IN, LENGTH)
     _, client = serve(replay.sample_k_table("seq", 10, 2, 2.0, 1, 10.0, signature))
-    with replay.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=1) as writer:
+    with writers.BurnInSequenceWriter(client, "seq", BURN_IN, LENGTH, num_envs=1) as writer:
         with pytest.raises(ValueError, match="must not contain a 'mask'"):
             writer.append({**batched_step(1, 0), "mask": np.ones(1, np.float32)}, np.array([False]))
 
@@ -412,8 +416,8 @@ def test_whole_unrolls_equal_the_shared_reference_sequences(serve):
     signature = replay.sequence_signature(RICH_SPEC, unroll + 1, RICH_EXTRAS)
     tables = [replay.sample_k_table(name, 100, 1, 1.0, 1, 1e6, signature) for name in "abcd"]
     _, client = serve(*tables)
-    whole = replay.UnrollWriter(client, ("a", "b"), unroll, num_envs)
-    shared = replay.SequenceWriter(client, ("c", "d"), unroll + 1, unroll, num_envs)
+    whole = writers.UnrollWriter(client, ("a", "b"), unroll, num_envs)
+    shared = writers.SequenceWriter(client, ("c", "d"), unroll + 1, unroll, num_envs)
     for step, extras in random_steps(np.random.default_rng(0), num_envs, num_steps):
         whole.append(step, first_step_extras=extras)
         shared.append(step, first_step_extras=extras)
@@ -443,7 +447,7 @@ def test_whole_burn_in_items_equal_references_into_the_padded_stream(
     signature = replay.burn_in_signature(RICH_SPEC, burn_in, length, RICH_EXTRAS)
     tables = [replay.sample_k_table(name, 10_000, 1, 1.0, 1, 1e9, signature) for name in "ab"]
     _, client = serve(*tables)
-    whole = replay.BurnInSequenceWriter(client, "a", burn_in, length, num_envs, period=period)
+    whole = writers.BurnInSequenceWriter(client, "a", burn_in, length, num_envs, period=period)
     streams = [[] for _ in range(num_envs)]  # each env's current episode: (step, extras)
     reference = []
 
@@ -457,7 +461,7 @@ def test_whole_burn_in_items_equal_references_into_the_padded_stream(
         padded += [(dict(zero, mask=np.float32(0)), env_steps[0][1])] * (
             stream_length - len(padded)
         )
-        with replay.SequenceWriter(client, "b", item_length, period, num_envs=1) as writer:
+        with writers.SequenceWriter(client, "b", item_length, period, num_envs=1) as writer:
             for s, e in padded:
                 writer.append(*tree.map_structure(lambda x: np.asarray(x)[None], (s, e)))
         reference.append(stream_length)
@@ -477,9 +481,9 @@ def test_whole_burn_in_items_equal_references_into_the_padded_stream(
 def test_writers_name_a_field_whose_dtype_or_shape_changes(serve):
     _, client = serve(replay.queue_table("queue", 10, replay.sequence_signature(STEP_SPEC, 3)))
     for writer in (
-        replay.UnrollWriter(client, "queue", 2, num_envs=2),
-        replay.SequenceWriter(client, "queue", 3, 2, num_envs=2),
-        replay.BurnInSequenceWriter(client, "queue", 0, 2, num_envs=2),
+        writers.UnrollWriter(client, "queue", 2, num_envs=2),
+        writers.SequenceWriter(client, "queue", 3, 2, num_envs=2),
+        writers.BurnInSequenceWriter(client, "queue", 0, 2, num_envs=2),
     ):
         ends = np.zeros(2, bool)
         writer.append(batched_step(2, 0), episode_end=ends)
@@ -522,10 +526,10 @@ def test_trimmed_batches_keep_every_position_up_to_the_last_real_one(quantum):
 
 
 def test_params_publish_and_latest_keep_only_the_newest(serve):
-    _, client = serve(replay.params_table())
-    subscriber = replay.ParamsSubscriber(client)
+    _, client = serve(parameters.params_table())
+    subscriber = parameters.ParamsSubscriber(client)
     assert subscriber.latest() is None  # nothing published yet: no blocking
-    publisher = replay.ParamsPublisher(client)
+    publisher = parameters.ParamsPublisher(client)
     first = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.5], np.float32)]
     publisher.publish(7, 700, first)
     second = [w + 10 for w in first]
@@ -543,14 +547,14 @@ def test_params_publish_and_latest_keep_only_the_newest(serve):
 def test_an_item_of_the_layout_before_frames_reads_as_nothing_published(serve):
     # A replay checkpoint of a run started before the params carried frames restores a
     # (step, weights) item; the learner's first publish replaces it.
-    _, client = serve(replay.params_table())
+    _, client = serve(parameters.params_table())
     with client.trajectory_writer(num_keep_alive_refs=1) as writer:
         writer.append([np.int64(4), np.ones([2, 3], np.float32), np.float32(0.5)])
         writer.create_item("params", 1.0, [column[-1] for column in writer.history])
         writer.flush()
-    subscriber = replay.ParamsSubscriber(client)
+    subscriber = parameters.ParamsSubscriber(client)
     assert subscriber.latest() is None
-    publisher = replay.ParamsPublisher(client)
+    publisher = parameters.ParamsPublisher(client)
     publisher.publish(5, 640, [np.zeros([2, 3], np.float32)])
     assert subscriber.latest()[:2] == (5, 640)
     publisher.close()
@@ -558,8 +562,10 @@ def test_an_item_of_the_layout_before_frames_reads_as_nothing_published(serve):
 
 def serve_published_params(port_queue) -> None:
     """A Reverb server process holding published weights (module-level: spawned by a test)."""
-    server = replay.start_server([replay.params_table()])
-    replay.ParamsPublisher(replay.connect(replay.address_of(server))).publish(3, 30, [np.ones(2)])
+    server = replay.start_server([parameters.params_table()])
+    parameters.ParamsPublisher(replay.connect(replay.address_of(server))).publish(
+        3, 30, [np.ones(2)]
+    )
     port_queue.put(server.port)
     server.wait()
 
@@ -575,12 +581,12 @@ def test_a_sample_from_a_killed_server_times_out_instead_of_hanging():
         # choice: a spawned child imports TensorFlow and Reverb first: over a minute on 2 cores
         # that other tests keep busy.
         client = replay.connect(f"localhost:{port_queue.get(timeout=300)}", timeout_s=10)
-        assert replay.sample_once(client, "params", timeout_s=10).data[0] == 3  # server alive
+        assert parameters.sample_once(client, "params", timeout_s=10).data[0] == 3  # server alive
         process.kill()
         process.join(10)
         start = time.monotonic()
         with pytest.raises(reverb.DeadlineExceededError, match="within 2.0 s"):
-            replay.sample_once(client, "params", timeout_s=2.0)
+            parameters.sample_once(client, "params", timeout_s=2.0)
         assert time.monotonic() - start < 10
     finally:
         process.kill()
@@ -600,7 +606,7 @@ def test_checkpoint_restores_the_table(serve, tmp_path):
         return replay.sample_k_table("seq", 10, 2, 2.0, 1, 100.0, signature)
 
     server, client = serve(table(), checkpoint_dir=str(tmp_path))
-    with replay.SequenceWriter(client, "seq", 3, 3, num_envs=2) as writer:
+    with writers.SequenceWriter(client, "seq", 3, 3, num_envs=2) as writer:
         for t in range(6):
             writer.append(batched_step(2, t))
     client.checkpoint()

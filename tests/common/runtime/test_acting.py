@@ -15,6 +15,7 @@ from common.environments import envs
 from common.models import networks
 from common.replay import patterns
 from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 
 PROBS = np.array([0.1, 0.2, 0.7])
@@ -188,7 +189,7 @@ def actor_run():
     client = replay.connect(address)
     reference = lstm_policy(2, (4,), np.float32, seed=3, greedy=False)
     weights = [v.numpy() for v in reference.network.variables]
-    replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, 0, weights)
+    parameters.ParamsPublisher(client, acting.PARAMS_TABLE).publish(PUBLISHED_STEP, 0, weights)
     settings = acting.ActorSettings(
         env="CartPole", num_envs=NUM_ENVS, seed=0, params_pull_interval=10
     )
@@ -263,13 +264,13 @@ def test_actor_reports_each_game_once_and_every_frame_it_produced(actor_run):
 
 
 def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
-    server = replay.start_server([replay.params_table(acting.PARAMS_TABLE)])
+    server = replay.start_server([parameters.params_table(acting.PARAMS_TABLE)])
     address = replay.address_of(server)
     try:
         weights = [v.numpy() for v in lstm_policy(2, (4,), np.float32, 0, False).network.variables]
         # Step 5's weights when the learner had consumed 437 frames: with padded items (only
         # real steps count) a step does not give the frames, so the rows carry the published ones.
-        publisher = replay.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE)
+        publisher = parameters.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE)
         publisher.publish(5, 437, weights)
         settings = acting.EvaluatorSettings(
             env="CartPole",
@@ -314,7 +315,7 @@ def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
         address = replay.address_of(server)
         client = replay.connect(address)
         reference = shallow_policy(6, (84, 84, 4), np.uint8, seed=0, greedy=False)
-        replay.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
+        parameters.ParamsPublisher(client, acting.PARAMS_TABLE).publish(
             1, 0, [v.numpy() for v in reference.network.variables]
         )
         settings = acting.ActorSettings(

@@ -14,6 +14,7 @@ from common.runtime import learning
 from common.runtime import runlog
 from common.replay import patterns
 from common.replay import replay
+from common.replay import parameters
 from common.replay import reports
 
 T, NUM_ENVS, STEPS_PER_ENV, BATCH = 5, 2, 16, 2
@@ -131,12 +132,12 @@ def test_lagged_weights_are_published_with_the_frames_of_their_step(queue, tmp_p
     new_frames = iter([7, 11, 13])
     learner._new_frames = lambda steps: next(new_frames)
     learner.run(max_steps=3)  # the queue's 3 batches: frames 7, 18, 31; publishes at 0 and 2
-    published = replay.ParamsSubscriber(learner.client).latest()
+    published = parameters.ParamsSubscriber(learner.client).latest()
     assert (published.step, published.frames) == (1, 7)  # step 2's publish, one step old
     # The weights as they were after step 1 (w[1] counts the steps), though two steps moved them.
     assert published.weights[0][1] == 1.0 and net.w.numpy()[1] == 3.0
     learner.publish(latest=True)  # the final evaluation's: step 3's own weights
-    published = replay.ParamsSubscriber(learner.client).latest()
+    published = parameters.ParamsSubscriber(learner.client).latest()
     learner.close()
     assert (published.step, published.frames) == (3, 31)
     assert published.weights[0][1] == 3.0
@@ -151,7 +152,7 @@ def test_learner_counts_publishes_logs_each_episode_once_and_resumes(queue, tmp_
     np.testing.assert_allclose(net.w.numpy()[1], 3.0)
     # The train step sees the frame count before it (0, F, 2F); logged every step, the last is 2F.
     assert learner.last_stats["frames_seen"] == 2 * FRAMES_PER_STEP
-    step, frames, _ = replay.ParamsSubscriber(learner.client).latest()
+    step, frames, _ = parameters.ParamsSubscriber(learner.client).latest()
     assert step == 2  # published at start (0) and every 2 steps
     assert frames == 2 * FRAMES_PER_STEP  # the learner's count when step 2's weights were made
     extra.assign(5.0)
