@@ -9,7 +9,7 @@ import functools
 import numpy as np
 
 from common.burn_in import advantage_policy
-from common.control import bandits
+from common.control import controllers
 from common.control import behaviour
 from common.environments import envs
 from dice import config as config_lib
@@ -37,7 +37,7 @@ def make_policy(config):
 def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
     """The bandits vote (§3.3) per env, or eta fixed (`baseline`, §4.3)."""
     if config.fixed_behaviour:
-        make = functools.partial(bandits.FixedController, {"eta": config.fixed_eta})
+        make = functools.partial(controllers.FixedController, {"eta": config.fixed_eta})
     else:
         make = functools.partial(controller.DiceController, **config.bandit_kwargs())
     return behaviour.BehaviourSpec(

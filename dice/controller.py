@@ -17,8 +17,10 @@ import numpy as np
 
 from common.control import bandits
 
+from common.control import controllers
 
-class DiceController(bandits.AxisController):
+
+class DiceController(controllers.AxisController):
     """DiCE's Bandits Vote Algorithm (DiCE §3.3, App. A, Algorithm 2) over eta = 1/tau.
 
     `propose()` returns {"eta": float}; the actor plays softmax(eta * A) for the whole episode.

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from common.burn_in import advantage_policy
-from common.control import bandits
+from common.control import controllers
 from common.control import behaviour
 from common.environments import envs
 from gdi import config as config_lib
@@ -43,7 +43,7 @@ def make_policy(config):
 def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
     """The bandits controller per env (App. G), or lambda fixed ("Fix Selection", App. K.1)."""
     if config.fixed_behaviour:
-        make = functools.partial(bandits.FixedController, config.fixed_params)
+        make = functools.partial(controllers.FixedController, config.fixed_params)
     else:
         make = functools.partial(controller.GdiController, **config.bandit_kwargs())
     return behaviour.BehaviourSpec(

@@ -17,8 +17,10 @@ import numpy as np
 
 from common.control import bandits
 
+from common.control import controllers
 
-class GdiController(bandits.AxisController):
+
+class GdiController(controllers.AxisController):
     """GDI's Bandits Controller (GDI §4.1, App. G, Algorithm 4) over lambda = (1/tau_1, 1/tau_2,
     eps).
 

@@ -4,7 +4,7 @@ Eq. (10); `params = {"eta": [N], "omega": [N], "omega_unnormalised": [N]}` (LBC'
 the logits, so it is an inverse temperature and is returned as `eta`; LBC §4.1).
 
 Built from the shared bandit parts of `common.control.bandits` (the interface, the conventions, the
-checkpoint layout: that module's docstring): `common.control.bandits.BanditPopulation`s, one per
+checkpoint layout: that module's docstring): `common.control.bandit_populations.BanditPopulation`s, one per
 coordinate or one on the joint grid.
 """
 
@@ -18,6 +18,10 @@ import numpy as np
 
 from common.control import bandits
 
+from common.control import controllers
+
+from common.control import bandit_populations
+
 
 def normalised_weights(raw) -> np.ndarray:
     """omega / sum(omega), and uniform weights when the draws sum to less than 1e-8 (our reading
@@ -27,7 +31,7 @@ def normalised_weights(raw) -> np.ndarray:
     return raw / total if total >= 1e-8 else np.full(raw.shape, 1.0 / raw.size)
 
 
-class LbcController(bandits.AxisController):
+class LbcController(controllers.AxisController):
     """LBC's meta-controller (LBC §4.2, App. E, Algorithm 1) over psi = (tau_1..tau_N,
     omega_1..omega_N).
 
@@ -56,7 +60,7 @@ class LbcController(bandits.AxisController):
     - Scores: `standardise=True` is Eq. (25) (z-score over visited arms, unvisited z = 0); False is
       Eq. (24). `ucb_sum="all"` is Eqs. (24)-(25); `"others"` is Sec. 4.2's sum over j != k.
     - `pick="top"` is Algorithm 1's top-D vote; `"softmax"` draws each bandit's D arms from
-      softmax(score) as Sec. 4.2 samples arms (see `bandits.BanditPopulation`).
+      softmax(score) as Sec. 4.2 samples arms (see `bandit_populations.BanditPopulation`).
     - `ucb_range=(0, 0)` is App. K.3's "w/o UCB item" ablation; `selection="uniform"` is "Random
       Selection" (psi uniform over Psi: each tau_i uniform on [0, e^4 - 1], the range the log1p
       bandits cover, or [0, e^4] on the linear axis, each omega_i on [0, 1], then normalised);
@@ -100,7 +104,7 @@ class LbcController(bandits.AxisController):
             ]
 
         def make(group, rng):
-            return bandits.BanditPopulation(
+            return bandit_populations.BanditPopulation(
                 group,
                 rng,
                 num_bandits=num_bandits,
@@ -122,8 +126,11 @@ class LbcController(bandits.AxisController):
 
     def propose_best(self) -> bandits.Params:
         """Evaluation option (`--eval_policy=best_arm`): each population's greedy arm
-        (`bandits.BanditPopulation.propose_best`)."""
-        if not all(isinstance(selector, bandits.BanditPopulation) for selector in self._selectors):
+        (`bandit_populations.BanditPopulation.propose_best`)."""
+        if not all(
+            isinstance(selector, bandit_populations.BanditPopulation)
+            for selector in self._selectors
+        ):
             raise ValueError("propose_best needs selection='bandits'")
         return self._params(
             np.concatenate([selector.propose_best() for selector in self._selectors])
@@ -136,7 +143,8 @@ class LbcController(bandits.AxisController):
         population's bandits), and the games learned from. Empty for a joint grid or Random
         Selection."""
         if len(self._selectors) != len(self.axes) or not all(
-            isinstance(selector, bandits.BanditPopulation) for selector in self._selectors
+            isinstance(selector, bandit_populations.BanditPopulation)
+            for selector in self._selectors
         ):
             return {}
         summary = {"games": float(self._selectors[0].episodes)}

@@ -9,6 +9,8 @@ import numpy as np
 
 from common.control import bandits
 
+from common.control import controllers
+
 LN51 = math.log(51.0)
 
 
@@ -52,7 +54,7 @@ def uniform_mean_return(make, kwargs, objective):
     return float(np.mean([objective(uniform.propose()) for _ in range(4000)]))
 
 
-class EtaController(bandits.AxisController):
+class EtaController(controllers.AxisController):
     """A learning controller of one inverse temperature eta, from common.control.bandits' parts: 7
     tile-coded bandits (`NeighbourTiling`, DiCE Eq. (9)) on x = log(1 + eta), eta in [0, 50], in
     10 blocks, 3 candidates each. `propose_best` plays the best played block and `summary`

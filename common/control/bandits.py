@@ -1,20 +1,15 @@
-"""Behaviour meta-controllers: the bandit parts DiCE, GDI and LBC share (numpy, no TensorFlow).
-
-Each actor owns one controller (DiCE Algorithm 1 and GDI Algorithms 2-3 build the bandits inside
-the actor; LBC's Algorithm 1 is "Actor-Wise"). One interface, `Controller`:
-
-    params = controller.propose()              # at episode start: the paper's own variables
-    ...run one episode with these params...
-    controller.update(params, episode_return)  # at episode end: the raw undiscounted return G = sum r
+"""The bandit parts DiCE, GDI and LBC's behaviour meta-controllers (`common.control.controllers`)
+are built from (numpy, no TensorFlow).
 
 This module holds the parts: coordinates (`Axis`, `eta_axis`, `Grid`), scores and selection
 (`ucb_scores`, `top_k`, `gumbel_top_k`, `most_voted`), tile codings (`NeighbourTiling` of DiCE
 Eq. (9), `OffsetTiling` of GDI Eq. (13)), the tile-coded bandit ensembles of DiCE Algorithm 2 /
 GDI Algorithm 4 (`TileCodedBandit`, `BanditEnsemble`), the bandit populations of LBC Algorithm 1
-(`BanditPopulation`), `UniformSelector`, `FixedController` (parameters that never change), and
-`AxisController`, the base of the learning controllers. Each paper's controller lives in its own
-package (`<paper>/controller.py`): a subclass of `AxisController` that names the paper's
-parameters, builds its selectors from these parts and maps params <-> coordinates.
+(`common.control.bandit_populations`), and the controllers built from them (`common.control.controllers`:
+`UniformSelector`, `FixedController` for parameters that never change, and `AxisController`, the
+base of the learning controllers). Each paper's controller lives in its own package
+(`<paper>/controller.py`): a subclass of `AxisController` that names the paper's parameters,
+builds its selectors from these parts and maps params <-> coordinates.
 
 Conventions:
 - Inverse temperatures `eta = 1/tau` (docs/architecture.md#conventions); `eta = 0` is the uniform
@@ -44,9 +39,8 @@ Conventions:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -576,220 +570,14 @@ class BanditEnsemble:
         bandits = [self._build(*spec) for spec in specs]
         stack = _StackedBandits(bandits)
         for m, bandit in enumerate(bandits):
-            _copy_into(bandit.weights, state[f"bandit{m}/weights"], f"bandit{m}/weights")
-            _copy_into(bandit.counts, state[f"bandit{m}/counts"], f"bandit{m}/counts")
+            copy_into(bandit.weights, state[f"bandit{m}/weights"], f"bandit{m}/weights")
+            copy_into(bandit.counts, state[f"bandit{m}/counts"], f"bandit{m}/counts")
         self._specs, self.bandits, self._stack = specs, bandits, stack
 
 
-# ----------------------------------------------------------------------------- LBC bandits
-
-
-class BanditPopulation:
-    """LBC Algorithm 1 (population-based MAB, actor-wise) on one grid of arms.
-
-    Bandit m keeps visit counts N_m (Eq. (22)) and return sums per arm, so its value is the empirical mean
-    return V_m = S_m / N_m (Eq. (23), read as (1/N) * sum R; the printed N * sum R is a typo,
-    docs/papers/lbc.md#errata).
-    The M bandits differ only in their UCB coefficient c_m ~ U[ucb_range] (App. E.4.1). Each episode every
-    bandit votes for its top-D arms by `ucb_scores` (Eq. (25); ties at random), the most-voted arm wins
-    (ties uniform) and psi is drawn uniformly inside it (App. E.4.2). Every bandit is updated once with
-    (arm, G) (the second update printed in Algorithm 1 is a typo, docs/papers/lbc.md#errata).
-    After every
-    `replace_every`-th episode one bandit, chosen uniformly, is replaced by a fresh one with a new c and
-    zero counts (App. E.4.4). `pick="softmax"` makes each bandit draw its D arms with softmax(score)
-    probabilities instead (Sec. 4.2 samples the arm from softmax(Score); with M = D = 1 this is exactly
-    Sec. 4.2, and `pick="top"` with M = D = 1 is the single argmax bandit of App. E.2-E.3).
-    The population is stored as [M, arms] arrays, one row per bandit.
-    """
-
-    def __init__(
-        self,
-        axes: Sequence[Axis],
-        rng: np.random.Generator,
-        *,
-        num_bandits: int,
-        top_d: int,
-        ucb_range: tuple[float, float],
-        replace_every: int | None,
-        pick: str,
-        standardise: bool,
-        ucb_sum: str,
-    ):
-        check_positive_int("num_bandits", num_bandits)
-        check_positive_int("top_d", top_d)
-        check_choice("pick", pick, ("top", "softmax"))
-        check_choice("ucb_sum", ucb_sum, ("all", "others"))
-        if replace_every is not None:
-            check_positive_int("replace_every", replace_every)
-        if not 0.0 <= ucb_range[0] <= ucb_range[1]:
-            raise ValueError(
-                f"ucb_range must satisfy 0 <= low <= high, got ucb_range={ucb_range!r}"
-            )
-        self.grid, self._rng = Grid(axes), rng
-        if top_d > self.grid.size:
-            raise ValueError(f"top_d={top_d} exceeds the {self.grid.size} arms")
-        self._top_d, self._ucb_range, self._replace_every = top_d, tuple(ucb_range), replace_every
-        self._pick = pick
-        self.ucb_scales = rng.uniform(*self._ucb_range, size=num_bandits)
-        self.counts = np.zeros((num_bandits, self.grid.size))
-        self.return_sums = np.zeros((num_bandits, self.grid.size))
-        self.episodes = 0
-        self.scoring = (self.counts.shape, standardise, ucb_sum)  # `scores_of` stacks alike ones
-
-    def values(self) -> np.ndarray:
-        """V_m per arm, [M, arms]; 0 for unvisited arms."""
-        return _mean_returns(self.return_sums, self.counts)
-
-    def scores(self) -> np.ndarray:
-        return BanditPopulation.scores_of([self])[0]
-
-    @staticmethod
-    def scores_of(populations: Sequence[BanditPopulation]) -> np.ndarray:
-        """The `scores()` of populations of one `scoring`, [P, M, arms], in one `ucb_scores` call
-        on their stacked arrays (numpy's cost per call dominates at LBC's sizes); rows are scored
-        apart, so each is the population's own."""
-        counts = np.array([population.counts for population in populations])
-        sums = np.array([population.return_sums for population in populations])
-        scales = np.array([population.ucb_scales for population in populations])[..., None]
-        _, standardise, ucb_sum = populations[0].scoring
-        values = _mean_returns(sums, counts)
-        return ucb_scores(
-            values, counts, scales, standardise=standardise, over=counts > 0, ucb_sum=ucb_sum
-        )
-
-    def votes(self, scores: np.ndarray | None = None) -> np.ndarray:
-        """The M*D arms voted for (each bandit's D arms are distinct); `scores` as `scores()`."""
-        scores = self.scores() if scores is None else scores
-        # "top": sort by score, ties by an independent uniform key per bandit and arm.
-        if self._pick == "top":
-            order = np.lexsort((self._rng.random(scores.shape), -scores), axis=-1)
-        else:  # Gumbel-top-D: D draws without replacement from softmax(score)
-            order = np.argsort(-(scores + self._rng.gumbel(size=scores.shape)), axis=-1)
-        return order[:, : self._top_d].ravel()
-
-    def propose(self, scores: np.ndarray | None = None) -> np.ndarray:
-        arm = most_voted(self.votes(scores), self._rng)
-        return self.grid.point_in(arm, self._rng)
-
-    def propose_best(self) -> np.ndarray:
-        """Evaluation option: a point uniform in the population's greedy arm. Each bandit that
-        has visited an arm votes once, for its visited arm of highest mean return V_m (no UCB
-        term, ties at random; an unvisited arm has no V, not V = 0), and the most-voted arm
-        wins (ties uniform). A top-D vote would tie the D arms the bandits agree on."""
-        visited = self.counts > 0
-        if not visited.any():
-            return self.propose()
-        values = np.where(visited, self.values(), -np.inf)
-        order = np.lexsort((self._rng.random(values.shape), -values), axis=-1)
-        arm = most_voted(order[visited.any(-1), 0], self._rng)
-        return self.grid.point_in(arm, self._rng)
-
-    def update(self, x, episode_return: float) -> None:
-        arm = self.grid.block_of(x)
-        self.counts[:, arm] += 1.0
-        self.return_sums[:, arm] += episode_return
-        self.episodes += 1
-        if self._replace_every and self.episodes % self._replace_every == 0:
-            m = self._rng.integers(len(self.ucb_scales))
-            self.ucb_scales[m] = self._rng.uniform(*self._ucb_range)
-            self.counts[m] = 0.0
-            self.return_sums[m] = 0.0
-
-    def state_dict(self) -> StateDict:
-        return {
-            "episodes": np.array(self.episodes),
-            "ucb_scales": self.ucb_scales.copy(),
-            "counts": self.counts.copy(),
-            "return_sums": self.return_sums.copy(),
-        }
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        for key in ("ucb_scales", "counts", "return_sums"):
-            _copy_into(getattr(self, key), state[key], key)
-        self.episodes = int(state["episodes"])
-
-
-def _mean_returns(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """S/N (LBC Eq. (23)), 0 where N = 0."""
-    return np.divide(sums, counts, out=np.zeros_like(counts), where=counts > 0)
-
-
-class UniformSelector:
-    """No learning: each parameter uniform over its range (`in_params`, GDI/LBC "Random
-    Selection"), or x uniform over the box (DiCE's `random` ablation); module docstring."""
-
-    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator, *, in_params: bool):
-        self.grid, self._rng, self._in_params = Grid(axes), rng, in_params
-
-    def propose(self) -> np.ndarray:
-        if not self._in_params:
-            return self.grid.sample_uniform(self._rng)
-        points = []
-        for axis in self.grid.axes:
-            low, high = axis.to_param(axis.lo), axis.to_param(axis.hi)
-            points.append(axis.to_coordinate(low + self._rng.random() * (high - low)))
-        return np.array(points)
-
-    def update(self, x, episode_return: float) -> None:
-        del x, episode_return
-
-    def state_dict(self) -> StateDict:
-        return {}
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        del state
-
-
-# ----------------------------------------------------------------------------- controllers
-
-
-class Controller(Protocol):
-    """The interface every behaviour meta-controller implements."""
-
-    def propose(self) -> Params: ...
-
-    def update(self, params: Mapping[str, Any], episode_return: float) -> None: ...
-
-    def state_dict(self) -> StateDict: ...
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None: ...
-
-
-class FixedController:
-    """Always the same parameters, never learning: DiCE's `baseline` (§4.3: "Sample tau ~ Omega"
-    replaced by tau = 1 and "Update Omega by (tau, G)" deleted) and GDI's "Fix Selection".
-
-    Its state is the parameters themselves, so a saved file restores (and checks) them.
-    """
-
-    def __init__(self, params: Mapping[str, Any], *, seed=None):
-        del seed  # nothing random; accepted so that every controller builds the same way
-        self.params = {name: np.asarray(value, np.float64) for name, value in params.items()}
-
-    def propose(self) -> Params:
-        return {
-            name: value.copy() if value.ndim else float(value)
-            for name, value in self.params.items()
-        }
-
-    def update(self, params: Mapping[str, Any], episode_return: float) -> None:
-        if not np.isfinite(episode_return):
-            raise ValueError(f"episode_return must be finite, got {episode_return!r}")
-
-    def state_dict(self) -> StateDict:
-        return {f"params/{name}": value.copy() for name, value in self.params.items()}
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        for key, value in state.items():
-            name = key.removeprefix("params/")
-            if name not in self.params or not np.array_equal(self.params[name], value):
-                raise ValueError(
-                    f"saved fixed behaviour {key}={np.asarray(value).tolist()} differs from this "
-                    f"run's {self.params.get(name)}"
-                )
-
-
-def _copy_into(destination: np.ndarray, source, key: str) -> None:
+def copy_into(destination: np.ndarray, source, key: str) -> None:
+    """Restores one `state_dict` entry into `destination`, in place; ValueError naming `key` if
+    the shapes differ."""
     source = np.asarray(source)
     if source.shape != destination.shape:
         raise ValueError(
@@ -797,107 +585,3 @@ def _copy_into(destination: np.ndarray, source, key: str) -> None:
             f"{destination.shape}: was it saved by a controller built with other arguments?"
         )
     destination[...] = source
-
-
-def _rng_words(rng: np.random.Generator) -> np.ndarray:
-    """PCG64 state as 6 uint64 words (the 128-bit state and increment split in halves)."""
-    state = rng.bit_generator.state
-    if state["bit_generator"] != "PCG64":
-        raise ValueError(f"only PCG64 generators can be saved, got {state['bit_generator']}")
-    low, pcg = (1 << 64) - 1, state["state"]
-    words = [pcg["state"] >> 64, pcg["state"] & low, pcg["inc"] >> 64, pcg["inc"] & low]
-    return np.array(words + [state["has_uint32"], state["uinteger"]], dtype=np.uint64)
-
-
-def _set_rng_words(rng: np.random.Generator, words) -> None:
-    words = [int(w) for w in np.asarray(words, dtype=np.uint64)]
-    rng.bit_generator.state = {
-        "bit_generator": "PCG64",
-        "state": {"state": (words[0] << 64) | words[1], "inc": (words[2] << 64) | words[3]},
-        "has_uint32": words[4],
-        "uinteger": words[5],
-    }
-
-
-class AxisController:
-    """The base of the learning controllers: a tuple of axes, selectors over groups of them,
-    params <-> coordinates.
-
-    A subclass passes its axes and `make_selector(axes, rng)` (e.g. a `BanditEnsemble` or a
-    `BanditPopulation` on those axes) and implements `_params(x)` (one coordinate per axis -> the
-    paper's params) and `coordinates(params)` (the inverse). `factorized=True` builds one selector
-    per axis, False one on the joint grid; `selection` other than "bandits" replaces the selectors
-    by `UniformSelector`s (module docstring). One PCG64 generator, seeded by `seed`, feeds every
-    selector. `state_dict()` holds "rng" (`_rng_words`) and each selector's entries under
-    "selector<k>/"; the keys name no class, so a saved file restores into any controller built
-    with the same arguments.
-    """
-
-    def __init__(
-        self, axes: Sequence[Axis], make_selector, *, factorized: bool, selection: str, seed
-    ):
-        check_choice("selection", selection, SELECTIONS)
-        self.axes = tuple(axes)
-        self._rng = np.random.Generator(np.random.PCG64(seed))
-        groups = [[axis] for axis in self.axes] if factorized else [list(self.axes)]
-        if selection != "bandits":
-            make_selector = functools.partial(UniformSelector, in_params=(selection == "uniform"))
-        self._selectors = [make_selector(group, self._rng) for group in groups]
-        ends = np.cumsum([len(group) for group in groups]).tolist()
-        self._parts = [slice(end - len(group), end) for group, end in zip(groups, ends)]
-        alike = {}  # e.g. LBC's N eta, and N omega, populations: each set scored in one call
-        for k, selector in enumerate(self._selectors):
-            if isinstance(selector, BanditPopulation):
-                alike.setdefault(selector.scoring, []).append(k)
-        self._alike = list(alike.values())
-
-    # Subclasses map the paper's variables to one coordinate per axis and back.
-    def _params(self, x: np.ndarray) -> Params:
-        raise NotImplementedError
-
-    def coordinates(self, params: Mapping[str, Any]) -> np.ndarray:
-        """The bandit coordinates x of a params dict (one per axis)."""
-        raise NotImplementedError
-
-    def propose(self) -> Params:
-        """The behaviour parameters for the next episode."""
-        scores = {}  # populations' scores draw nothing: computing them first changes no draw
-        for members in self._alike:
-            populations = [self._selectors[k] for k in members]
-            scores.update(zip(members, BanditPopulation.scores_of(populations)))
-        points = [
-            selector.propose(scores[k]) if k in scores else selector.propose()
-            for k, selector in enumerate(self._selectors)
-        ]
-        return self._params(np.concatenate(points))
-
-    def update(self, params: Mapping[str, Any], episode_return: float) -> None:
-        """Learn from one finished episode run with `params` (as returned by `propose`) and its raw
-        undiscounted return G = sum of game rewards (DiCE Algorithm 1 and GDI Algorithm 2
-        accumulate G <- G + r; LBC §4.2: "the undiscounted episodic returns")."""
-        if not np.isfinite(episode_return):
-            raise ValueError(f"episode_return must be finite, got {episode_return!r}")
-        x = self.coordinates(params)
-        for selector, part in zip(self._selectors, self._parts):
-            selector.update(x[part], float(episode_return))
-
-    def state_dict(self) -> StateDict:
-        state = {"rng": _rng_words(self._rng)}
-        for k, selector in enumerate(self._selectors):
-            state.update({f"selector{k}/{key}": v for key, v in selector.state_dict().items()})
-        return state
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        expected = set(self.state_dict())
-        if set(state) != expected:
-            raise ValueError(
-                f"state does not match this controller: missing "
-                f"{sorted(expected - set(state))}, unexpected {sorted(set(state) - expected)}"
-            )
-        for k, selector in enumerate(self._selectors):
-            prefix = f"selector{k}/"
-            own = {
-                key[len(prefix) :]: value for key, value in state.items() if key.startswith(prefix)
-            }
-            selector.load_state_dict(own)
-        _set_rng_words(self._rng, state["rng"])

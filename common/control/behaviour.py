@@ -33,7 +33,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from common.control import bandits
+
+from common.control import controllers
 
 SCOPES = ("per_env", "global")
 # choice: a crashed actor loses at most this much bandit experience; saving is cheap. An actor
@@ -54,7 +55,7 @@ class BehaviourSpec:
     actor) or one shared by all environments of an actor process.
     """
 
-    make_controller: Callable[..., bandits.Controller]
+    make_controller: Callable[..., controllers.Controller]
     param_shapes: Mapping[str, tuple]
     scope: str = "per_env"
     # What the evaluator plays (module docstring): "best", "training" or "own".
@@ -102,7 +103,7 @@ class Behaviour:
             self._choose(env)
         self.games_updated = 0
 
-    def controller_of(self, env: int) -> bandits.Controller:
+    def controller_of(self, env: int) -> controllers.Controller:
         return self.controllers[env if self.spec.scope == "per_env" else 0]
 
     def _choose(self, env: int) -> None:

@@ -4,7 +4,8 @@ Table 20 variant is a valid config whose controller draws the lambda the paper d
 import numpy as np
 import pytest
 
-from common.control import bandits
+
+from common.control import controllers
 from gdi import ablations
 from gdi import acting
 from gdi import config as config_lib
@@ -34,7 +35,7 @@ def test_bad_flags_fail_on_one_line_before_starting_anything(flags, message):
 
 def controller_of(config):
     if config.fixed_behaviour:
-        return bandits.FixedController(config.fixed_params)
+        return controllers.FixedController(config.fixed_params)
     return gdi_controller.GdiController(**config.bandit_kwargs(), seed=0)
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from common.control import bandits
 
+from common.control import bandit_populations
+
 LN51 = math.log(51.0)
 
 
@@ -335,7 +337,7 @@ def lbc_population(num_arms=5, **overrides):
         ucb_sum="all",
     )
     kwargs.update(overrides)
-    return bandits.BanditPopulation(
+    return bandit_populations.BanditPopulation(
         [bandits.Axis("arm", 0.0, float(num_arms), 1.0)], np.random.default_rng(0), **kwargs
     )
 
@@ -381,7 +383,9 @@ def test_populations_scored_together_score_as_each_alone(scoring):
     for population in populations:
         for _ in range(int(rng.integers(0, 40))):
             population.update([rng.uniform(0, 10)], float(rng.normal(0, 5)))
-    for population, scores in zip(populations, bandits.BanditPopulation.scores_of(populations)):
+    for population, scores in zip(
+        populations, bandit_populations.BanditPopulation.scores_of(populations)
+    ):
         expected = bandits.ucb_scores(
             population.values(),
             population.counts,

@@ -10,7 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from common.control import bandits
+
+from common.control import controllers
 from common.control import behaviour as behaviour_lib
 from tests.controller_helpers import EtaController
 
@@ -121,7 +122,7 @@ def test_evaluator_with_own_controllers_learns_from_its_games_and_resumes(tmp_pa
 
 def test_fixed_controller_never_moves_and_guards_its_saved_value(tmp_path):
     spec = behaviour_lib.BehaviourSpec(
-        functools.partial(bandits.FixedController, {"eta": 1.0}), {"eta": ()}
+        functools.partial(controllers.FixedController, {"eta": 1.0}), {"eta": ()}
     )
     path = behaviour_lib.state_path(str(tmp_path), actor_id=0)
     selector = behaviour_lib.Behaviour(spec, 2, seed=0, state_path=path)
@@ -133,7 +134,7 @@ def test_fixed_controller_never_moves_and_guards_its_saved_value(tmp_path):
         1.0,
     ]
     other = behaviour_lib.BehaviourSpec(
-        functools.partial(bandits.FixedController, {"eta": 2.0}), {"eta": ()}
+        functools.partial(controllers.FixedController, {"eta": 2.0}), {"eta": ()}
     )
     with pytest.raises(ValueError, match=r"saved fixed behaviour params/eta=1.0 differs"):
         behaviour_lib.Behaviour(other, 2, seed=1, state_path=path)
@@ -150,7 +151,7 @@ def test_summary_reports_the_learned_region():
     assert summary["games"] == 40.0  # 20 games per env, averaged over the two controllers
     assert summary["best_eta"] > 25.0 and summary["best_value"] > summary["mean_value"]
     fixed = behaviour_lib.BehaviourSpec(
-        functools.partial(bandits.FixedController, {"eta": 1.0}), {"eta": ()}
+        functools.partial(controllers.FixedController, {"eta": 1.0}), {"eta": ()}
     )
     assert behaviour_lib.Behaviour(fixed, 2, seed=0, state_path=None).summary() == {}
 
