@@ -131,6 +131,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from common.experiments import ablation_runner, cli, compare, dataclass_flags
+
+from common.experiments import ablation_reports
 from common.runtime import runlog
 from common.settings.config import field
 
@@ -261,12 +263,12 @@ def agent_spec(name: str) -> AgentSpec:
 def cell(agent: str, game: str) -> str:
     """An agent's runs on a game, as common.experiments.ablation_runner's "variant": their
     directories are
-    `<logdir>/<agent>/<game>/seed<S>` (`ablation_runner.run_logdir`)."""
+    `<logdir>/<agent>/<game>/seed<S>` (`ablation_reports.run_logdir`)."""
     return f"{agent}/{game}"
 
 
 def run_dir(logdir: str, agent: str, game: str, seed: int) -> str:
-    return ablation_runner.run_logdir(logdir, cell(agent, game), seed)
+    return ablation_reports.run_logdir(logdir, cell(agent, game), seed)
 
 
 def cell_agent(variant: str) -> str:
@@ -365,7 +367,7 @@ def run_template(logdir: str, budgets: Mapping[str, int], extra_argv: Sequence[s
     is FRAMES (the agent's, listed in summary.md) where the agents' budgets differ. An argument
     after `--` meant for some agents only is shown as those runs get it, with whose runs they
     are."""
-    directory = ablation_runner.run_logdir(logdir, cell("AGENT", "GAME"), "SEED")
+    directory = ablation_reports.run_logdir(logdir, cell("AGENT", "GAME"), "SEED")
     frames = set(budgets.values())
     budget = frames.pop() if len(frames) == 1 else "FRAMES"
     targets = [compare.split_targeted(arg) for arg in extra_argv]
@@ -469,12 +471,12 @@ def trained_frames(directory: str) -> int:
     # choice: without a checkpoint, episodes.csv's frames (module docstring): a run copied without
     # its checkpoints is judged by its logs.
     if frames is None:
-        frames = _last_row_frames(os.path.join(directory, ablation_runner.EPISODES_CSV))
+        frames = _last_row_frames(os.path.join(directory, ablation_reports.EPISODES_CSV))
     return frames or 0
 
 
 def last_games_curve(
-    episodes: ablation_runner.Episodes, at_frames: np.ndarray, games: int = LAST_GAMES
+    episodes: ablation_reports.Episodes, at_frames: np.ndarray, games: int = LAST_GAMES
 ) -> np.ndarray:
     """At each of `at_frames`, the mean return of the last `games` games that ended at or before
     it (fewer if fewer had ended; nan if none)."""
@@ -505,8 +507,8 @@ class RunResult:
 def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> RunResult:
     """A run's result against `budget`, its agent's frames."""
     directory = run_dir(logdir, agent, game, seed)
-    episodes = ablation_runner.read_episodes(
-        os.path.join(directory, ablation_runner.EPISODES_CSV), ablation_runner.EPISODES_COLUMNS
+    episodes = ablation_reports.read_episodes(
+        os.path.join(directory, ablation_reports.EPISODES_CSV), ablation_reports.EPISODES_COLUMNS
     )
     frames = trained_frames(directory)
     grid = curve_grid(budget)
@@ -524,7 +526,7 @@ def read_result(logdir: str, agent: str, game: str, seed: int, budget: int) -> R
         final=float(last_games_curve(episodes, [budget])[0]),
         curve_frames=grid[known],
         curve=curve[known],
-        evaluation=final_evaluation(os.path.join(directory, ablation_runner.EVAL_CSV), budget),
+        evaluation=final_evaluation(os.path.join(directory, ablation_reports.EVAL_CSV), budget),
     )
 
 
@@ -534,7 +536,7 @@ def final_evaluation(path: str, budget: int) -> float:
     without the file, without a row, or when the last round came before the budget."""
     if _last_row_frames(path) is None:
         return math.nan
-    evaluations = ablation_runner.read_episodes(path, ablation_runner.EVAL_COLUMNS)
+    evaluations = ablation_reports.read_episodes(path, ablation_reports.EVAL_COLUMNS)
     last = evaluations.frames.max()
     if last < budget:
         return math.nan
@@ -1252,8 +1254,8 @@ def _write_curves_csv(report: GridReport) -> None:
                         r.agent,
                         r.game,
                         r.seed,
-                        ablation_runner._number(frames),
-                        ablation_runner._number(value),
+                        ablation_reports._number(frames),
+                        ablation_reports._number(value),
                     ]
                 )
 
@@ -1264,7 +1266,7 @@ def _write_evaluations_csv(report: GridReport) -> None:
         writer.writerow(EVALUATIONS_COLUMNS)
         for r in report.results:
             if np.isfinite(r.evaluation):
-                writer.writerow([r.agent, r.game, r.seed, ablation_runner._number(r.evaluation)])
+                writer.writerow([r.agent, r.game, r.seed, ablation_reports._number(r.evaluation)])
 
 
 def seed_mean_curve(
@@ -1386,7 +1388,7 @@ def write_reports(
                 # A run that has not ended a game yet (its episodes.csv holds the header alone:
                 # just started, or stopped before its first game) reports as not run yet.
                 if (
-                    _last_row_frames(os.path.join(directory, ablation_runner.EPISODES_CSV))
+                    _last_row_frames(os.path.join(directory, ablation_reports.EPISODES_CSV))
                     is not None
                 ):
                     results.append(read_result(logdir, a, g, s, budgets[a]))
@@ -1398,8 +1400,8 @@ def write_reports(
     results = tuple(results)
     if not results:
         raise ValueError(
-            f"no {ablation_runner.EPISODES_CSV} of the grid under {logdir!r}; expected "
-            f"<logdir>/<agent>/<game>/seed<S>/{ablation_runner.EPISODES_CSV}"
+            f"no {ablation_reports.EPISODES_CSV} of the grid under {logdir!r}; expected "
+            f"<logdir>/<agent>/<game>/seed<S>/{ablation_reports.EPISODES_CSV}"
             + (f", or runs finished in {', '.join(curves_from)}" if curves_from else "")
         )
     report = GridReport(
@@ -1464,7 +1466,7 @@ class Progress:
 
     def _episodes_frames(self, variant: str, seed: int) -> int:
         path = os.path.join(
-            ablation_runner.run_logdir(self.logdir, variant, seed), ablation_runner.EPISODES_CSV
+            ablation_reports.run_logdir(self.logdir, variant, seed), ablation_reports.EPISODES_CSV
         )
         return _last_row_frames(path) or 0
 
@@ -1571,7 +1573,7 @@ def run_grid(
     before, elsewhere = {}, 0
     for seed in seeds:
         for variant, run in runs.items():
-            directory = ablation_runner.run_logdir(logdir, variant, seed)
+            directory = ablation_reports.run_logdir(logdir, variant, seed)
             budget = budgets[run.name]
             frames = trained_frames(directory)
             if not os.path.isdir(directory) and finished_elsewhere(
@@ -1604,7 +1606,7 @@ def run_grid(
         if event == "start":
             progress.start(variant, seed)
             return
-        directory = ablation_runner.run_logdir(logdir, variant, seed)
+        directory = ablation_reports.run_logdir(logdir, variant, seed)
         frames, budget = trained_frames(directory), budgets[cell_agent(variant)]
         if frames < budget:
             stdout = os.path.join(directory, ablation_runner.STDOUT_LOG)

@@ -37,6 +37,8 @@ import sys
 from typing import Sequence
 
 from common.experiments import ablation_runner
+
+from common.experiments import ablation_reports
 from common.experiments import cli
 from common.experiments import dataclass_flags
 from common.equations import metrics
@@ -78,7 +80,7 @@ class AgentRun:
             f"{self.paper}.main",
             *ablation,
             f"--seed={seed}",
-            f"--logdir={ablation_runner.run_logdir(logdir, self.name, seed)}",
+            f"--logdir={ablation_reports.run_logdir(logdir, self.name, seed)}",
             *self.arguments(argv),
         ]
 
@@ -169,7 +171,7 @@ def compare(
     argv: Sequence[str] = (),
     parallel: int = 1,
     normaliser: str = metrics.DEFAULT_NORMALISER,
-) -> ablation_runner.AblationSummary:
+) -> ablation_reports.AblationSummary:
     """Runs every agent with every seed on `env` for `total_frames`, then writes the reports."""
     from common.environments import envs  # imports ale-py: not before the command line is read
 
@@ -188,7 +190,7 @@ def compare(
     )
     # Targeted arguments are quoted as written (`dice:--warmup_steps=2`).
     template = shlex.join([*AgentRun("AGENT", "PAPER", None).command(0, logdir, shared[:2]), *argv])
-    return ablation_runner.write_reports(
+    return ablation_reports.write_reports(
         logdir,
         list(agents),
         list(seeds),

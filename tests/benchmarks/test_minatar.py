@@ -22,6 +22,7 @@ import pytest
 
 from benchmarks import minatar
 from common.experiments import ablation_runner, cli, compare
+from common.experiments import ablation_reports
 
 HERE = pathlib.Path(__file__).parent
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -175,7 +176,7 @@ def test_each_agents_runs_get_its_budget_and_finish_at_it(tmp_path, monkeypatch,
                     commands[variant, seed] = command(variant, seed)
 
     monkeypatch.setattr(ablation_runner, "run_all", run_all)
-    columns = ablation_runner.EPISODES_COLUMNS
+    columns = ablation_reports.EPISODES_COLUMNS
     rows = [(t, 1.0, 1000, 1.0) for t in range(1000, 200_001, 1000)]
     for agent in ("impala", "reactor"):  # 200k frames trained
         _write_csv(tmp_path / agent / "breakout/seed0/episodes.csv", columns, rows)
@@ -245,7 +246,7 @@ def _starts(logdir: pathlib.Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_grid_skips_finished_runs_and_resumes_unfinished_ones(tmp_path, fake_agents, capsys):
-    columns = ablation_runner.EPISODES_COLUMNS
+    columns = ablation_reports.EPISODES_COLUMNS
     _write_csv(
         tmp_path / "fast/breakout/seed0/episodes.csv", columns, _fake_run_rows("fast", 0, BUDGET)
     )
@@ -380,7 +381,7 @@ def test_last_games_curve_matches_brute_force():
     frames = np.cumsum(rng.integers(1, 50, size=400)).astype(float)
     frames[[10, 11]] = frames[12]  # games that ended together
     returns = rng.normal(size=frames.size)
-    episodes = ablation_runner.Episodes(frames, returns, np.zeros_like(frames))
+    episodes = ablation_reports.Episodes(frames, returns, np.zeros_like(frames))
     at = np.array([0.0, frames[0], frames[50] + 0.5, frames[150], frames[-1], frames[-1] * 2])
     expected = [_brute_last_games(frames, returns, a) for a in at]
     np.testing.assert_allclose(minatar.last_games_curve(episodes, at), expected)
@@ -390,7 +391,9 @@ def test_trained_frames_prefers_the_checkpoint(tmp_path):
     run = tmp_path / "run"
     assert minatar.trained_frames(str(run)) == 0
     path = run / "episodes.csv"
-    _write_csv(path, ablation_runner.EPISODES_COLUMNS, [(3000, 1.0, 10, 0.5), (9000, 2.0, 10, 1.0)])
+    _write_csv(
+        path, ablation_reports.EPISODES_COLUMNS, [(3000, 1.0, 10, 0.5), (9000, 2.0, 10, 1.0)]
+    )
     assert minatar.trained_frames(str(run)) == 9000
     with open(path, "a") as f:
         f.write("12000,3.0,1")  # a row being written: not counted
@@ -432,7 +435,7 @@ def _synthetic_run(root: pathlib.Path, agent: str, game: str, seed: int, rng, fr
     returns = np.round(rng.normal(level + 5.0 * frames / frames_to, 3.0), 3)
     _write_csv(
         root / agent / game / f"seed{seed}" / "episodes.csv",
-        ablation_runner.EPISODES_COLUMNS,
+        ablation_reports.EPISODES_COLUMNS,
         [(int(f), float(r), 7, 1.0) for f, r in zip(frames, returns)],
     )
     return frames, returns
@@ -550,7 +553,7 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
 
     def evaluations(agent, game, seed, rows):
         path = tmp_path / agent / game / f"seed{seed}" / "eval.csv"
-        _write_csv(path, ablation_runner.EVAL_COLUMNS, [(f, r, "nan", 1.0) for f, r in rows])
+        _write_csv(path, ablation_reports.EVAL_COLUMNS, [(f, r, "nan", 1.0) for f, r in rows])
 
     # fast/breakout: an earlier round, then the final one (mean 3) on seed 0; seed 1's (mean 6).
     evaluations("fast", "breakout", 0, [(50_000, 9.0)] * 3 + [(100_500, r) for r in (1, 2, 3, 6)])
@@ -612,7 +615,7 @@ def test_a_figure_fits_its_axis_to_the_curves_when_none_reaches_the_references_f
     returns = 1.0 + 2.0 * frames / budget
     _write_csv(
         tmp_path / "fast" / "breakout" / "seed0" / "episodes.csv",
-        ablation_runner.EPISODES_COLUMNS,
+        ablation_reports.EPISODES_COLUMNS,
         [(int(f), float(r), 7, 1.0) for f, r in zip(frames, returns)],
     )
     report = minatar.write_reports(
@@ -650,7 +653,7 @@ def test_each_agent_has_its_own_colour_and_a_long_legend_sits_beside_the_axes(
         monkeypatch.setitem(minatar.AGENTS, agent, minatar.AgentSpec("fake", None, FAKE))
         _write_csv(
             tmp_path / agent / "breakout" / "seed0" / "episodes.csv",
-            ablation_runner.EPISODES_COLUMNS,
+            ablation_reports.EPISODES_COLUMNS,
             [(int(f), 1.0 + i / count, 7, 1.0) for f in frames],
         )
     report = minatar.write_reports(
@@ -1021,7 +1024,7 @@ def test_a_papers_ablation_grid_reports_the_orderings_it_claims(tmp_path):
             frames = np.linspace(1_000, 100_000, 150).astype(int)
             _write_csv(
                 logdir / agent / game / f"seed{seed}" / "episodes.csv",
-                ablation_runner.EPISODES_COLUMNS,
+                ablation_reports.EPISODES_COLUMNS,
                 [(int(f), final, 7, 1.0) for f in frames],
             )
     report = minatar.write_reports(
@@ -1157,7 +1160,7 @@ def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
     # A run that has not ended a game yet: its episodes.csv holds the header alone.
     _write_csv(
         tmp_path / "slow" / "asterix" / "seed0" / "episodes.csv",
-        ablation_runner.EPISODES_COLUMNS,
+        ablation_reports.EPISODES_COLUMNS,
         [],
     )
     minatar.main(["--report_only", "--agents=fast,slow", "--seeds=1", f"--logdir={tmp_path}"])

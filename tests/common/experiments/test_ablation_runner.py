@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 
 from common.experiments import ablation_runner
-from common.experiments.ablation_runner import AblationRunError, run_ablations, write_reports
+
+from common.experiments import ablation_reports
+from common.experiments.ablation_runner import AblationRunError, run_ablations
+from common.experiments.ablation_reports import write_reports
 
 HERE = pathlib.Path(__file__).parent
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -46,7 +49,7 @@ def _synthetic_run(root: pathlib.Path, variant: str, seed: int, rng, with_eval: 
     run_dir = root / variant / f"seed{seed}"
     _write_csv(
         run_dir / "episodes.csv",
-        ablation_runner.EPISODES_COLUMNS,
+        ablation_reports.EPISODES_COLUMNS,
         [(int(f), float(r), int(f) // 4, float(w)) for f, r, w in zip(frames, returns, wall)],
     )
     run = {"frames": frames, "returns": returns, "wall": wall}
@@ -55,7 +58,7 @@ def _synthetic_run(root: pathlib.Path, variant: str, seed: int, rng, with_eval: 
         eval_returns = np.round(rng.normal(0.0, 5.0, size=eval_frames.size), 3)
         _write_csv(
             run_dir / "eval.csv",
-            ablation_runner.EVAL_COLUMNS,
+            ablation_reports.EVAL_COLUMNS,
             [(int(f), float(r), "", 1.0) for f, r in zip(eval_frames, eval_returns)],
         )
         run.update(eval_frames=eval_frames, eval_returns=eval_returns)
@@ -91,7 +94,7 @@ def test_write_reports_on_synthetic_runs(tmp_path):
 
     # curves.csv: every episode, in file order, with its HNS.
     rows = _read_curves(summary.curves_csv)
-    assert tuple(rows[0]) == ablation_runner.CURVES_COLUMNS
+    assert tuple(rows[0]) == ablation_reports.CURVES_COLUMNS
     expected_rows = sum(len(r["frames"]) + len(r.get("eval_frames", [])) for r in runs.values())
     assert len(rows) == expected_rows
     for (variant, seed), run in runs.items():
@@ -160,12 +163,12 @@ def test_write_reports_discovers_runs_and_has_no_hns_without_game(tmp_path):
 
 
 def test_final_score_hand_example():
-    episodes = ablation_runner.Episodes(
+    episodes = ablation_reports.Episodes(
         frames=np.array([100.0, 500.0, 899.0, 900.0, 950.0, 1000.0]),
         returns=np.array([1.0, 2.0, 3.0, 4.0, 5.0, 9.0]),
         wall_time=np.zeros(6),
     )
-    assert ablation_runner.final_score(episodes) == pytest.approx((4 + 5 + 9) / 3)  # frames >= 900
+    assert ablation_reports.final_score(episodes) == pytest.approx((4 + 5 + 9) / 3)  # frames >= 900
 
 
 def test_smoothed_curve_matches_brute_force():
@@ -173,7 +176,7 @@ def test_smoothed_curve_matches_brute_force():
     # Frames, grid and window on multiples of 100, so that episodes fall on both window edges. Files
     # need not be sorted by frames, and several episodes may end at the same frame count.
     frames = rng.integers(0, 100, size=200) * 100.0
-    episodes = ablation_runner.Episodes(frames, rng.normal(size=200), np.zeros(200))
+    episodes = ablation_reports.Episodes(frames, rng.normal(size=200), np.zeros(200))
     grid = np.arange(100.0, 12_000.0, 300.0)
     window = 700.0
     expected = []
@@ -181,9 +184,9 @@ def test_smoothed_curve_matches_brute_force():
         in_window = (frames > g - window) & (frames <= g)
         expected.append(episodes.returns[in_window].mean() if in_window.any() else np.nan)
     np.testing.assert_allclose(
-        ablation_runner.smoothed_curve(episodes, grid, window), expected, rtol=1e-9
+        ablation_reports.smoothed_curve(episodes, grid, window), expected, rtol=1e-9
     )
-    assert np.isnan(ablation_runner.smoothed_curve(episodes, np.array([-1.0]), window)).all()
+    assert np.isnan(ablation_reports.smoothed_curve(episodes, np.array([-1.0]), window)).all()
 
 
 def test_bad_run_files_are_named(tmp_path):
@@ -191,7 +194,7 @@ def test_bad_run_files_are_named(tmp_path):
     lacks = r"seed0/episodes.csv: header .* lacks \['episode_return', 'episode_length', 'wall_time'\]; expected"
     with pytest.raises(ValueError, match=lacks):
         write_reports(str(tmp_path))
-    _write_csv(tmp_path / "a" / "seed0" / "episodes.csv", ablation_runner.EPISODES_COLUMNS, [])
+    _write_csv(tmp_path / "a" / "seed0" / "episodes.csv", ablation_reports.EPISODES_COLUMNS, [])
     with pytest.raises(ValueError, match="has a header but no episodes"):
         write_reports(str(tmp_path))
     with pytest.raises(ValueError, match=r"no episodes.csv for \['b/seed\*'\]"):
@@ -457,10 +460,10 @@ time.sleep(120)
 _RUNNER = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-from common.experiments import ablation_runner
+from common.experiments import ablation_reports, ablation_runner
 logdir, run = sys.argv[1], sys.argv[2]
 def command(variant, seed):
-    return [sys.executable, "-c", run, ablation_runner.run_logdir(logdir, variant, seed)]
+    return [sys.executable, "-c", run, ablation_reports.run_logdir(logdir, variant, seed)]
 try:
     ablation_runner.run_all(command, ["a", "b"], [0], logdir, parallel=2)
 except KeyboardInterrupt:
@@ -518,7 +521,7 @@ def test_a_runner_started_with_sigint_ignored_stops_its_runs_on_either_stop_sign
         stdout=subprocess.PIPE,
         text=True,
     )
-    runs = [pathlib.Path(ablation_runner.run_logdir(str(tmp_path), v, 0)) for v in ("a", "b")]
+    runs = [pathlib.Path(ablation_reports.run_logdir(str(tmp_path), v, 0)) for v in ("a", "b")]
     pids = []
     try:
         for _ in range(3000):  # both runs started and printed their pid (their handler is set)
