@@ -150,7 +150,7 @@ def measure_agent(
     from common.runtime import acting
     from common.experiments import cli
     from common.experiments import dataclass_flags
-    from common.environments import envs
+    from common.environments import protocols
 
     paper_name, _, ablation = agent.partition(".")
     paper = importlib.import_module(f"{paper_name}.builder").PAPER
@@ -163,7 +163,7 @@ def measure_agent(
         experiment = paper.build_experiment(config, logdir)
         acting.configure_threads(experiment.learner_threads)  # before TensorFlow starts
         spec = throughput.env_spec(experiment)
-        frames_per_step = envs.frames_per_step(experiment.actor.env, experiment.actor.protocol)
+        frames_per_step = protocols.frames_per_step(experiment.actor.env, experiment.actor.protocol)
         steps_per_update = trained_steps_per_update(experiment, config)
         result.update(
             describe=paper.describe(config),

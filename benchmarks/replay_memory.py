@@ -71,6 +71,7 @@ from benchmarks.machine import cpu_line
 from common.runtime import acting
 from common.runtime import agent as agent_lib
 from common.environments import envs
+from common.environments import protocols
 from common.replay import patterns
 from common.replay import replay
 from dice import config as dice_config
@@ -106,7 +107,7 @@ MIB = 2.0**20
 class Record(NamedTuple):
     """What an agent's actors write per step besides the common fields."""
 
-    protocol: str | envs.AtariProtocol
+    protocol: str | protocols.AtariProtocol
     num_actions: int  # Pong's under the protocol
     observation_shape: tuple
     policy_extras: Callable[[agent_lib.EnvSpec], dict]

@@ -61,6 +61,7 @@ from benchmarks.machine import cpu_line
 from common.runtime import acting
 from common.runtime import agent as agent_lib
 from common.environments import envs
+from common.environments import protocols
 from common.launchers import launch
 from common.runtime import learning
 from common.replay import replay
@@ -132,7 +133,7 @@ def raw_worker(
     batch = envs.make_env(env, num_envs, seed, protocol)
     batch.reset()
     rng = np.random.default_rng(seed)
-    frames_per_step = num_envs * envs.frames_per_step(env, protocol)
+    frames_per_step = num_envs * protocols.frames_per_step(env, protocol)
     end_warmup = time.monotonic() + warmup_s
     while time.monotonic() < end_warmup:
         batch.step(rng.integers(0, batch.num_actions, num_envs))

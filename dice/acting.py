@@ -11,7 +11,7 @@ import numpy as np
 from common.burn_in import advantage_policy
 from common.control import controllers
 from common.control import behaviour
-from common.environments import envs
+from common.environments import protocols
 from dice import config as config_lib
 from dice import controller
 from dice import networks
@@ -48,8 +48,10 @@ def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
     )
 
 
-def protocol(config: config_lib.DiceConfig) -> envs.AtariProtocol:
+def protocol(config: config_lib.DiceConfig) -> protocols.AtariProtocol:
     """Table 5's preprocessing (common.environments.envs "dice_gdi_lbc"), for training and
     evaluation (the same 30 no-ops and 108,000-frame cap;
     docs/papers/dice.md#departures-from-the-paper)."""
-    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())
+    return dataclasses.replace(
+        protocols.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides()
+    )

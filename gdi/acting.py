@@ -15,7 +15,7 @@ import numpy as np
 from common.burn_in import advantage_policy
 from common.control import controllers
 from common.control import behaviour
-from common.environments import envs
+from common.environments import protocols
 from gdi import config as config_lib
 from gdi import controller
 from gdi import losses
@@ -54,7 +54,9 @@ def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
     )
 
 
-def protocol(config: config_lib.GdiConfig) -> envs.AtariProtocol:
+def protocol(config: config_lib.GdiConfig) -> protocols.AtariProtocol:
     """Table 5's preprocessing (common.environments.envs "dice_gdi_lbc" with GDI's 100,000-frame
     cap), for training and evaluation."""
-    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())
+    return dataclasses.replace(
+        protocols.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides()
+    )

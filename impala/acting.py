@@ -8,7 +8,7 @@ The behaviour policy is mu = softmax(logits) of the actor's (possibly stale) cop
 import dataclasses
 
 from common.runtime import acting
-from common.environments import envs
+from common.environments import protocols
 from common.models import networks as common_networks
 from impala import config as config_lib
 from impala import networks
@@ -41,13 +41,15 @@ def policy_extras(spec) -> dict:
     return acting.CategoricalPolicy.extras_spec(spec.num_actions)
 
 
-def protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
+def protocol(config: config_lib.ImpalaConfig) -> protocols.AtariProtocol:
     """Table G.1 preprocessing (common.environments.envs "impala"), with the configured action
     set."""
-    return dataclasses.replace(envs.PROTOCOLS["impala"], full_action_space=config.full_action_set)
+    return dataclasses.replace(
+        protocols.PROTOCOLS["impala"], full_action_space=config.full_action_set
+    )
 
 
-def evaluation_protocol(config: config_lib.ImpalaConfig) -> envs.AtariProtocol:
+def evaluation_protocol(config: config_lib.ImpalaConfig) -> protocols.AtariProtocol:
     """§5.3.2 evaluation: no-op starts, episode cap and sticky actions of the config.
 
     Scores are whole games (common.environments.envs reports the raw game score), so the life-loss

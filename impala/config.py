@@ -204,9 +204,9 @@ class ImpalaConfig(ProcessSettings):
     def frames_per_step(self) -> int:
         """Environment frames per agent step: the action repeat (Table G.1: 4; CartPole and
         MinAtar: 1)."""
-        from common.environments import envs  # imports ale-py: not when the flags are defined
+        from common.environments import env_names  # imports ale-py: not when the flags are defined
 
-        return 4 if envs.env_family(self.env) == "atari" else 1
+        return 4 if env_names.env_family(self.env) == "atari" else 1
 
     @property
     def frames_per_learner_step(self) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 
 from common.burn_in import advantage_policy
 from common.control import behaviour
-from common.environments import envs
+from common.environments import protocols
 from lbc import config as config_lib
 from lbc import controller
 from lbc import networks
@@ -61,7 +61,9 @@ def behaviour_spec(config: config_lib.LbcConfig) -> behaviour.BehaviourSpec:
     )
 
 
-def protocol(config: config_lib.LbcConfig) -> envs.AtariProtocol:
+def protocol(config: config_lib.LbcConfig) -> protocols.AtariProtocol:
     """Table 3's preprocessing (common.environments.envs "dice_gdi_lbc"), for training and
     evaluation."""
-    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())
+    return dataclasses.replace(
+        protocols.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides()
+    )

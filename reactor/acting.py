@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from common.runtime import acting
 from common.equations import distributional
-from common.environments import envs
+from common.environments import protocols
 from common.equations import policies
 from reactor import config as config_lib
 from reactor import networks
@@ -107,7 +107,9 @@ def make_policy(
     )
 
 
-def protocol(config: config_lib.ReactorConfig) -> envs.AtariProtocol:
+def protocol(config: config_lib.ReactorConfig) -> protocols.AtariProtocol:
     """DQN preprocessing with 4 action repeats and a single frame (§4.1, Table 3); training and
     evaluation share it (30 no-op starts, §4.1; human starts were never released)."""
-    return dataclasses.replace(envs.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides())
+    return dataclasses.replace(
+        protocols.PROTOCOLS[config_lib.PROTOCOL], **config.protocol_overrides()
+    )

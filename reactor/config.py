@@ -248,7 +248,7 @@ class ReactorConfig(ProcessSettings):
         return self
 
     def protocol_overrides(self) -> dict[str, Any]:
-        """`common.environments.envs.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]`
+        """`common.environments.protocols.AtariProtocol` fields to replace in `PROTOCOLS[PROTOCOL]`
         (training and evaluation use the same protocol)."""
         return dict(atari_protocol_overrides(self), frame_stack=self.frame_stack)
 
@@ -256,9 +256,9 @@ class ReactorConfig(ProcessSettings):
     def frames_per_step(self) -> int:
         """Environment frames per agent step: the action repeat (§4.1: 4; CartPole and MinAtar:
         1)."""
-        from common.environments import envs  # imports ale-py: not when the flags are defined
+        from common.environments import env_names  # imports ale-py: not when the flags are defined
 
-        return ACTION_REPEAT if envs.env_family(self.env) == "atari" else 1
+        return ACTION_REPEAT if env_names.env_family(self.env) == "atari" else 1
 
     @property
     def frames_per_learner_step(self) -> int:

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from common.control import bandits
-from common.environments import envs
+from common.environments import protocols
 from common.settings import config as common_config
 from dice import config as dice_config
 from dice import controller as dice_controller
@@ -213,7 +213,7 @@ PROTOCOL_DEPARTURES = {
 
 
 def test_protocol_is_the_shared_one_with_the_paper_s_departures(module):
-    base = envs.PROTOCOLS[module.PROTOCOL]
+    base = protocols.PROTOCOLS[module.PROTOCOL]
     assert module.ACTION_REPEAT == base.frame_skip
     protocol = dataclasses.replace(base, **CONFIGS[module]().protocol_overrides())
     base_fields, fields = dataclasses.asdict(base), dataclasses.asdict(protocol)

@@ -2,15 +2,16 @@
 
 `make_env` returns a `BatchedEnv`: a batch of `num_envs` environments stepped together, with
 same-step auto-reset and the bookkeeping every paper needs (reward clipping, life loss, whole-game
-scores). Three env families (`env_family`): Atari games (the papers' benchmark), MinAtar's five
-games (Young & Tian 2019: 10x10 versions of Asterix, Breakout, Freeway, Seaquest and Space
-Invaders, for runs that fit a small machine) and CartPole (a smoke test).
+scores). Three env families (`common.environments.env_names.env_family`): Atari games (the papers'
+benchmark), MinAtar's five games (Young & Tian 2019: 10x10 versions of Asterix, Breakout, Freeway,
+Seaquest and Space Invaders, for runs that fit a small machine) and CartPole (a smoke test).
 
-MinAtar (`MINATAR_PROTOCOL`) runs the library's own `minatar.Environment` objects, one per batch
-entry, with the published protocol (sticky actions 0.1, difficulty ramping, no frame skip, no
-frame stack, raw rewards); `MinAtar/<Game>-v0` has all 6 actions, `-v1` the game's minimal action
-set (MinAtar's gym.py). The Atari `protocol` and `backend` arguments do not apply to it.
-`render_rgb` draws MinAtar (and Atari) observations as RGB images, for recordings of games.
+MinAtar (`common.environments.protocols.MINATAR_PROTOCOL`) runs the library's own
+`minatar.Environment` objects, one per batch entry, with the published protocol (sticky actions 0.1,
+difficulty ramping, no frame skip, no frame stack, raw rewards); `MinAtar/<Game>-v0` has all 6
+actions, `-v1` the game's minimal action set (MinAtar's gym.py). The Atari `protocol` and `backend`
+arguments do not apply to it.
+`common.environments.recording.render_rgb` draws MinAtar (and Atari) observations as RGB images.
 
 Two Atari backends produce the same frames:
 
@@ -47,11 +48,9 @@ Where the backends differ (both documented in `tests/common/environments/test_en
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-import re
 from collections.abc import Callable
-from typing import ClassVar, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import ale_py
 import ale_py.roms
@@ -62,6 +61,19 @@ from ale_py.vector_env import AtariVectorEnv
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 from common.environments import minatar_games
+from common.environments.protocols import (
+    MINATAR_PROTOCOL,
+    PROTOCOLS,
+    AtariProtocol,
+    MinAtarProtocol,
+)
+from common.environments.env_names import (
+    CARTPOLE,
+    ROM_IDS,
+    atari_game,
+    canonical_env,
+    minatar_game,
+)
 
 gymnasium.register_envs(ale_py)
 # The emulator's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]") on every
@@ -70,99 +82,6 @@ gymnasium.register_envs(ale_py)
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
 
-@dataclasses.dataclass(frozen=True)
-class AtariProtocol:
-    """The Atari settings of one paper's experiments (what the agent sees and how episodes end)."""
-
-    name: str
-    frame_skip: int  # action repeat: each agent action is applied to this many emulator frames
-    screen_size: int  # frames are resized to screen_size x screen_size
-    frame_stack: int  # observation = the last frame_stack processed frames, channels last
-    noop_max: int  # random no-op starts: up to this many raw NOOP frames after each reset
-    repeat_action_probability: float  # sticky actions
-    full_action_space: bool  # 18 actions, or the game's minimal action set
-    terminal_on_life_loss: bool  # a lost life sets `terminated` (the game itself continues)
-    reward_clip: float | None  # reward = clip(raw, -c, c); None: reward = raw
-    max_episode_frames: int  # episode cap in emulator frames (action repeats included): truncation
-
-
-PROTOCOLS: dict[str, AtariProtocol] = {
-    "impala": AtariProtocol(
-        name="impala",
-        frame_skip=4,  # Table G.1 "Action repetitions 4"
-        screen_size=84,  # Table G.1 "84 x 84"
-        frame_stack=4,  # Table G.1 "Frame stacking 4"
-        noop_max=30,  # §5.3.2: evaluation starts with up to 30 no-ops; training too (ours)
-        repeat_action_probability=0.0,  # choice: no sticky actions (none mentioned)
-        full_action_space=False,  # App. G: only the multi-task agent uses the full set
-        terminal_on_life_loss=True,  # Table G.1 "End of episode when life lost: yes"
-        reward_clip=1.0,  # Table G.1 "Reward clipping [-1, 1]"
-        max_episode_frames=108_000,  # choice: 30 minutes of play (not stated)
-    ),
-    "dice_gdi_lbc": AtariProtocol(
-        name="dice_gdi_lbc",
-        frame_skip=4,  # DiCE Table 5, GDI Table 5, LBC Table 3: action repeats 4
-        screen_size=84,  # same tables: image size (84, 84)
-        frame_stack=4,  # same tables: frame stacks 4
-        noop_max=30,  # same tables: random no-ops 30
-        repeat_action_probability=0.0,  # GDI Table 5, LBC Table 3; DiCE does not say
-        full_action_space=True,  # DiCE Table 5, GDI Table 5, LBC Table 3: full (18 actions)
-        terminal_on_life_loss=False,  # DiCE Table 5 "No"; GDI, LBC: life information "Not allowed"
-        reward_clip=None,  # "Reward Clip: No": the learners shape raw rewards themselves
-        max_episode_frames=108_000,  # LBC Table 3 (30 min); DiCE silent; GDI App. H says 100K
-    ),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class MinAtarProtocol:
-    """MinAtar's published protocol (Young & Tian 2019; the MinAtar README): what the agent sees
-    and how episodes end. The fields are what `make_env` can vary; the class constants are fixed
-    by the games themselves."""
-
-    name: str = "minatar"
-    # `minatar.Environment(sticky_action_prob=0.1)`, the default (MinAtar's environment.py) of
-    # the published experiments (Young & Tian 2019): with this probability the previous action is
-    # played instead of the chosen one.
-    sticky_action_prob: float = 0.1
-    # `minatar.Environment(difficulty_ramping=True)`, the default (MinAtar's environment.py; the
-    # MinAtar README: Asterix, Seaquest and Space Invaders speed up as the game goes on).
-    difficulty_ramping: bool = True
-    # Rewards as the game gives them (+1 per treasure, brick, crossing or enemy; Seaquest's
-    # oxygen bonus; MinAtar README): no clipping.
-    reward_clip: float | None = None
-
-    # One agent action is one game frame: MinAtar's games have no frame skip or action repeat.
-    frame_skip: ClassVar[int] = 1
-    # No frame stacking: the agent sees the one [10, 10, C] state, whose trail channels show
-    # motion (MinAtar README).
-    frame_stack: ClassVar[int] = 1
-    # MinAtar's games have no lives: an episode is one game.
-    terminal_on_life_loss: ClassVar[bool] = False
-    # No cap beyond the games' own ends (Freeway ends itself after 2500 frames, MinAtar's
-    # freeway.py); `truncated` is never set.
-    max_episode_frames: ClassVar[int | None] = None
-
-
-MINATAR_PROTOCOL = MinAtarProtocol()
-
-CARTPOLE = "CartPole"  # CartPole-v1, for fast checks of the agent stack
-MINATAR = "MinAtar"  # the prefix of MinAtar's gym ids, MinAtar/<Game>-v<N> (MinAtar's gym.py)
-# The families `env_family` names.
-FAMILIES = ("cartpole", "minatar", "atari")
-# MinAtar's games: its `minatar.environments` modules, with the gym ids' capitalisation
-# (MinAtar's gym.py registers `game.title().replace("_", "")`).
-MINATAR_GAMES = {
-    "asterix": "Asterix",
-    "breakout": "Breakout",
-    "freeway": "Freeway",
-    "seaquest": "Seaquest",
-    "space_invaders": "SpaceInvaders",
-}
-# v0: all 6 actions (`Environment.num_actions()`, the action space of the published learning
-# curves, MinAtar README); v1: the game's minimal action set (`Environment.minimal_action_set()`),
-# as MinAtar's gym.py registers them. A name without a version is v0.
-MINATAR_VERSIONS = (0, 1)
 BACKENDS = ("vector", "gym")
 
 
@@ -550,93 +469,6 @@ class _ProtocolEnv:
         self._backend.close()
 
 
-_ROM_IDS = ale_py.roms.get_all_rom_ids()
-_ROM_BY_KEY = {rom.replace("_", ""): rom for rom in _ROM_IDS}
-
-
-def atari_game(env: str) -> str | None:
-    """The ale-py ROM id for "Pong", "pong", "MsPacman", "ms_pacman", "ALE/MsPacman-v5" or the
-    older gym ids "Pong-v4", "PongNoFrameskip-v4", "PongDeterministic-v4" (the id names the game
-    only: the protocol decides frame skip and sticky actions)."""
-    name = re.sub(r"-v\d+$", "", env.removeprefix("ALE/"))
-    name = re.sub(r"(NoFrameskip|Deterministic)$", "", name, flags=re.IGNORECASE)
-    return _ROM_BY_KEY.get(name.replace("_", "").lower())
-
-
-# MinAtar names as people write them, case-insensitive: the gym ids "MinAtar/Breakout-v0"
-# (MinAtar's gym.py), "minatar:breakout", "minatar-space_invaders", and gymnax's
-# "Breakout-MinAtar"; each with an optional "-v0" / "-v1".
-_MINATAR_FORMS = (
-    re.compile(r"minatar\s*[/:_-]\s*(?P<game>[a-z_ -]+?)(?:-v(?P<version>\d+))?", re.IGNORECASE),
-    re.compile(r"(?P<game>[a-z_ -]+?)[_-]minatar(?:-v(?P<version>\d+))?", re.IGNORECASE),
-)
-_MINATAR_BY_KEY = {game.replace("_", ""): game for game in MINATAR_GAMES}
-
-
-def minatar_game(env: str) -> tuple[str, int] | None:
-    """(MinAtar's module name, version) for a name that mentions MinAtar: "MinAtar/Breakout-v1"
-    -> ("breakout", 1); "breakout-minatar", "Breakout-MinAtar", "minatar:breakout",
-    "MinAtar/space_invaders" -> (game, 0), the version of all 6 actions. None for a name without
-    "minatar"; ValueError, one line listing the games, for one with an unknown game or version."""
-    if "minatar" not in env.lower():
-        return None
-    for form in _MINATAR_FORMS:
-        match = form.fullmatch(env.strip())
-        if match:
-            game = _MINATAR_BY_KEY.get(re.sub(r"[_ -]", "", match["game"]).lower())
-            version = int(match["version"] or 0)
-            if game is not None and version in MINATAR_VERSIONS:
-                return game, version
-    raise ValueError(
-        f"{env!r} is not a MinAtar env: the games are {', '.join(MINATAR_GAMES)}, written "
-        "MinAtar/Breakout-v0 (all 6 actions), MinAtar/Breakout-v1 (the game's minimal action "
-        "set), breakout-minatar or minatar:space_invaders"
-    )
-
-
-def canonical_env(env: str) -> str | None:
-    """The one name a config holds for an env as users write it: CARTPOLE for "CartPole",
-    "CartPole-v1" or "cartpole"; "MinAtar/<Game>-v<N>" (the gym id, e.g. "MinAtar/SpaceInvaders-v0")
-    for any spelling `minatar_game` accepts; an Atari game's ale-py name ("Pong", "MsPacman") for
-    any spelling `atari_game` accepts; None for anything else (ValueError for a name that
-    mentions MinAtar but no MinAtar game). `make_env` accepts every result."""
-    if re.fullmatch(r"cartpole(-v1)?", env, flags=re.IGNORECASE):
-        return CARTPOLE
-    minatar = minatar_game(env)
-    if minatar is not None:
-        game, version = minatar
-        return f"{MINATAR}/{MINATAR_GAMES[game]}-v{version}"
-    game = atari_game(env)
-    return None if game is None else rom_id_to_name(game)
-
-
-def env_family(env: str) -> str:
-    """The family of `env` (any spelling `canonical_env` accepts), one of FAMILIES: "cartpole",
-    "minatar" or "atari". What differs by family: frames per agent step (1 on CartPole and
-    MinAtar, the action repeat on Atari), the Atari protocol and backend (Atari only), and the
-    human-normalised score (Atari only). ValueError for an unknown env."""
-    name = canonical_env(env)
-    if name is None:
-        raise ValueError(f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game or an Atari game")
-    if name == CARTPOLE:
-        return "cartpole"
-    return "minatar" if name.startswith(f"{MINATAR}/") else "atari"
-
-
-def is_minatar(env: str) -> bool:
-    """Whether `env` is one of MinAtar's games (any spelling; False for an unknown env)."""
-    try:
-        return minatar_game(env) is not None
-    except ValueError:
-        return False
-
-
-def hns_game(env: str) -> str | None:
-    """The Atari game whose human-normalised score `env` reports, None on CartPole and MinAtar
-    (MinAtar's games have no human reference scores; Atari Breakout's would be wrong for them)."""
-    return canonical_env(env) if env_family(env) == "atari" else None
-
-
 def make_env(
     env: str,
     num_envs: int,
@@ -677,7 +509,7 @@ def make_env(
             f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game (MinAtar/Breakout-v0, "
             f"breakout-minatar) or an Atari game, written "
             f"'Pong', 'pong', 'MsPacman', 'ms_pacman' or 'ALE/MsPacman-v5'; "
-            f"games: {', '.join(_ROM_IDS)}"
+            f"games: {', '.join(ROM_IDS)}"
         )
     if isinstance(protocol, str):
         if protocol not in PROTOCOLS:
@@ -692,54 +524,3 @@ def make_env(
     return _ProtocolEnv(
         atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss, channels_last=True
     )
-
-
-def frames_per_step(env: str, protocol: str | AtariProtocol = "impala") -> int:
-    """Environment frames one agent step consumes: the protocol's action repeat on Atari (frames
-    count action repeats, as IMPALA Table 1 does), 1 on CartPole and on MinAtar (no frame skip,
-    `MinAtarProtocol.frame_skip`)."""
-    family = env_family(env)
-    if family == "cartpole":
-        return 1
-    if family == "minatar":
-        return MinAtarProtocol.frame_skip
-    return (PROTOCOLS[protocol] if isinstance(protocol, str) else protocol).frame_skip
-
-
-@functools.cache
-def _minatar_palette(num_channels: int) -> np.ndarray:
-    """[C + 1, 3] uint8: black, then one colour per channel: seaborn's "cubehelix" palette with
-    C colours, the colours of MinAtar's own display (MinAtar's environment.py `display_state`)."""
-    import seaborn
-
-    colours = np.asarray(seaborn.color_palette("cubehelix", num_channels))
-    return np.concatenate([np.zeros((1, 3)), np.round(colours * 255)]).astype(np.uint8)
-
-
-def render_rgb(env: str, observation: np.ndarray, scale: int = 16) -> np.ndarray:
-    """An observation as an RGB uint8 image, for recordings of games: [H, W, C] -> [H * scale,
-    W * scale, 3], or a batch [B, H, W, C] -> [B, H * scale, W * scale, 3].
-
-    MinAtar: a black background and one colour per channel; a cell where several channels are
-    set shows the last one's colour, as MinAtar's display does (so `scale` pixels per cell, 16 by
-    default). Atari: the newest frame of the stack in grey (`scale` 1 keeps 84 x 84).
-    CartPole's observations are not images: ValueError."""
-    if scale < 1:
-        raise ValueError(f"scale must be an integer >= 1, got {scale}")
-    observation = np.asarray(observation)
-    family = env_family(env)
-    if family == "cartpole" or observation.ndim not in (3, 4):
-        raise ValueError(
-            f"render_rgb draws MinAtar and Atari observations [(B,) H, W, C], got {env!r} "
-            f"with shape {observation.shape}"
-        )
-    if family == "minatar":
-        num_channels = observation.shape[-1]
-        # 0 where no channel is set, else 1 + the last set channel (MinAtar's display).
-        index = np.max(observation.astype(bool) * np.arange(1, num_channels + 1), axis=-1)
-        image = _minatar_palette(num_channels)[index]
-    else:
-        image = np.repeat(observation[..., -1:].astype(np.uint8), 3, axis=-1)
-    if scale > 1:
-        image = np.repeat(np.repeat(image, scale, axis=-3), scale, axis=-2)
-    return image

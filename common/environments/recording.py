@@ -8,7 +8,7 @@ and named by `file_name`, e.g.
 `impala_MinAtar-Breakout-v0_frames1200000_game01_score12.gif`.
 
 Frames, one per agent step at `FPS` frames per second:
-- MinAtar: `common.environments.envs.render_rgb` of each observation the agent acted on
+- MinAtar: `render_rgb` of each observation the agent acted on
   (`MINATAR_SCALE` pixels per cell), then the observation the game ended on.
 - Atari: the emulator's RGB screen of each observation the agent acted on (the last raw frame
   of its action repeat, 160 x 210) where the envs are gymnasium envs with an ALE (the
@@ -30,6 +30,7 @@ screens: the evaluation's games and returns are those it plays without recording
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import os
 import re
@@ -41,6 +42,9 @@ import numpy as np
 
 from common.environments import envs as envs_lib
 
+from common.environments import env_names
+from common.environments.env_names import env_family
+
 # choice: 15 agent steps a second: MinAtar's games move one cell a step, and 15 Atari agent
 # steps are a quarter of the emulator's 60 Hz (action repeat 4), so both play at about the pace
 # a person would watch.
@@ -51,6 +55,45 @@ MINATAR_SCALE = 16
 ATARI_GRAY_SCALE = 2
 # What file names keep; anything else becomes "-" (MinAtar/Breakout-v0 -> MinAtar-Breakout-v0).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@functools.cache
+def _minatar_palette(num_channels: int) -> np.ndarray:
+    """[C + 1, 3] uint8: black, then one colour per channel: seaborn's "cubehelix" palette with
+    C colours, the colours of MinAtar's own display (MinAtar's environment.py `display_state`)."""
+    import seaborn
+
+    colours = np.asarray(seaborn.color_palette("cubehelix", num_channels))
+    return np.concatenate([np.zeros((1, 3)), np.round(colours * 255)]).astype(np.uint8)
+
+
+def render_rgb(env: str, observation: np.ndarray, scale: int = 16) -> np.ndarray:
+    """An observation as an RGB uint8 image, for recordings of games: [H, W, C] -> [H * scale,
+    W * scale, 3], or a batch [B, H, W, C] -> [B, H * scale, W * scale, 3].
+
+    MinAtar: a black background and one colour per channel; a cell where several channels are
+    set shows the last one's colour, as MinAtar's display does (so `scale` pixels per cell, 16 by
+    default). Atari: the newest frame of the stack in grey (`scale` 1 keeps 84 x 84).
+    CartPole's observations are not images: ValueError."""
+    if scale < 1:
+        raise ValueError(f"scale must be an integer >= 1, got {scale}")
+    observation = np.asarray(observation)
+    family = env_family(env)
+    if family == "cartpole" or observation.ndim not in (3, 4):
+        raise ValueError(
+            f"render_rgb draws MinAtar and Atari observations [(B,) H, W, C], got {env!r} "
+            f"with shape {observation.shape}"
+        )
+    if family == "minatar":
+        num_channels = observation.shape[-1]
+        # 0 where no channel is set, else 1 + the last set channel (MinAtar's display).
+        index = np.max(observation.astype(bool) * np.arange(1, num_channels + 1), axis=-1)
+        image = _minatar_palette(num_channels)[index]
+    else:
+        image = np.repeat(observation[..., -1:].astype(np.uint8), 3, axis=-1)
+    if scale > 1:
+        image = np.repeat(np.repeat(image, scale, axis=-3), scale, axis=-2)
+    return image
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +208,7 @@ def write_gif(
 
 def check_env(env: str) -> None:
     """ValueError unless `env` is an Atari or MinAtar game (recordings are of images)."""
-    if envs_lib.env_family(env) == "cartpole":
+    if env_names.env_family(env) == "cartpole":
         raise ValueError(
             f"--record_dir needs an Atari or MinAtar env: {env}'s observations are not images"
         )
@@ -225,7 +268,7 @@ class GameRecorder:
         self.frames = int(frames)  # the checkpoint's, for the file names
         self.paths: list[str] = []
         self._log = log
-        self._minatar = envs_lib.env_family(env_name) == "minatar"
+        self._minatar = env_names.env_family(env_name) == "minatar"
         emulators = getattr(env, "emulators", None)  # Atari batches of gymnasium envs
         interfaces = None if self._minatar or emulators is None else emulators()
         self._screens = None if interfaces is None else _Screens(interfaces)
@@ -285,7 +328,7 @@ class GameRecorder:
             write_gif(path, stored, settings.fps, palette=self._screens.palette)
         else:
             scale = MINATAR_SCALE if self._minatar else ATARI_GRAY_SCALE
-            frames = _Rendered(stored, lambda o: envs_lib.render_rgb(self.env_name, o, scale))
+            frames = _Rendered(stored, lambda o: render_rgb(self.env_name, o, scale))
             write_gif(path, frames, settings.fps)
         self.paths.append(path)
         if self._log is not None:

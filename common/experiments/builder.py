@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:
     from common.runtime import acting, learning
     from common.control import behaviour
-    from common.environments import envs
+    from common.environments import protocols
     from common.launchers import launch
     from common.replay import patterns
     from common.runtime.agent import Agent, EnvSpec
@@ -46,7 +46,7 @@ class Evaluation:
     # False: this config evaluates nothing (LBC's --eval_policy=training_episodes reports the
     # training games instead).
     enabled: bool = True
-    # The evaluation protocol (`common.environments.envs.AtariProtocol`); None: the training
+    # The evaluation protocol (`common.environments.protocols.AtariProtocol`); None: the training
     # protocol.
     protocol: Any = None
     # Greedy actions (the policy's argmax) instead of samples from it.
@@ -106,7 +106,7 @@ class Builder(Protocol[ConfigT]):
     # -------------------------------------------------------------------------------- the run
 
     @abc.abstractmethod
-    def protocol(self) -> envs.AtariProtocol:
+    def protocol(self) -> protocols.AtariProtocol:
         """The training protocol (`common.environments.envs`: preprocessing, action repeats, episode
         cap)."""
 

@@ -11,7 +11,7 @@ module then
   --ablations, --seeds, --parallel, --check_flags, --record_dir, --record_games);
 - builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`: its
   family's, e.g. "MinAtar", then its own) < the named ablation's overrides < the flags given on
-  the command line, with the env name normalised (`common.environments.envs.canonical_env`:
+  the command line, with the env name normalised (`common.environments.env_names.canonical_env`:
   CartPole-v1, pong, PongNoFrameskip-v4, ALE/MsPacman-v5, MinAtar/Breakout-v0, breakout-minatar,
   ...), and validates it;
 - reports a bad command line on one line, `error: --<flag>=<value> ...`, with exit status 2, before
@@ -56,7 +56,7 @@ RECORDING_ROLES = ("local", "learner", "evaluate")
 LAUNCHERS = ("local", "ray")
 
 # `Paper.env_defaults` keys that hold the defaults of a whole env family
-# (`common.environments.envs.env_family`), besides canonical env names: "MinAtar" for all five
+# (`common.environments.env_names.env_family`), besides canonical env names: "MinAtar" for all five
 # MinAtar games at once. ("CartPole" is both the family's key and its one env's name.)
 ENV_FAMILY_KEYS = {"cartpole": "CartPole", "minatar": "MinAtar", "atari": "Atari"}
 # The --env spellings --help shows, after the config field's own help.
@@ -319,16 +319,16 @@ def define_flags(
 
 
 def normalise_env(env: str, cartpole: bool = True) -> str:
-    """The canonical name of `env` (`common.environments.envs.canonical_env`); FlagError if it names
-    no env the paper runs (every paper runs Atari and MinAtar games, CartPole where `cartpole`).
-    Imports gymnasium and ale-py, not TensorFlow."""
-    from common.environments import envs
+    """The canonical name of `env` (`common.environments.env_names.canonical_env`); FlagError if it
+    names no env the paper runs (every paper runs Atari and MinAtar games, CartPole where
+    `cartpole`). Imports gymnasium and ale-py, not TensorFlow."""
+    from common.environments import env_names
 
     try:
-        name = envs.canonical_env(env)
+        name = env_names.canonical_env(env)
     except ValueError as error:  # a MinAtar name with an unknown game: the error lists them
         raise FlagError(f"--env={error}") from None
-    if name is None or (name == envs.CARTPOLE and not cartpole):
+    if name is None or (name == env_names.CARTPOLE and not cartpole):
         allowed = "CartPole or an Atari game" if cartpole else "an Atari game"
         raise FlagError(
             f"--env={env!r} is not {allowed} (e.g. Pong, Breakout, MsPacman, "
@@ -341,9 +341,9 @@ def normalise_env(env: str, cartpole: bool = True) -> str:
 def env_defaults_for(env_defaults: Mapping[str, Mapping[str, Any]], env: str) -> dict[str, Any]:
     """The defaults `env_defaults` (`Paper.env_defaults`) give the canonical env `env`: those of
     its family's key (ENV_FAMILY_KEYS, e.g. "MinAtar"), then, over them, those of its own name."""
-    from common.environments import envs
+    from common.environments import env_names
 
-    family_key = ENV_FAMILY_KEYS[envs.env_family(env)]
+    family_key = ENV_FAMILY_KEYS[env_names.env_family(env)]
     values = dict(env_defaults.get(family_key, {}))
     if env != family_key:
         values.update(env_defaults.get(env, {}))
@@ -432,9 +432,9 @@ def plan_from_flags(
     seeds = tuple(parse_seeds(settings.seeds, configs[0].seed))
     config = configs[0]
     if settings.record_dir is not None:
-        from common.environments import envs
+        from common.environments import env_names
 
-        if envs.env_family(config.env) == "cartpole":
+        if env_names.env_family(config.env) == "cartpole":
             raise FlagError(
                 f"--record_dir={settings.record_dir} needs an Atari or MinAtar env: CartPole's "
                 "observations are not images"
@@ -481,11 +481,11 @@ def forwarded_argv(
 def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """Every variant with every seed as a subprocess, then one table and plot
     (`common.experiments.ablation_runner`; docs/architecture.md#comparing-papers)."""
+    from common.environments import env_names
     from common.experiments import ablation_runner
-    from common.environments import envs
 
     logdir = plan.settings.logdir or default_logdir(paper, plan)
-    game = envs.hns_game(plan.config.env)  # None on CartPole and MinAtar: no human scores
+    game = env_names.hns_game(plan.config.env)  # None on CartPole and MinAtar: no human scores
     try:
         ablation_runner.run_ablations(
             paper.module,

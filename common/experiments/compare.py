@@ -173,11 +173,11 @@ def compare(
     normaliser: str = metrics.DEFAULT_NORMALISER,
 ) -> ablation_reports.AblationSummary:
     """Runs every agent with every seed on `env` for `total_frames`, then writes the reports."""
-    from common.environments import envs  # imports ale-py: not before the command line is read
+    from common.environments import env_names  # imports ale-py: not before the command line is read
 
     runs = {name: AgentRun.parse(name) for name in agents}
     env = cli.normalise_env(env)
-    game = envs.hns_game(env)  # HNS for Atari games only
+    game = env_names.hns_game(env)  # HNS for Atari games only
     shared = [f"--env={env}", f"--total_frames={total_frames}", *argv]
     check_targets(list(runs.values()), argv)
     check_flags(list(runs.values()), seeds[0], logdir, shared)

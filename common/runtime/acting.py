@@ -43,6 +43,8 @@ import tensorflow as tf
 
 from common.control import behaviour as behaviour_lib
 from common.environments import envs as envs_lib
+from common.environments import protocols
+from common.environments import env_names
 from common.equations import metrics
 from common.replay import patterns
 from common.equations import policies
@@ -350,7 +352,7 @@ def run_actor(
         policy.set_weights(latest.weights)
     writer = pattern.writer(client, settings.num_envs, settings.flush_timeout_ms)
     reporter = reports.Reporter(
-        client, settings.num_envs, envs_lib.frames_per_step(settings.env, settings.protocol)
+        client, settings.num_envs, protocols.frames_per_step(settings.env, settings.protocol)
     )
     B = settings.num_envs
     observation = env.reset()
@@ -547,7 +549,7 @@ def human_normalized_or_nan(env: str, score: float) -> float:
     """HNS in percent (common.equations.metrics), NaN for an env without reference scores (CartPole,
     MinAtar: Atari Breakout's references would misread MinAtar Breakout's scores)."""
     try:
-        game = envs_lib.hns_game(env)
+        game = env_names.hns_game(env)
         return float("nan") if game is None else float(metrics.human_normalized_score(game, score))
     except (KeyError, ValueError):
         return float("nan")

@@ -215,7 +215,7 @@ def prefixed_kwargs(config, prefix: str) -> dict[str, Any]:
 
 
 def atari_protocol_overrides(config) -> dict[str, Any]:
-    """`common.environments.envs.AtariProtocol` fields set by a config's `full_action_set`,
+    """`common.environments.protocols.AtariProtocol` fields set by a config's `full_action_set`,
     `noop_max`,
     `max_episode_frames` and `sticky_action_probability` (training and evaluation share them)."""
     return dict(
@@ -435,7 +435,7 @@ class BurnInLearnerSettings(ProcessSettings):
         return self
 
     def protocol_overrides(self) -> dict[str, Any]:
-        """`common.environments.envs.AtariProtocol` fields to replace in the paper's protocol
+        """`common.environments.protocols.AtariProtocol` fields to replace in the paper's protocol
         (training and evaluation use the same one)."""
         return atari_protocol_overrides(self)
 
@@ -452,10 +452,10 @@ class BurnInLearnerSettings(ProcessSettings):
     @property
     def frames_per_step(self) -> int:
         """Environment frames per agent step: the action repeats (1 on CartPole and MinAtar,
-        which repeat no action: `common.environments.envs.frames_per_step`)."""
-        from common.environments import envs  # imports ale-py: not when the flags are defined
+        which repeat no action: `common.environments.protocols.frames_per_step`)."""
+        from common.environments import env_names  # imports ale-py: not when the flags are defined
 
-        return self.action_repeat if envs.env_family(self.env) == "atari" else 1
+        return self.action_repeat if env_names.env_family(self.env) == "atari" else 1
 
     @property
     def frames_per_learner_step(self) -> int:

@@ -9,8 +9,15 @@ import minatar
 import numpy as np
 import pytest
 
-from common.environments import envs
-from common.environments.envs import PROTOCOLS, StepResult, atari_game, canonical_env, make_env
+
+from common.environments import recording
+
+from common.environments import protocols
+
+from common.environments import env_names
+from common.environments.envs import StepResult, make_env
+from common.environments.protocols import PROTOCOLS
+from common.environments.env_names import atari_game, canonical_env
 
 
 def _run(env, actions):
@@ -266,7 +273,7 @@ MINATAR = [
 def test_minatar_names_as_people_write_them(written, canonical):
     assert canonical_env(written) == canonical
     assert canonical_env(canonical) == canonical
-    assert envs.env_family(written) == "minatar" and envs.is_minatar(written)
+    assert env_names.env_family(written) == "minatar" and env_names.is_minatar(written)
 
 
 def test_minatar_gym_ids_of_every_game_are_canonical():
@@ -274,10 +281,10 @@ def test_minatar_gym_ids_of_every_game_are_canonical():
         for version in (0, 1):
             gym_id = f"MinAtar/{name}-v{version}"  # as MinAtar's gym.py registers them
             assert canonical_env(gym_id) == gym_id
-            assert envs.minatar_game(gym_id) == (game, version)
+            assert env_names.minatar_game(gym_id) == (game, version)
             assert canonical_env(f"minatar:{game}-v{version}") == gym_id
-        assert envs.minatar_game(name) is None  # no "minatar" in it: the Atari game
-        assert envs.env_family(name) == "atari"
+        assert env_names.minatar_game(name) is None  # no "minatar" in it: the Atari game
+        assert env_names.env_family(name) == "atari"
 
 
 @pytest.mark.parametrize(
@@ -285,36 +292,40 @@ def test_minatar_gym_ids_of_every_game_are_canonical():
 )
 def test_bad_minatar_names_raise_one_line_listing_the_games(name):
     games = "asterix, breakout, freeway, seaquest, space_invaders"
-    for call in (canonical_env, envs.env_family, lambda n: make_env(n, 1, 0)):
+    for call in (canonical_env, env_names.env_family, lambda n: make_env(n, 1, 0)):
         with pytest.raises(ValueError) as error:
             call(name)
         message = str(error.value)
         assert "\n" not in message and repr(name) in message and games in message, message
-    assert not envs.is_minatar(name)
+    assert not env_names.is_minatar(name)
 
 
 def test_env_families_frames_per_step_and_hns_games():
-    assert [envs.env_family(n) for n in ("cartpole", "PongNoFrameskip-v4", "breakout-minatar")] == [
+    assert [
+        env_names.env_family(n) for n in ("cartpole", "PongNoFrameskip-v4", "breakout-minatar")
+    ] == [
         "cartpole",
         "atari",
         "minatar",
     ]
-    assert set(envs.FAMILIES) == {"cartpole", "atari", "minatar"}
-    assert not envs.is_minatar("Breakout") and not envs.is_minatar("CartPole")
+    assert set(env_names.FAMILIES) == {"cartpole", "atari", "minatar"}
+    assert not env_names.is_minatar("Breakout") and not env_names.is_minatar("CartPole")
     # MinAtar repeats no action: one agent step is one frame (as on CartPole).
-    assert envs.frames_per_step("MinAtar/Breakout-v0") == 1
-    assert envs.frames_per_step("MinAtar/SpaceInvaders-v1", PROTOCOLS["dice_gdi_lbc"]) == 1
-    assert envs.frames_per_step("CartPole") == 1 and envs.frames_per_step("Breakout") == 4
+    assert protocols.frames_per_step("MinAtar/Breakout-v0") == 1
+    assert protocols.frames_per_step("MinAtar/SpaceInvaders-v1", PROTOCOLS["dice_gdi_lbc"]) == 1
+    assert protocols.frames_per_step("CartPole") == 1 and protocols.frames_per_step("Breakout") == 4
     # Human-normalised scores exist for Atari only: not Atari Breakout's for MinAtar Breakout.
-    assert envs.hns_game("breakout") == "Breakout"
-    assert envs.hns_game("MinAtar/Breakout-v0") is None and envs.hns_game("CartPole") is None
+    assert env_names.hns_game("breakout") == "Breakout"
+    assert (
+        env_names.hns_game("MinAtar/Breakout-v0") is None and env_names.hns_game("CartPole") is None
+    )
     with pytest.raises(ValueError, match="unknown env 'Pongo'"):
-        envs.env_family("Pongo")
+        env_names.env_family("Pongo")
 
 
 def test_minatar_protocol_is_the_library_default():
     defaults = inspect.signature(minatar.Environment).parameters
-    protocol = envs.MINATAR_PROTOCOL
+    protocol = protocols.MINATAR_PROTOCOL
     assert protocol.sticky_action_prob == defaults["sticky_action_prob"].default == 0.1
     assert protocol.difficulty_ramping is defaults["difficulty_ramping"].default is True
     assert protocol.reward_clip is None and not protocol.terminal_on_life_loss
@@ -436,7 +447,7 @@ def test_minatar_ignores_the_atari_protocol_and_backend():
     _, atari_args = _run(make_env("MinAtar/Breakout-v1", 2, 0, "dice_gdi_lbc", "gym"), actions)
     np.testing.assert_array_equal(plain.observation, atari_args.observation)
     # A MinAtarProtocol does apply: without sticky actions the same seed plays differently.
-    no_sticky = envs.MinAtarProtocol(sticky_action_prob=0.0)
+    no_sticky = protocols.MinAtarProtocol(sticky_action_prob=0.0)
     _, other = _run(make_env("MinAtar/Breakout-v1", 2, 0, no_sticky), actions)
     assert not np.array_equal(plain.observation, other.observation)
 
@@ -462,7 +473,7 @@ def test_render_rgb_colours_each_minatar_channel():
     for c in range(channels):
         observation[0, c, c] = 1  # cell (0, c) shows channel c alone
     observation[5, 5, [2, 7]] = 1  # two channels: the last one's colour, as MinAtar's display
-    image = envs.render_rgb("MinAtar/Seaquest-v0", observation)
+    image = recording.render_rgb("MinAtar/Seaquest-v0", observation)
     assert image.shape == (160, 160, 3) and image.dtype == np.uint8
     colours = [tuple(image[8, 16 * c + 8]) for c in range(channels)]
     assert len(set(colours)) == channels and (0, 0, 0) not in colours
@@ -473,15 +484,15 @@ def test_render_rgb_colours_each_minatar_channel():
     # A batch of observations, another scale; the real game's states.
     env = make_env("breakout-minatar", 3, 0)
     batch = env.reset()
-    images = envs.render_rgb("breakout-minatar", batch, scale=4)
+    images = recording.render_rgb("breakout-minatar", batch, scale=4)
     assert images.shape == (3, 40, 40, 3) and images.dtype == np.uint8
-    np.testing.assert_array_equal(images[1], envs.render_rgb("breakout-minatar", batch[1], 4))
+    np.testing.assert_array_equal(images[1], recording.render_rgb("breakout-minatar", batch[1], 4))
     # Black, the paddle, the bricks (the ball and its trail start on a brick row, under it).
     assert len({tuple(p) for p in images.reshape(-1, 3)}) == 3
     # Atari: the newest frame in grey; CartPole has no image.
     frames = np.arange(84 * 84 * 4, dtype=np.uint32).reshape(84, 84, 4).astype(np.uint8)
-    grey = envs.render_rgb("Pong", frames, scale=1)
+    grey = recording.render_rgb("Pong", frames, scale=1)
     assert grey.shape == (84, 84, 3)
     np.testing.assert_array_equal(grey, np.repeat(frames[..., -1:], 3, axis=-1))
     with pytest.raises(ValueError, match="CartPole"):
-        envs.render_rgb("CartPole", np.zeros((2, 4), np.float32))
+        recording.render_rgb("CartPole", np.zeros((2, 4), np.float32))

@@ -230,7 +230,7 @@ def test_recording_n_of_m_games_writes_their_gifs_and_plays_the_same_games(tmp_p
         # 15 fps (equal frames merge, the time they show does not change).
         assert sum(durations) == sum(recording.frame_durations(game_lengths[k] + 1))
         if k in (0, 3):  # a first game: it starts on the env's first observation
-            expected = envs.render_rgb(INVADERS, first[0 if k == 0 else 1])
+            expected = recording.render_rgb(INVADERS, first[0 if k == 0 else 1])
             np.testing.assert_array_equal(frames[0], expected)
 
 
@@ -296,10 +296,10 @@ def test_atari_without_screens_shows_the_grayscale_frames(tmp_path):
     env.close()
     frames, _ = read_gif(recorder.paths[0])
     scale = recording.ATARI_GRAY_SCALE
-    expected = envs.render_rgb("Pong", observation[0], scale)
+    expected = recording.render_rgb("Pong", observation[0], scale)
     assert frames[0].shape == (84 * scale, 84 * scale, 3)
     np.testing.assert_array_equal(frames[0], expected)
-    last = envs.render_rgb("Pong", result.final_observation[0], scale)
+    last = recording.render_rgb("Pong", result.final_observation[0], scale)
     np.testing.assert_array_equal(frames[-1], last)
 
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 from common.runtime import acting
 from common.runtime import agent as agent_lib
 from common.environments import envs
+from common.environments import protocols
 from common.models import networks
 from common.replay import patterns
 from common.replay import replay
@@ -307,7 +308,7 @@ def shallow_policy(num_actions, observation_shape, observation_dtype, seed, gree
 
 def test_actor_stores_the_value_of_the_final_observation_where_time_ran_out():
     protocol = dataclasses.replace(
-        envs.PROTOCOLS["impala"], noop_max=0, max_episode_frames=4 * CAP_STEPS
+        protocols.PROTOCOLS["impala"], noop_max=0, max_episode_frames=4 * CAP_STEPS
     )
     agent = queue_agent(shallow_policy, 6)
     server = replay.start_server(agent.tables(agent_lib.EnvSpec(6, (84, 84, 4), np.uint8)))
