@@ -63,6 +63,7 @@ from common.runtime import agent as agent_lib
 from common.environments import envs
 from common.environments import protocols
 from common.launchers import launch
+from common.launchers.supervisor import Supervisor
 from common.runtime import learning
 from common.replay import replay
 from common.replay import parameters
@@ -147,7 +148,7 @@ def raw_worker(
 
 def measure_raw(experiment: launch.Experiment, warmup_s: float, seconds: float) -> float:
     """Raw batched env stepping of the experiment's actor processes, together."""
-    supervisor = launch.Supervisor()
+    supervisor = Supervisor()
     results = multiprocessing.get_context("spawn").Queue()
     settings = experiment.actor
     for i in range(experiment.num_actors):
@@ -334,7 +335,7 @@ class _CountingReports:
         return received
 
 
-def _sleep_watching(supervisor: launch.Supervisor, seconds: float) -> None:
+def _sleep_watching(supervisor: Supervisor, seconds: float) -> None:
     """Sleeps, restarting actors that die (the launcher's `restart_dead`, which prints them)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -345,7 +346,7 @@ def _sleep_watching(supervisor: launch.Supervisor, seconds: float) -> None:
 @contextlib.contextmanager
 def actors_on_sinks(
     experiment: launch.Experiment, spec: agent_lib.EnvSpec, weights: list[np.ndarray] | None
-) -> Iterator[tuple[str, reverb.Client, launch.Supervisor]]:
+) -> Iterator[tuple[str, reverb.Client, Supervisor]]:
     """A Reverb server of sink tables (`sink_tables`) with `weights` published once (default: a
     fresh learner's acting variables), and a supervisor for the actors to start on it: (address,
     client, supervisor). Both stop on exit."""
@@ -354,7 +355,7 @@ def actors_on_sinks(
         weights = [v.numpy() for v in experiment.agent.make_learner(spec).acting_variables]
     server = replay.start_server(sink_tables(experiment, spec))
     address = replay.address_of(server)
-    supervisor = launch.Supervisor()
+    supervisor = Supervisor()
     try:
         client = replay.connect(address)
         publisher = parameters.ParamsPublisher(client, acting.PARAMS_TABLE)
@@ -605,7 +606,7 @@ def measure_training(
     longer than `warmup_s + seconds` (e.g. a replay that never fills)."""
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
-    supervisor = launch.Supervisor()
+    supervisor = Supervisor()
     marks: dict[str, tuple] = {}
     try:
         learner = launch.build_learner(experiment, spec, address)

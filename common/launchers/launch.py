@@ -21,15 +21,11 @@ escalates from a stop event to SIGTERM to SIGKILL.
 """
 
 import contextlib
-import ctypes
 import dataclasses
-import multiprocessing
 import os
 import signal
-import sys
 import time
-import traceback
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 import reverb
 
@@ -39,6 +35,7 @@ from common.control import behaviour as behaviour_lib
 from common.runtime import learning
 from common.replay import patterns
 from common.launchers import private_network
+from common.launchers.supervisor import Supervisor
 from common.replay import replay
 from common.replay import parameters
 from common.runtime import runlog as run_logging
@@ -162,121 +159,7 @@ def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None)
 
 
 # ------------------------------------------------------------------------------------------------
-# Child processes
-
-
-def _die_with_parent() -> None:
-    """Has the kernel SIGTERM this process when its parent dies (Linux). `acting.ShouldStop`
-    notices a dead parent only between steps; a child blocked in C++ (a Reverb call to a server
-    that died with the launcher retries forever) would otherwise outlive a SIGKILLed launcher."""
-    if not sys.platform.startswith("linux"):
-        return
-    pr_set_pdeathsig = 1  # <linux/prctl.h>
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if os.getppid() != multiprocessing.parent_process().pid:
-        os._exit(1)  # the parent died before the request took effect
-
-
-def _child_main(target: Callable, kwargs: dict) -> None:
-    """Entry point of every spawned child: dies with its parent, ignores Ctrl-C, reports crashes
-    with a traceback."""
-    _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        target(**kwargs)
-    except BaseException:  # the supervisor restarts on the non-zero exit code
-        traceback.print_exc()
-        os._exit(1)
-
-
-@dataclasses.dataclass
-class _Child:
-    target: Callable
-    kwargs: dict
-    reseed: Callable[[dict, int], dict] | None
-    stop: Any = None  # the child's stop event
-    process: multiprocessing.Process | None = None
-    started: float = 0.0
-    restarts: int = 0
-
-
-class Supervisor:
-    """Starts named children, restarts the ones that die, and stops some or all of them without
-    hanging."""
-
-    def __init__(self, restart_delay_s: float = 1.0):
-        self._context = multiprocessing.get_context("spawn")
-        self._children: dict[str, _Child] = {}
-        # choice: at most one restart per child per delay, so a crash loop cannot spin
-        self._restart_delay_s = restart_delay_s
-
-    def event(self):
-        return self._context.Event()
-
-    def start(
-        self,
-        name: str,
-        target: Callable,
-        kwargs: dict,
-        reseed: Callable[[dict, int], dict] | None = None,
-    ) -> None:
-        """Starts `target(**kwargs, stop=event)` in a spawned process. `reseed(kwargs, n)` gives
-        the kwargs of the n-th restart (e.g. new env seeds)."""
-        self._children[name] = _Child(target, kwargs, reseed, stop=self._context.Event())
-        self._launch(name)
-
-    def _launch(self, name: str) -> None:
-        child = self._children[name]
-        kwargs = dict(child.kwargs, stop=child.stop)
-        if child.reseed is not None and child.restarts:
-            kwargs = child.reseed(kwargs, child.restarts)
-        child.process = self._context.Process(
-            target=_child_main, args=(child.target, kwargs), name=name, daemon=True
-        )
-        child.process.start()
-        child.started = time.monotonic()
-
-    def process(self, name: str) -> multiprocessing.Process:
-        return self._children[name].process
-
-    def restarts(self, name: str) -> int:
-        return self._children[name].restarts
-
-    def restart_dead(self) -> list[str]:
-        """Restarts the children that exited (unless stopping); returns their names."""
-        restarted = []
-        for name, child in self._children.items():
-            if (
-                child.stop.is_set()
-                or child.process.is_alive()
-                or time.monotonic() - child.started < self._restart_delay_s
-            ):
-                continue
-            print(f"[launch] {name} exited (code {child.process.exitcode}); restarting", flush=True)
-            child.restarts += 1
-            self._launch(name)
-            restarted.append(name)
-        return restarted
-
-    def names(self) -> list[str]:
-        return list(self._children)
-
-    def stop(self, timeout_s: float = 10.0, names: Sequence[str] | None = None) -> None:
-        """Sets the stop events of the children `names` (default: all), then escalates to
-        SIGTERM and SIGKILL per child."""
-        children = [self._children[n] for n in (self._children if names is None else names)]
-        for child in children:
-            child.stop.set()
-        deadline = time.monotonic() + timeout_s
-        for child in children:
-            child.process.join(max(0.0, deadline - time.monotonic()))
-        for child in children:
-            if child.process.is_alive():
-                child.process.terminate()
-                child.process.join(2.0)
-            if child.process.is_alive():
-                child.process.kill()
-                child.process.join(2.0)
+# Actors
 
 
 def reseed_actor(kwargs: dict, restarts: int) -> dict:

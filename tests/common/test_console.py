@@ -71,7 +71,7 @@ def test_the_deep_torso_does_not_trip_the_remapper():
 
 def test_an_atari_game_opens_without_the_emulators_banner():
     code = (
-        "from common import envs; import gymnasium; "
+        "from common.environments import envs; import gymnasium; "
         "gymnasium.make('ALE/Pong-v5').reset(seed=0); print('opened')"
     )
     result = _run(code)

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from common.runtime import agent as agent_lib
 from common.launchers import launch
+from common.launchers.supervisor import Supervisor
 from common.replay import replay
 from common.runtime import runlog
 from impala import builder as impala_builder
@@ -118,7 +119,7 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
-    supervisor = launch.Supervisor()
+    supervisor = Supervisor()
     try:
         learner = launch.build_learner(experiment, spec, address)
         # Resumed: the step counter, frames and the checkpointed weights.

@@ -14,6 +14,7 @@ import pytest
 
 from common.runtime import agent as agent_lib
 from common.launchers import launch
+from common.launchers.supervisor import Supervisor
 from common.replay import patterns
 from common.replay import replay
 from common.replay import parameters
@@ -78,7 +79,7 @@ def test_priorities_change_in_reverb_and_the_target_lags_by_the_period(tmp_path)
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)
-    supervisor = launch.Supervisor()
+    supervisor = Supervisor()
     try:
         learner = launch.build_learner(experiment, spec, address)
         network, target = learner.checkpoint.network, learner.checkpoint.target

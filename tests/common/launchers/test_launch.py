@@ -21,6 +21,7 @@ from common.launchers import actor_range
 from common.experiments import cli
 from common.experiments import dataclass_flags
 from common.launchers import launch
+from common.launchers.supervisor import Supervisor
 from common.replay import patterns
 from common.replay import replay
 from common.replay import parameters
@@ -39,7 +40,7 @@ from tests.system_helpers import (
 
 def test_supervisor_restarts_a_crashed_child_with_new_kwargs(tmp_path):
     path = str(tmp_path / "seeds.txt")
-    supervisor = launch.Supervisor(restart_delay_s=0.1)
+    supervisor = Supervisor(restart_delay_s=0.1)
     try:
         supervisor.start(
             "child",
@@ -62,7 +63,7 @@ def test_supervisor_restarts_a_crashed_child_with_new_kwargs(tmp_path):
 
 
 def test_stop_terminates_a_child_that_ignores_the_stop_event():
-    supervisor = launch.Supervisor()
+    supervisor = Supervisor()
     supervisor.start("stubborn", ignore_stop, {})
     supervisor.stop(timeout_s=0.5)
     process = supervisor.process("stubborn")
@@ -78,8 +79,8 @@ def test_children_die_with_a_killed_parent_even_while_blocked(tmp_path):
         [
             sys.executable,
             "-c",
-            "import time; from common import launch; "
-            "from tests.system_helpers import block_after_ready; s = launch.Supervisor(); "
+            "import time; from common.launchers.supervisor import Supervisor; "
+            "from tests.system_helpers import block_after_ready; s = Supervisor(); "
             f"s.start('child', block_after_ready, dict(path={ready!r})); time.sleep(600)",
         ]
     )
@@ -93,7 +94,7 @@ def test_children_die_with_a_killed_parent_even_while_blocked(tmp_path):
 
 
 def test_should_stop_on_event():
-    event = launch.Supervisor().event()
+    event = Supervisor().event()
     should_stop = acting.ShouldStop(event)
     assert not should_stop()
     event.set()
