@@ -2,9 +2,9 @@
 
 `--role=evaluate --record_dir=DIR [--record_games=N]`
 (`common.launchers.launch.evaluate_checkpoint`) records the first N games of the evaluation, in the
-order of its returns and of eval.csv's rows (`common.runtime.acting.evaluate`: env 0's games, then
-env 1's, ...), one GIF per game, written when the game ends (a temporary file renamed into place)
-and named by `file_name`, e.g.
+order of its returns and of eval.csv's rows (`common.runtime.evaluation.evaluate`: env 0's games,
+then env 1's, ...), one GIF per game, written when the game ends (a temporary file renamed into
+place) and named by `file_name`, e.g.
 `impala_MinAtar-Breakout-v0_frames1200000_game01_score12.gif`.
 
 Frames, one per agent step at `FPS` frames per second:
@@ -12,8 +12,8 @@ Frames, one per agent step at `FPS` frames per second:
   (`MINATAR_SCALE` pixels per cell), then the observation the game ended on.
 - Atari: the emulator's RGB screen of each observation the agent acted on (the last raw frame
   of its action repeat, 160 x 210) where the envs are gymnasium envs with an ALE (the
-  evaluator's "gym" backend, `common.runtime.acting.EvaluatorSettings`): each screen is kept as ALE
-  palette indices (1 byte a pixel) with the palette learnt from `getScreenRGB` whenever a new
+  evaluator's "gym" backend, `common.runtime.evaluation.EvaluatorSettings`): each screen is kept as
+  ALE palette indices (1 byte a pixel) with the palette learnt from `getScreenRGB` whenever a new
   index shows up. The screen a game ended on is gone by then (the same-step auto-reset shows the
   next game's), so an Atari GIF ends on the last screen the agent acted on. Other Atari envs
   (the C++ vector backend) give the newest grayscale frame of each observation through
@@ -246,7 +246,7 @@ class _Rendered(Sequence):
 
 
 class GameRecorder:
-    """Records the first `settings.games` games of one `common.runtime.acting.evaluate` call.
+    """Records the first `settings.games` games of one `common.runtime.evaluation.evaluate` call.
 
     `evaluate` calls `begin(quotas, observation)` after its reset and `step(result)` after each
     batched step. Game k (from 1) is the k-th of the evaluation's returns: env i's j-th game is

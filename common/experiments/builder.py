@@ -40,7 +40,7 @@ ConfigT = TypeVar("ConfigT")
 
 @dataclasses.dataclass(frozen=True)
 class Evaluation:
-    """How a paper's evaluator plays (`common.runtime.acting.EvaluatorSettings`; it runs every
+    """How a paper's evaluator plays (`common.runtime.evaluation.EvaluatorSettings`; it runs every
     `eval_interval_s` during training, at the end, and on a checkpoint with `--role=evaluate`)."""
 
     # False: this config evaluates nothing (LBC's --eval_policy=training_episodes reports the

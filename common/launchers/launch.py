@@ -30,6 +30,8 @@ from typing import Callable
 import reverb
 
 from common.runtime import acting
+
+from common.runtime import evaluation
 from common.launchers import actor_range
 from common.control import behaviour as behaviour_lib
 from common.runtime import learning
@@ -60,7 +62,7 @@ class Experiment:
     num_actors: int
     learner: learning.LearnerSettings
     # The evaluation protocol; the learner runs it every interval_s > 0 and at the end.
-    evaluator: acting.EvaluatorSettings | None = None
+    evaluator: evaluation.EvaluatorSettings | None = None
     replay_port: int | None = None  # None: any free port (local); the `replay` role needs one
     actor_threads: int = 1  # TF intra-op threads per actor process
     learner_threads: int = 2  # TF intra-op threads of the learner process
@@ -90,7 +92,7 @@ def experiment_from_config(
     with `--role=evaluate`; `evaluate=False`: the paper has none."""
     evaluator = None
     if evaluate:
-        evaluator = acting.EvaluatorSettings(
+        evaluator = evaluation.EvaluatorSettings(
             env=config.env,
             protocol=protocol if eval_protocol is None else eval_protocol,
             num_envs=min(config.eval_round_episodes, config.envs_per_actor),
@@ -335,7 +337,7 @@ def run_learner_with_children(
             if evaluating:
                 supervisor.start(
                     "evaluator",
-                    acting.run_evaluator,
+                    evaluation.run_evaluator,
                     dict(
                         settings=experiment.evaluator,
                         make_policy=experiment.agent.make_policy,
@@ -442,7 +444,7 @@ def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> l
             f"games as GIFs into {record.directory}",
             flush=True,
         )
-    evaluator = acting.Evaluator(
+    evaluator = evaluation.Evaluator(
         settings, experiment.agent.make_policy, out, experiment.agent.behaviour
     )
     try:

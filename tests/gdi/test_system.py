@@ -101,7 +101,8 @@ def test_gdi_h3_trains_two_networks(tmp_path):
         assert f.read() == run_eval  # the run's files are left as they were
     assert evaluator_games(logdir) == games
     # At least the 4 scored games: an env whose quota is met plays on until the others' are,
-    # and its bandits learn from those games too (common.runtime.acting.evaluate), so not exactly 4.
+    # and its bandits learn from those games too (common.runtime.evaluation.evaluate), so not
+    # exactly 4.
     assert evaluator_games(f"{logdir}/evaluate") >= games + 4
     with open(f"{logdir}/evaluate/eval.csv") as f:
         rows = list(csv.DictReader(f))

@@ -1,12 +1,12 @@
 """common.environments.recording: evaluation games as GIFs (`--role=evaluate --record_dir=DIR`).
 
 The file-name scheme; GIFs from synthetic frames read back with Pillow (frame count, size,
-colours, timing) and are written atomically; the real evaluator (`common.runtime.acting.Evaluator`)
-on MinAtar Space Invaders with a seeded random policy records exactly the first N of its games,
-named with their returns, and plays the same games with and without recording; Atari screens (the
-evaluator's gym backend) and grayscale frames (the vector backend); the flag errors. Slow: the
-bad flags through `python -m impala.main`, and a short IMPALA run on MinAtar Breakout evaluated
-with `--record_dir`.
+colours, timing) and are written atomically; the real evaluator
+(`common.runtime.evaluation.Evaluator`) on MinAtar Space Invaders with a seeded random policy
+records exactly the first N of its games, named with their returns, and plays the same games with
+and without recording; Atari screens (the evaluator's gym backend) and grayscale frames (the vector
+backend); the flag errors. Slow: the bad flags through `python -m impala.main`, and a short IMPALA
+run on MinAtar Breakout evaluated with `--record_dir`.
 """
 
 import csv
@@ -20,7 +20,8 @@ import pytest
 from absl import flags
 from PIL import Image
 
-from common.runtime import acting
+
+from common.runtime import evaluation
 from common.experiments import cli
 from common.experiments import dataclass_flags
 from common.environments import envs
@@ -163,8 +164,8 @@ BREAKOUT = "MinAtar/Breakout-v0"
 INVADERS = "MinAtar/SpaceInvaders-v0"
 
 
-def evaluator_settings(env: str = INVADERS, num_envs: int = 3) -> acting.EvaluatorSettings:
-    return acting.EvaluatorSettings(
+def evaluator_settings(env: str = INVADERS, num_envs: int = 3) -> evaluation.EvaluatorSettings:
+    return evaluation.EvaluatorSettings(
         env=env,
         protocol="impala",
         num_envs=num_envs,
@@ -197,7 +198,7 @@ def play(tmp_path, name: str, record: recording.RecordSettings | None):
     """7 games of MinAtar Space Invaders on 3 envs (quotas 3, 2, 2) of weights published at 120
     frames: (scores, the lengths of each env's games, eval.csv's returns)."""
     logdir = str(tmp_path / name / "evaluate")
-    evaluator = acting.Evaluator(evaluator_settings(), RandomPolicy, logdir)
+    evaluator = evaluation.Evaluator(evaluator_settings(), RandomPolicy, logdir)
     evaluator.env = StepLog(evaluator.env)
     try:
         scores = evaluator.play(120, [], 7, record=record)

@@ -10,6 +10,8 @@ import pytest
 import tensorflow as tf
 
 from common.runtime import acting
+
+from common.runtime import evaluation
 from common.runtime import agent as agent_lib
 from common.environments import envs
 from common.environments import protocols
@@ -139,7 +141,7 @@ def test_game_mean_averages_each_envs_steps_over_its_own_games():
 
 def test_evaluate_takes_each_envs_quota_not_the_first_to_finish():
     policy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=0)
-    scores = acting.evaluate(CountdownEnv(2), policy, num_episodes=5)
+    scores = evaluation.evaluate(CountdownEnv(2), policy, num_episodes=5)
     # Quotas [3, 2]: three 1-step episodes of env 0 and two 2-step episodes of env 1. Taking the
     # first five to finish would give four 1s and one 2.
     assert sorted(scores) == [1, 1, 1, 2, 2]
@@ -273,7 +275,7 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
         # real steps count) a step does not give the frames, so the rows carry the published ones.
         publisher = parameters.ParamsPublisher(replay.connect(address), acting.PARAMS_TABLE)
         publisher.publish(5, 437, weights)
-        settings = acting.EvaluatorSettings(
+        settings = evaluation.EvaluatorSettings(
             env="CartPole",
             protocol="impala",
             num_envs=3,
@@ -284,7 +286,7 @@ def test_evaluator_runs_the_protocol_on_the_published_weights(tmp_path):
         )
         finished = threading.Event()
         finished.set()  # training is over: one run of the full protocol, then return
-        acting.run_evaluator(settings, lstm_policy, address, str(tmp_path), finished=finished)
+        evaluation.run_evaluator(settings, lstm_policy, address, str(tmp_path), finished=finished)
     finally:
         server.stop()
     rows = open(tmp_path / "eval.csv").read().splitlines()
