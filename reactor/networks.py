@@ -23,7 +23,8 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from common.models import networks
+
+from common.models import recurrent
 from common.equations import policies
 from reactor import config as config_lib
 
@@ -88,7 +89,7 @@ class ReactorNet(tf.keras.Model):
         self.policy_core = tf.keras.layers.LSTMCell(lstm_units)
         self.q_core = tf.keras.layers.LSTMCell(lstm_units)
         # The cells hold the LSTMs' weights (and their checkpoint names);
-        # `common.models.networks.lstm_step` computes both cells at once from them. Built here:
+        # `common.models.recurrent.lstm_step` computes both cells at once from them. Built here:
         # variables cannot be created inside tf.scan.
         for core in (self.policy_core, self.q_core):
             core.build((None, 256))
@@ -159,7 +160,7 @@ class ReactorNet(tf.keras.Model):
         """One step of B envs: observation [B, ...], reset [B] bool -> (outputs [B, ...], state)."""
         inputs = self._core_inputs(self.features(observation))
         h, c = self._stacked(state)
-        h, c = networks.lstm_step(inputs, self._keep(reset), h, c, self._recurrent_kernels())
+        h, c = recurrent.lstm_step(inputs, self._keep(reset), h, c, self._recurrent_kernels())
         return self.heads(h[0], h[1]), self._unstacked(h, c)
 
     def unroll(self, observation, reset, state):
@@ -167,9 +168,9 @@ class ReactorNet(tf.keras.Model):
         equals T calls of `step`. Fewer, larger ops than stepping the two Keras cells in the
         scan (the learner's step is op-bound): the input projections of all T steps hoisted out
         of it, one batched matmul a step for both LSTMs (1.4x the learner's updates/s), and
-        the recurrence's gradient written by hand (`common.models.networks.lstm_unroll`, 1.15x)."""
+        the recurrence's gradient written by hand (`common.models.recurrent.lstm_unroll`, 1.15x)."""
         inputs = self._core_inputs(_fold_time(self.features, observation))  # [T, 2, B, 4U]
-        hs, cs = networks.lstm_unroll(
+        hs, cs = recurrent.lstm_unroll(
             inputs, self._keep(reset), *self._stacked(state), self._recurrent_kernels()
         )
         return self.heads(hs[:, 0], hs[:, 1]), self._unstacked(hs[-1], cs[-1])

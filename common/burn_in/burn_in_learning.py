@@ -30,6 +30,7 @@ import tensorflow as tf
 from common.runtime import acting
 from common.settings import config as config_lib
 from common.models import networks as networks_lib
+from common.models import recurrent
 from common.replay import patterns
 from common.replay import replay
 from common.equations import schedules
@@ -88,11 +89,11 @@ def unroll_trained(
     The torso runs once per distinct torso (`common.models.networks.torso_outputs`: GDI-H3's shared
     torso serves both networks), on the burn-in and on the trained steps apart: only the trained
     steps' pass is on the gradient's path. The networks' LSTM cores step together
-    (`common.models.networks.unroll_together`)."""
+    (`common.models.recurrent.unroll_together`)."""
     states = warmed_up_states(networks, batch, burn_in)
     features = networks_lib.torso_outputs(networks, batch[UNROLL_INPUTS[0]][burn_in:], True)
     other_inputs = [batch[name][burn_in:] for name in UNROLL_INPUTS[1:]]
-    outputs, _ = networks_lib.unroll_together(
+    outputs, _ = recurrent.unroll_together(
         networks, features, *other_inputs, states, return_features=return_features
     )
     return outputs
@@ -121,7 +122,7 @@ def warmed_up_states(networks: Sequence, batch: dict, burn_in: int) -> list:
         other_inputs = [taken(batch[name]) for name in UNROLL_INPUTS[1:]]
 
         def unroll(features, prev_action, prev_reward, reset, states):
-            return networks_lib.unroll_together(
+            return recurrent.unroll_together(
                 networks, features, prev_action, prev_reward, reset, states
             )
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from common.settings import config
 from common.models import networks
+from common.models import recurrent
 from common.models.networks import (
     ActorCriticNet,
     DeepTorso,
@@ -156,7 +157,7 @@ def test_unroll_equals_a_loop_of_steps(torso, observation_shape, dtype):
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_the_core_is_the_keras_lstm_cell_it_takes_its_weights_from(precision):
     # The unroll projects the inputs of all steps in one matmul and steps the recurrence with
-    # `networks.lstm_step`; it must compute the Keras LSTMCell whose weights it holds (a state
+    # `recurrent.lstm_step`; it must compute the Keras LSTMCell whose weights it holds (a state
     # zeroed at resets, carried in float32 between steps), values and gradients alike.
     rng = np.random.default_rng(4)
     T, B, units = 5, 3, 16
@@ -221,7 +222,7 @@ def test_lstm_unroll_has_the_gradient_of_the_loop_of_steps(leading, compiled):
     def loop(projected, h, c, kernel):
         hs, cs = [], []
         for t in range(T):
-            h, c = networks.lstm_step(projected[t], keep[t], h, c, kernel)
+            h, c = recurrent.lstm_step(projected[t], keep[t], h, c, kernel)
             hs.append(h)
             cs.append(c)
         return tf.stack(hs), tf.stack(cs)
@@ -239,7 +240,7 @@ def test_lstm_unroll_has_the_gradient_of_the_loop_of_steps(leading, compiled):
         return hs, cs, tape.gradient(loss, inputs)
 
     def by_hand(projected, h, c, kernel):
-        return networks.lstm_unroll(projected, keep, h, c, kernel)
+        return recurrent.lstm_unroll(projected, keep, h, c, kernel)
 
     run = tf.function(loss_and_gradients) if compiled else loss_and_gradients
     want_h, want_c, want = loss_and_gradients(loop)
@@ -283,7 +284,7 @@ def test_networks_unrolled_together_equal_their_own_unrolls():
 
     expected, expected_grads = outputs_and_gradients(apart)
     got, grads = outputs_and_gradients(
-        lambda: networks.unroll_together(nets, features(), a, r, reset, states, True)
+        lambda: recurrent.unroll_together(nets, features(), a, r, reset, states, True)
     )
     for value, want in zip(got, expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5)
