@@ -22,7 +22,7 @@ functions, each over `--seconds` after `--warmup_s`:
   losses were not finite on it); updates/s, and frames/s = updates/s x the paper's new frames per
   learner step (each config's `frames_per_learner_step`). The warm-up starts after the first
   step (tracing, compilation).
-- F, the actor fleet alone (`throughput.measure_fleet`): the paper's actor processes acting with
+- F, the actor fleet alone (`actor_fleet.measure_fleet`): the paper's actor processes acting with
   its network (a fresh learner's weights) and writing through its writer to sink tables of the
   same names and signatures that drop their oldest items and never rate-limit, so neither
   IMPALA's queue nor Reactor's or the sample-k papers' samples-per-insert limiters (which wait
@@ -52,7 +52,7 @@ functions, each over `--seconds` after `--warmup_s`:
   rate limiter to hold its ratio (the limiter lets either side run ahead by its error buffer).
 
 - profile (only when --rows names it): actor 0 alone, writing to sink tables as in F, under
-  cProfile for --seconds after --warmup_s (`throughput.profile_actor`): the share of the
+  cProfile for --seconds after --warmup_s (`actor_fleet.profile_actor`): the share of the
   window in each call its loop makes (policy step, environment step, replay write, game reports,
   ...), printed under the table. It says where an actor's time goes when full training falls
   short of the bound because F is low.
@@ -84,6 +84,8 @@ from absl import app
 from absl import flags
 
 from benchmarks import throughput
+
+from benchmarks import actor_fleet
 from benchmarks.machine import cpu_line
 
 FLAGS = flags.FLAGS
@@ -105,7 +107,7 @@ def define_flags(worker: bool) -> None:
     flags.DEFINE_list("rows", list(DEFAULT_ROWS), f"Which of {', '.join(ROWS)} to measure.")
     flags.DEFINE_integer(
         "reports_per_actor",
-        throughput.REPORTS_PER_ACTOR,
+        actor_fleet.REPORTS_PER_ACTOR,
         "F's and full training's windows last until they hold this many of the actors' frame "
         "reports per actor (0: --seconds only).",
     )
@@ -187,7 +189,7 @@ def measure_agent(
             weights = [v.numpy() for v in parts.acting_variables]
         if "fleet" in rows:
             try:
-                fleet = throughput.measure_fleet(
+                fleet = actor_fleet.measure_fleet(
                     experiment, spec, warmup_s, seconds, weights, reports_per_actor
                 )
                 result["fleet"] = dict(frames_per_s=fleet)
@@ -211,7 +213,7 @@ def measure_agent(
                 result["errors"]["train"] = _error(error)
         if "profile" in rows:
             try:
-                profile = throughput.profile_actor(experiment, spec, warmup_s, seconds, weights)
+                profile = actor_fleet.profile_actor(experiment, spec, warmup_s, seconds, weights)
                 result["profile"] = profile._asdict()
                 print(f"[{agent}] one actor's time: {profile.summary()}", flush=True)
             except Exception as error:
@@ -383,7 +385,9 @@ def notes(results: list[dict]) -> list[str]:
         if "profile" in result:
             profile = result["profile"]
             parts = tuple(tuple(part) for part in profile["parts"])
-            summary = throughput.ActorProfile(profile["steps"], profile["seconds"], parts).summary()
+            summary = actor_fleet.ActorProfile(
+                profile["steps"], profile["seconds"], parts
+            ).summary()
             lines.append(f"- {agent}: one actor alone, profiled: {summary}")
         non_finite = result.get("learner", {}).get("non_finite")
         if non_finite:

@@ -30,7 +30,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from absl import app, flags
 
-from benchmarks import minatar
+
+from benchmarks import minatar_references
+
+from benchmarks import minatar_runs
 
 TUNING_GAMES = ("breakout", "space_invaders")
 TUNING_SEEDS = (100, 101)
@@ -130,7 +133,7 @@ def grid_command(
     return [
         sys.executable,
         "-m",
-        minatar.TOOL,
+        minatar_runs.TOOL,
         f"--agents={agent}",
         f"--games={','.join(TUNING_GAMES)}",
         f"--seeds={','.join(map(str, TUNING_SEEDS))}",
@@ -149,11 +152,13 @@ def run_scores(
     the budget) scores 0, random play."""
     scores = {}
     for game in TUNING_GAMES:
-        random, reference = minatar.normaliser(references, game)
+        random, reference = minatar_references.normaliser(references, game)
         for seed in TUNING_SEEDS:
             value = returns.get((game, seed), math.nan)
             scores[game, seed] = (
-                float(minatar.normalise(value, random, reference)) if math.isfinite(value) else 0.0
+                float(minatar_references.normalise(value, random, reference))
+                if math.isfinite(value)
+                else 0.0
             )
     return scores
 
@@ -179,11 +184,11 @@ def trial_returns(logdir: str, agent: str, index: int) -> dict[tuple[str, int], 
     returns = {}
     for game in TUNING_GAMES:
         for seed in TUNING_SEEDS:
-            directory = minatar.run_dir(trial_logdir(logdir, agent, index), agent, game, seed)
+            directory = minatar_runs.run_dir(trial_logdir(logdir, agent, index), agent, game, seed)
             if not os.path.isdir(directory):
                 continue
             try:
-                result = minatar.read_result(
+                result = minatar_runs.read_result(
                     trial_logdir(logdir, agent, index), agent, game, seed, budget
                 )
             except ValueError:  # stopped before its first game ended: no episodes yet
@@ -263,7 +268,7 @@ def main(argv):
         indices = parse_trials(FLAGS.trials or f"0-{len(trials) - 1}", len(trials))
     except ValueError as error:
         sys.exit(str(error))
-    references = minatar.read_references()
+    references = minatar_references.read_references()
     for index in [] if FLAGS.report_only else indices:
         if index in recorded_rows(path) and not os.path.isdir(
             trial_logdir(FLAGS.logdir, FLAGS.agent, index)

@@ -98,3 +98,15 @@ def test_the_architecture_map_names_every_module_and_nothing_else():
     tree = {str(path.relative_to(ROOT)) for path in _modules().values()}
     assert sorted(tree - named) == [], "modules missing from docs/architecture.md's module map"
     assert sorted(named - tree) == [], "the map names modules the tree does not have"
+
+
+def test_no_module_of_the_product_passes_600_lines():
+    # The guide's rule for `common/`, the papers and the benchmarks (tests are exempt).
+    packages = ["common", "impala", "reactor", "dice", "gdi", "lbc", "benchmarks"]
+    long = {
+        str(path.relative_to(ROOT)): count
+        for package in packages
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (count := len(path.read_text().splitlines())) > 600
+    }
+    assert long == {}

@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks import agent_throughput
 from benchmarks import throughput
+from benchmarks import actor_fleet
 from common.replay import replay
 from impala import builder as impala_builder
 from impala import config as impala_config
@@ -144,7 +145,7 @@ def test_synthetic_batch_trains_reactor(tmp_path):
 
 
 def test_the_summary_names_the_largest_parts_and_the_rest():
-    profile = throughput.ActorProfile(
+    profile = actor_fleet.ActorProfile(
         steps=100,
         seconds=2.0,
         parts=(("policy step (inference)", 1.0), ("environment step", 0.5), ("x.py:f", 0.1)),
@@ -173,7 +174,7 @@ def test_the_profiling_window_holds_every_call_it_profiled():
     # the window must end after the profiler stops (it ended at the clock reading until
     # 2026-11-28, and a loaded machine saw the calls sum to 1.5% more than the window).
     profiler = cProfile.Profile()
-    window = throughput._ProfilingStop(
+    window = actor_fleet._ProfilingStop(
         _SlowEvent(0.2), warmup_s=0.0, seconds=0.2, profiler=profiler
     )
 
@@ -182,7 +183,7 @@ def test_the_profiling_window_holds_every_call_it_profiled():
 
     while not window.is_set():  # a loop whose steps are a step and a poll
         step()
-    calls = throughput.top_level_calls(profiler)
+    calls = actor_fleet.top_level_calls(profiler)
     assert window.end - window.start >= 0.2
     assert sum(calls.values()) <= window.end - window.start
     # The polls and the steps are the loop's calls, and they fill most of its window (not all:
@@ -198,7 +199,7 @@ def test_an_actor_s_profile_names_where_its_loop_spends_its_time(tmp_path):
     config = impala_config.ImpalaConfig(**values).validate()
     experiment = impala_builder.PAPER.build_experiment(config, str(tmp_path))
     spec = throughput.env_spec(experiment)
-    profile = throughput.profile_actor(experiment, spec, warmup_s=2.0, seconds=3.0)
+    profile = actor_fleet.profile_actor(experiment, spec, warmup_s=2.0, seconds=3.0)
     # The window ends at the first step at or after 3 s; how far after, and how many steps fit in
     # it, is the scheduler's (this test failed once beside a grid run when it asserted 3.0 ± 0.5 s
     # and more than 10 steps).

@@ -21,6 +21,14 @@ import numpy as np
 import pytest
 
 from benchmarks import minatar
+
+from benchmarks import minatar_reports
+
+from benchmarks import minatar_statistics
+
+from benchmarks import minatar_references
+
+from benchmarks import minatar_runs
 from common.experiments import ablation_runner, cli, compare
 from common.experiments import ablation_reports
 
@@ -36,9 +44,11 @@ def fake_agents(monkeypatch):
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
     )
-    monkeypatch.setitem(minatar.AGENTS, "fast", minatar.AgentSpec("fake", None, FAKE))
-    monkeypatch.setitem(minatar.AGENTS, "slow", minatar.AgentSpec("fake", None, FAKE))
-    monkeypatch.setitem(minatar.AGENTS, "broken", minatar.AgentSpec("fake", "broken", FAKE))
+    monkeypatch.setitem(minatar_runs.AGENTS, "fast", minatar_runs.AgentSpec("fake", None, FAKE))
+    monkeypatch.setitem(minatar_runs.AGENTS, "slow", minatar_runs.AgentSpec("fake", None, FAKE))
+    monkeypatch.setitem(
+        minatar_runs.AGENTS, "broken", minatar_runs.AgentSpec("fake", "broken", FAKE)
+    )
 
 
 def _write_csv(path: pathlib.Path, header, rows) -> None:
@@ -82,8 +92,10 @@ def _brute_last_games(frames, returns, at, games=100):
     ],
 )
 def test_each_agent_runs_its_papers_main(agent, module, ablation):
-    shared = minatar.shared_arguments(5_000_000, ["--eval_interval_s=0", "dice:--warmup_steps=2"])
-    command = minatar.GridRun.of(agent, "space_invaders").command(2, "runs/m", shared)
+    shared = minatar_runs.shared_arguments(
+        5_000_000, ["--eval_interval_s=0", "dice:--warmup_steps=2"]
+    )
+    command = minatar_runs.GridRun.of(agent, "space_invaders").command(2, "runs/m", shared)
     targeted = ["--warmup_steps=2"] if agent == "dice" else []
     assert command == [
         sys.executable,
@@ -100,7 +112,7 @@ def test_each_agent_runs_its_papers_main(agent, module, ablation):
 
 
 def test_env_ids_have_gym_capitalisation_and_all_actions():
-    assert [minatar.env_id(g) for g in minatar.GAMES] == [
+    assert [minatar_runs.env_id(g) for g in minatar_runs.GAMES] == [
         "MinAtar/Asterix-v0",
         "MinAtar/Breakout-v0",
         "MinAtar/Freeway-v0",
@@ -111,29 +123,33 @@ def test_env_ids_have_gym_capitalisation_and_all_actions():
 
 def test_templates_quote_the_grid():
     same = {"impala": 5_000_000, "lbc": 5_000_000}
-    assert minatar.run_template("runs/m", same, ["--x=1"]) == (
+    assert minatar_runs.run_template("runs/m", same, ["--x=1"]) == (
         "python -m PAPER.main [--ablation=ABLATION] --seed=SEED "
         "--logdir=runs/m/AGENT/GAME/seedSEED --env=MinAtar/<Game>-v0 --total_frames=5000000 --x=1"
     )
     # An argument for one agent or paper shows as that agent's runs get it, and whose they are.
-    assert minatar.run_template("runs/m", same, ["impala:--publish_lag=64", "--x=1"]).endswith(
+    assert minatar_runs.run_template("runs/m", same, ["impala:--publish_lag=64", "--x=1"]).endswith(
         " --total_frames=5000000 --x=1 --publish_lag=64 (impala's runs)"
     )
-    assert minatar.grid_command(["impala", "lbc"], ["breakout"], [0, 1, 2], 5_000_000, "r", 2) == (
+    assert minatar_runs.grid_command(
+        ["impala", "lbc"], ["breakout"], [0, 1, 2], 5_000_000, "r", 2
+    ) == (
         "python -m benchmarks.minatar --agents=impala,lbc --games=breakout --seeds=3 "
         "--total_frames=5000000 --logdir=r --parallel=2"
     )
-    assert minatar.grid_command(["dice"], ["freeway"], [0, 5], 10, "r", 1, ["--a=1"]).endswith(
+    assert minatar_runs.grid_command(["dice"], ["freeway"], [0, 5], 10, "r", 1, ["--a=1"]).endswith(
         "--seeds=0,5 --total_frames=10 --logdir=r --parallel=1 -- --a=1"
     )
     # Budgets of their own: the template's is a placeholder, the grid's are --agent_frames.
     own = {"impala": 5_000_000, "reactor": 200_000, "lbc": 1_000_000}
-    assert minatar.run_template("runs/m", own, []).endswith(" --total_frames=FRAMES")
-    assert minatar.grid_command(list(own), ["breakout"], [0], 5_000_000, "r", 2, budgets=own) == (
+    assert minatar_runs.run_template("runs/m", own, []).endswith(" --total_frames=FRAMES")
+    assert minatar_runs.grid_command(
+        list(own), ["breakout"], [0], 5_000_000, "r", 2, budgets=own
+    ) == (
         "python -m benchmarks.minatar --agents=impala,reactor,lbc --games=breakout --seeds=1 "
         "--total_frames=5000000 --agent_frames=reactor=200000,lbc=1000000 --logdir=r --parallel=2"
     )
-    assert "--agent_frames" not in minatar.grid_command(
+    assert "--agent_frames" not in minatar_runs.grid_command(
         ["impala", "lbc"], ["breakout"], [0], 5_000_000, "r", 2, budgets=same
     )
 
@@ -146,12 +162,15 @@ def test_agent_frames_override_the_budget_of_the_agents_named():
             "--agent_frames=reactor=2e5,dice=1e6",
         ],
         minatar.CommandLine,
-        minatar.TOOL,
+        minatar_runs.TOOL,
         "",
     )
     assert args.budgets() == {"impala": 5_000_000, "reactor": 200_000, "dice": 1_000_000}
-    assert minatar.frame_budgets(["impala", "lbc"], 300) == {"impala": 300, "lbc": 300}
-    assert minatar.frame_budgets(["impala", "lbc"], 300, ["lbc=7"]) == {"impala": 300, "lbc": 7}
+    assert minatar_runs.frame_budgets(["impala", "lbc"], 300) == {"impala": 300, "lbc": 300}
+    assert minatar_runs.frame_budgets(["impala", "lbc"], 300, ["lbc=7"]) == {
+        "impala": 300,
+        "lbc": 7,
+    }
 
 
 def _checkpoint(run: pathlib.Path, frames: int, step: int = 0) -> None:
@@ -201,18 +220,18 @@ def test_each_agents_runs_get_its_budget_and_finish_at_it(tmp_path, monkeypatch,
         ("reactor/breakout", 1),
     ]
     for (variant, _), command in commands.items():
-        budget = budgets[minatar.cell_agent(variant)]
+        budget = budgets[minatar_runs.cell_agent(variant)]
         assert [a for a in command if a.startswith("--total_frames=")] == [
             f"--total_frames={budget}"
         ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("agent", list(minatar.AGENTS))
+@pytest.mark.parametrize("agent", list(minatar_runs.AGENTS))
 def test_each_papers_main_accepts_the_grids_flags(agent, tmp_path):
     # What the grid checks before its first run: the paper's main validates the flags and exits.
-    run = minatar.GridRun.of(agent, "space_invaders")
-    compare.check_flags([run], 0, str(tmp_path), minatar.shared_arguments(5_000_000, []))
+    run = minatar_runs.GridRun.of(agent, "space_invaders")
+    compare.check_flags([run], 0, str(tmp_path), minatar_runs.shared_arguments(5_000_000, []))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -350,7 +369,7 @@ def test_command_line_failure_exits_with_one_error_and_no_report(tmp_path, fake_
 @pytest.mark.slow
 def test_a_run_that_exits_0_short_of_its_budget_is_an_error(tmp_path, fake_agents):
     budgets = {"fast": BUDGET}
-    with pytest.raises(minatar.GridRunError, match="exited 0 at 50,000 of 200,000 frames"):
+    with pytest.raises(minatar_runs.GridRunError, match="exited 0 at 50,000 of 200,000 frames"):
         minatar.run_grid(
             ["fast"], ["breakout"], [0], budgets, str(tmp_path), ["--stop_at=50000"], 1
         )
@@ -384,24 +403,24 @@ def test_last_games_curve_matches_brute_force():
     episodes = ablation_reports.Episodes(frames, returns, np.zeros_like(frames))
     at = np.array([0.0, frames[0], frames[50] + 0.5, frames[150], frames[-1], frames[-1] * 2])
     expected = [_brute_last_games(frames, returns, a) for a in at]
-    np.testing.assert_allclose(minatar.last_games_curve(episodes, at), expected)
+    np.testing.assert_allclose(minatar_runs.last_games_curve(episodes, at), expected)
 
 
 def test_trained_frames_prefers_the_checkpoint(tmp_path):
     run = tmp_path / "run"
-    assert minatar.trained_frames(str(run)) == 0
+    assert minatar_runs.trained_frames(str(run)) == 0
     path = run / "episodes.csv"
     _write_csv(
         path, ablation_reports.EPISODES_COLUMNS, [(3000, 1.0, 10, 0.5), (9000, 2.0, 10, 1.0)]
     )
-    assert minatar.trained_frames(str(run)) == 9000
+    assert minatar_runs.trained_frames(str(run)) == 9000
     with open(path, "a") as f:
         f.write("12000,3.0,1")  # a row being written: not counted
-    assert minatar.trained_frames(str(run)) == 9000
+    assert minatar_runs.trained_frames(str(run)) == 9000
     _checkpoint(run, 7000)
-    assert minatar.trained_frames(str(run)) == 7000
+    assert minatar_runs.trained_frames(str(run)) == 7000
     _checkpoint(run, 5_000_000, step=1)
-    assert minatar.trained_frames(str(run)) == 5_000_000  # the latest checkpoint
+    assert minatar_runs.trained_frames(str(run)) == 5_000_000  # the latest checkpoint
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,7 +441,7 @@ def _references(path: pathlib.Path) -> str:
             (game, "ac_lambda_0.8", ac, 5_000_000, 30, "paper", ""),
             (game, "random", random, 1_000_000, 1, "measured", ""),
         ]
-    _write_csv(path, minatar.REFERENCE_COLUMNS, rows)
+    _write_csv(path, minatar_runs.REFERENCE_COLUMNS, rows)
     return str(path)
 
 
@@ -453,7 +472,7 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
                 frames_to = {("slow", "freeway", 2): 60_000, ("fast", "breakout", 1): 110_000}
                 upto = frames_to.get((agent, game, seed), 100_000)
                 runs[agent, game, seed] = _synthetic_run(logdir, agent, game, seed, rng, upto)
-    report = minatar.write_reports(
+    report = minatar_reports.write_reports(
         str(logdir),
         ["fast", "slow"],
         list(GAMES),
@@ -466,7 +485,7 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
 
     # curves.csv: the mean of the last 100 games at 1000, 2000, ... frames, up to the run's.
     rows = _read_csv(report.curves_csv)
-    assert list(rows[0]) == list(minatar.CURVES_COLUMNS)
+    assert list(rows[0]) == list(minatar_runs.CURVES_COLUMNS)
     for (agent, game, seed), (frames, returns) in runs.items():
         mine = [r for r in rows if (r["agent"], r["game"], r["seed"]) == (agent, game, str(seed))]
         points = [g for g in range(1000, 100_001, 1000) if g <= frames[-1] and g >= frames[0]]
@@ -508,7 +527,9 @@ def test_reports_match_a_hand_computation(tmp_path, fake_agents):
         row = f"| {interval} | {', '.join(map(str, seeds))} |"
         assert row in summary
     # Seeded: the same report twice gives the same interval.
-    again = minatar._aggregate(report.results, "fast", GAMES, [0, 1, 2], report.references)
+    again = minatar_statistics._aggregate(
+        report.results, "fast", GAMES, [0, 1, 2], report.references
+    )
     assert (again.low, again.high) == (
         report.aggregates["fast"].low,
         report.aggregates["fast"].high,
@@ -523,7 +544,7 @@ def test_an_iqm_of_one_seed_is_reported_without_an_interval(tmp_path, fake_agent
     rng = np.random.default_rng(3)
     runs = {g: _synthetic_run(tmp_path, "fast", g, 0, rng, 100_000) for g in GAMES}
     _synthetic_run(tmp_path, "fast", "breakout", 1, rng, 100_000)
-    report = minatar.write_reports(
+    report = minatar_reports.write_reports(
         str(tmp_path),
         ["fast"],
         list(GAMES),
@@ -563,7 +584,7 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
     evaluations("fast", "freeway", 1, [])
 
     def grid_report(logdir, curves_from=()):
-        return minatar.write_reports(
+        return minatar_reports.write_reports(
             str(logdir),
             ["fast", "slow"],
             list(GAMES),
@@ -583,7 +604,7 @@ def test_the_final_evaluation_table_reads_each_runs_last_evaluation_at_its_budge
     assert "| slow‡ | — | — |" in summary
     # A grid elsewhere that takes these runs from the curves brings their evaluations with them,
     # from the evaluations.csv beside curves.csv.
-    assert minatar.read_evaluations([report.curves_csv]) == {
+    assert minatar_runs.read_evaluations([report.curves_csv]) == {
         ("fast", "breakout", 0): 3.0,
         ("fast", "breakout", 1): 6.0,
     }
@@ -604,7 +625,7 @@ def _key(result) -> tuple:
     return result.agent, result.game, result.seed
 
 
-@pytest.mark.parametrize("budget", [100_000, minatar.PUBLISHED_FRAMES])
+@pytest.mark.parametrize("budget", [100_000, minatar_runs.PUBLISHED_FRAMES])
 def test_a_figure_fits_its_axis_to_the_curves_when_none_reaches_the_references_frames(
     tmp_path, fake_agents, budget
 ):
@@ -618,7 +639,7 @@ def test_a_figure_fits_its_axis_to_the_curves_when_none_reaches_the_references_f
         ablation_reports.EPISODES_COLUMNS,
         [(int(f), float(r), 7, 1.0) for f, r in zip(frames, returns)],
     )
-    report = minatar.write_reports(
+    report = minatar_reports.write_reports(
         str(tmp_path),
         ["fast"],
         ["breakout"],
@@ -626,10 +647,10 @@ def test_a_figure_fits_its_axis_to_the_curves_when_none_reaches_the_references_f
         {"fast": budget},
         references=_references(tmp_path / "references.csv"),
     )
-    (axes,) = minatar._plot_game(report, "breakout").axes
+    (axes,) = minatar_reports._plot_game(report, "breakout").axes
     bottom, top = axes.get_ylim()
     labels = axes.get_legend_handles_labels()[1]
-    if budget < minatar.PUBLISHED_FRAMES:
+    if budget < minatar_runs.PUBLISHED_FRAMES:
         # The curve's last-100 means run from about 1 to 3; with random play, 0.5 to 3.
         assert 0.3 < bottom < 0.5 and 2.5 < top < 3.5
         assert "DQN (published, 5M frames): 10.0, above the axis" in labels
@@ -650,13 +671,13 @@ def test_each_agent_has_its_own_colour_and_a_long_legend_sits_beside_the_axes(
     agents = [f"agent{i:02d}" for i in range(count)]
     frames = np.linspace(500, 100_000, 200).astype(int)
     for i, agent in enumerate(agents):
-        monkeypatch.setitem(minatar.AGENTS, agent, minatar.AgentSpec("fake", None, FAKE))
+        monkeypatch.setitem(minatar_runs.AGENTS, agent, minatar_runs.AgentSpec("fake", None, FAKE))
         _write_csv(
             tmp_path / agent / "breakout" / "seed0" / "episodes.csv",
             ablation_reports.EPISODES_COLUMNS,
             [(int(f), 1.0 + i / count, 7, 1.0) for f in frames],
         )
-    report = minatar.write_reports(
+    report = minatar_reports.write_reports(
         str(tmp_path),
         agents,
         ["breakout"],
@@ -664,7 +685,7 @@ def test_each_agent_has_its_own_colour_and_a_long_legend_sits_beside_the_axes(
         dict.fromkeys(agents, 100_000),
         references=_references(tmp_path / "references.csv"),
     )
-    figure = minatar._plot_game(report, "breakout")
+    figure = minatar_reports._plot_game(report, "breakout")
     (axes,) = figure.axes
     labels = axes.get_legend_handles_labels()[1]
     curves = [line for line, label in zip(axes.get_lines(), labels) if label.startswith("agent")]
@@ -685,7 +706,7 @@ def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, f
 
     def report(logdir, budgets=budgets, curves_from=()):
         logdir.mkdir(exist_ok=True)
-        return minatar.write_reports(
+        return minatar_reports.write_reports(
             str(logdir),
             ["fast", "slow"],
             list(GAMES),
@@ -734,11 +755,11 @@ def test_runs_finished_elsewhere_come_from_an_earlier_reports_curves(tmp_path, f
     assert [(_key(r), r.final) for r in third.results] == [
         (_key(r), r.final) for r in second.results
     ]
-    both = minatar.read_curves([third.curves_csv, second.curves_csv])
-    assert both.keys() == minatar.read_curves([second.curves_csv]).keys()
+    both = minatar_runs.read_curves([third.curves_csv, second.curves_csv])
+    assert both.keys() == minatar_runs.read_curves([second.curves_csv]).keys()
     # Two files that disagree on a run: fast/breakout/seed0 ran again in the second grid.
     with pytest.raises(ValueError, match="fast/breakout/seed0 has different curves in"):
-        minatar.read_curves([original.curves_csv, second.curves_csv])
+        minatar_runs.read_curves([original.curves_csv, second.curves_csv])
     # A grid of another budget takes nothing from the file.
     with pytest.raises(ValueError, match="or runs finished in"):
         report(tmp_path / "fourth", {"fast": 50_000, "slow": 50_000}, [original.curves_csv])
@@ -756,7 +777,7 @@ def test_a_bad_curves_file_is_named(text, message, tmp_path):
     path = tmp_path / "curves.csv"
     path.write_text(text)
     with pytest.raises(ValueError, match=f"{path}.*{message}"):
-        minatar.read_curves([str(path)])
+        minatar_runs.read_curves([str(path)])
 
 
 @pytest.mark.parametrize(
@@ -767,10 +788,10 @@ def test_a_bad_curves_file_is_named(text, message, tmp_path):
     ],
 )
 def test_a_bad_evaluations_file_is_named(text, message, tmp_path):
-    path = tmp_path / minatar.EVALUATIONS_CSV
+    path = tmp_path / minatar_runs.EVALUATIONS_CSV
     path.write_text(text)
     with pytest.raises(ValueError, match=f"{path}.*{message}"):
-        minatar.read_evaluations([str(tmp_path / "curves.csv")])
+        minatar_runs.read_evaluations([str(tmp_path / "curves.csv")])
 
 
 @pytest.mark.slow
@@ -807,11 +828,11 @@ def test_read_result_is_against_the_agents_budget(tmp_path):
     frames, returns = _synthetic_run(
         tmp_path, "fast", "breakout", 0, np.random.default_rng(4), 150_000
     )
-    reached = minatar.read_result(str(tmp_path), "fast", "breakout", 0, 100_000)
+    reached = minatar_runs.read_result(str(tmp_path), "fast", "breakout", 0, 100_000)
     assert (reached.frames, reached.reached) == (150_000, True)
     assert reached.final == pytest.approx(_brute_last_games(frames, returns, 100_000))
     assert reached.curve_frames[-1] == 100_000 and np.all(np.diff(reached.curve_frames) == 1000)
-    short = minatar.read_result(str(tmp_path), "fast", "breakout", 0, 300_000)
+    short = minatar_runs.read_result(str(tmp_path), "fast", "breakout", 0, 300_000)
     assert (short.frames, short.reached) == (150_000, False)
     assert short.final == pytest.approx(np.mean(returns[-100:]))  # its last games so far
     assert short.final != pytest.approx(reached.final)
@@ -827,7 +848,7 @@ def test_summary_marks_the_agents_short_of_the_published_budget(tmp_path, fake_a
         for game in GAMES
         for agent in budgets
     }
-    report = minatar.write_reports(
+    report = minatar_reports.write_reports(
         str(tmp_path),
         list(budgets),
         list(GAMES),
@@ -874,7 +895,7 @@ def test_summary_marks_the_agents_short_of_the_published_budget(tmp_path, fake_a
 def _curve_run(agent, game, seed, budget, values_at, reached=True, final=None):
     """A RunResult whose curve is `values_at` {frames: value} on the agent's grid."""
     frames = np.array(sorted(values_at), dtype=float)
-    return minatar.RunResult(
+    return minatar_runs.RunResult(
         agent=agent,
         game=game,
         seed=seed,
@@ -888,7 +909,7 @@ def _curve_run(agent, game, seed, budget, values_at, reached=True, final=None):
 
 def test_equal_frames_reads_curves_off_the_grid_as_missing_and_the_own_budget_as_final():
     budgets = {"long": 1_000_000, "odd": 333_333, "short": 100_000}
-    grid = {b: minatar.curve_grid(b) for b in budgets.values()}
+    grid = {b: minatar_runs.curve_grid(b) for b in budgets.values()}
     results = [
         # long's grid is 10,000 apart: a point at 100,000, none at 333,333.
         _curve_run(
@@ -901,7 +922,7 @@ def test_equal_frames_reads_curves_off_the_grid_as_missing_and_the_own_budget_as
         _curve_run("short", "breakout", 0, 100_000, {100_000.0: 4.0}),
         _curve_run("short", "breakout", 1, 100_000, {50_000.0: 1.0}, reached=False, final=2.0),
     ]
-    report = minatar.GridReport(
+    report = minatar_statistics.GridReport(
         logdir="unused",
         agents=tuple(budgets),
         games=("breakout",),
@@ -911,7 +932,7 @@ def test_equal_frames_reads_curves_off_the_grid_as_missing_and_the_own_budget_as
         references={},
         aggregates={},
     )
-    lines = minatar._equal_frames_markdown(report)
+    lines = minatar_reports._equal_frames_markdown(report)
     rows = [line for line in lines if line.startswith("| ")][1:]  # past the header
     assert rows == [
         "| 100,000 | long‡ | 1.50 ± 0.50 (2) |",  # 1 + 0 and 1 + 1 at 100,000
@@ -924,7 +945,7 @@ def test_equal_frames_reads_curves_off_the_grid_as_missing_and_the_own_budget_as
 
 def test_interquartile_mean_against_numpy():
     scores = np.random.default_rng(1).normal(size=(5, 5))
-    iqm, low, high = minatar.interquartile_mean(scores)
+    iqm, low, high = minatar_statistics.interquartile_mean(scores)
     values = np.sort(scores.ravel())
     assert iqm == pytest.approx(values[6:19].mean())  # 25 values: 6 cut at each end
     assert low < iqm < high
@@ -935,12 +956,12 @@ def test_intervals_are_reproducible_and_leave_numpys_generator_as_it_was():
     # report's intervals differed from one run to the next until bootstrap_interval seeded it.
     scores = np.random.default_rng(1).normal(size=(3, 5))
     np.random.seed(123)
-    first = minatar.interquartile_mean(scores, reps=200)
+    first = minatar_statistics.interquartile_mean(scores, reps=200)
     after = np.random.random()
     np.random.seed(7)
-    assert minatar.interquartile_mean(scores, reps=200) == first
-    pair = [minatar.probability_of_improvement(scores, scores[::-1] - 0.1, reps=200)]
-    pair += [minatar.probability_of_improvement(scores, scores[::-1] - 0.1, reps=200)]
+    assert minatar_statistics.interquartile_mean(scores, reps=200) == first
+    pair = [minatar_statistics.probability_of_improvement(scores, scores[::-1] - 0.1, reps=200)]
+    pair += [minatar_statistics.probability_of_improvement(scores, scores[::-1] - 0.1, reps=200)]
     assert pair[0] == pair[1]
     np.random.seed(123)
     assert np.random.random() == after  # the caller's draws are untouched
@@ -964,12 +985,12 @@ def test_probability_of_improvement_against_its_definition():
     x = rng.normal(0.3, 1.0, size=(5, 4))
     y = np.round(rng.normal(0.0, 1.0, size=(4, 4)), 0)  # ties with x are possible
     x[0, 0] = y[0, 0]  # and one for sure
-    p, low, high = minatar.probability_of_improvement(x, y)
+    p, low, high = minatar_statistics.probability_of_improvement(x, y)
     assert p == pytest.approx(_pairwise_oracle(x, y))
     assert p == pytest.approx(rly_metrics.probability_of_improvement(x, y))  # rliable's own
     assert low <= p <= high and low < high
-    assert minatar.probability_of_improvement(x, x)[0] == 0.5
-    assert minatar.probability_of_improvement(x + 100, x) == (1.0, 1.0, 1.0)
+    assert minatar_statistics.probability_of_improvement(x, x)[0] == 0.5
+    assert minatar_statistics.probability_of_improvement(x + 100, x) == (1.0, 1.0, 1.0)
     # Its interval: rliable's bootstrap of rliable's statistic on the same resamples (rliable
     # draws them from numpy's global generator, which bootstrap_interval seeds with 0).
     np.random.seed(0)
@@ -978,14 +999,14 @@ def test_probability_of_improvement_against_its_definition():
         lambda a, b: np.array([rly_metrics.probability_of_improvement(a, b)]),
         reps=200,
     )
-    assert minatar.probability_of_improvement(x, y, reps=200)[1:] == pytest.approx(
+    assert minatar_statistics.probability_of_improvement(x, y, reps=200)[1:] == pytest.approx(
         tuple(intervals["pair"][:, 0])
     )
 
 
 def test_an_orderings_verdict_and_the_seeds_that_would_resolve_it():
     def result(p, low, high, seeds=3):
-        return minatar.OrderingResult("a", "b", "paper §1", p, low, high, seeds)
+        return minatar_statistics.OrderingResult("a", "b", "paper §1", p, low, high, seeds)
 
     assert result(0.8, 0.6, 0.95).verdict == "holds"
     assert result(0.2, 0.05, 0.4).verdict == "reversed"
@@ -1027,7 +1048,7 @@ def test_a_papers_ablation_grid_reports_the_orderings_it_claims(tmp_path):
                 ablation_reports.EPISODES_COLUMNS,
                 [(int(f), final, 7, 1.0) for f in frames],
             )
-    report = minatar.write_reports(
+    report = minatar_reports.write_reports(
         str(logdir),
         agents,
         list(GAMES),
@@ -1035,7 +1056,7 @@ def test_a_papers_ablation_grid_reports_the_orderings_it_claims(tmp_path):
         dict.fromkeys(agents, 100_000),
         references=_references(tmp_path / "references.csv"),
     )
-    measured = {(r.better, r.worse): r for r in minatar.orderings(report)}
+    measured = {(r.better, r.worse): r for r in minatar_statistics.orderings(report)}
     # dice/ablations.py's three claims, all present here, in its order.
     assert list(measured) == [
         ("dice.dice", "dice.random"),
@@ -1058,17 +1079,17 @@ def test_a_papers_ablation_grid_reports_the_orderings_it_claims(tmp_path):
     assert "| dice.baseline > dice.random | dice §4.3, Fig. 2 | 0.50 [" in summary
     assert "unresolved (no difference) |" in summary
     # Each run is its paper's main with the ablation.
-    assert minatar.GridRun.of("dice.random", "breakout").command(0, "g", [])[2:4] == [
+    assert minatar_runs.GridRun.of("dice.random", "breakout").command(0, "g", [])[2:4] == [
         "dice.main",
         "--ablation=random",
     ]
 
 
-@pytest.mark.parametrize("paper", minatar.PAPERS)
+@pytest.mark.parametrize("paper", minatar_runs.PAPERS)
 def test_a_papers_main_is_the_variant_named_after_it(paper):
     """Where a paper's ablations name one after the paper, its config is the defaults' (so the
     grid's `reactor` stands for `reactor.reactor` in the orderings), on MinAtar and on Atari."""
-    variant = minatar.default_variant(paper)
+    variant = minatar_runs.default_variant(paper)
     assert (variant is not None) == (paper in ("reactor", "dice", "lbc"))
     if variant is None:
         return
@@ -1080,7 +1101,7 @@ def test_a_papers_main_is_the_variant_named_after_it(paper):
 
 
 def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path):
-    report = minatar.GridReport(
+    report = minatar_statistics.GridReport(
         str(tmp_path),
         ("reactor", "reactor.max_priority", "reactor.lazy_global"),
         ("breakout",),
@@ -1089,7 +1110,7 @@ def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path)
         (),
         {},
         {
-            a: minatar.Aggregate((0, 1), np.array([[s], [s + 0.1]]), s, s, s)
+            a: minatar_statistics.Aggregate((0, 1), np.array([[s], [s + 0.1]]), s, s, s)
             for a, s in (
                 ("reactor", 0.5),
                 ("reactor.max_priority", 0.2),
@@ -1097,7 +1118,7 @@ def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path)
             )
         },
     )
-    (measured,) = minatar.orderings(report)
+    (measured,) = minatar_statistics.orderings(report)
     assert (measured.better, measured.worse, measured.verdict, measured.seeds) == (
         "reactor",
         "reactor.max_priority",
@@ -1109,38 +1130,40 @@ def test_a_papers_main_and_its_variants_report_the_orderings_it_claims(tmp_path)
         dataclasses.replace(a, seeds=(0,), scores=a.scores[:1]) for a in report.aggregates.values()
     ]
     single = dataclasses.replace(report, aggregates=dict(zip(report.aggregates, one)))
-    (measured,) = minatar.orderings(single)
+    (measured,) = minatar_statistics.orderings(single)
     assert (measured.probability, measured.verdict) == (1.0, "unresolved")
-    (line,) = [l for l in minatar._orderings_markdown([measured]) if l.startswith("| reactor >")]
+    (line,) = [
+        l for l in minatar_statistics._orderings_markdown([measured]) if l.startswith("| reactor >")
+    ]
     assert line.endswith("| 1 | unresolved (one seed: no interval; 2 or more give a verdict) |")
 
 
 def test_a_grid_of_the_default_agents_claims_no_ordering(tmp_path):
-    report = minatar.GridReport(
+    report = minatar_statistics.GridReport(
         str(tmp_path), ("impala", "reactor"), ("breakout",), (0,), {}, (), {}, {}
     )
-    assert minatar.orderings(report) == []
+    assert minatar_statistics.orderings(report) == []
 
 
 def test_every_papers_orderings_name_its_ablations():
-    for paper in minatar.PAPERS:
-        module = minatar.paper_ablations(paper)
+    for paper in minatar_runs.PAPERS:
+        module = minatar_runs.paper_ablations(paper)
         assert module.ORDERINGS, paper
         for better, worse, source in module.ORDERINGS:
             assert {better, worse} <= set(module.ABLATIONS) and better != worse, (paper, better)
             assert source
-        assert minatar.agent_spec(f"{paper}.{better}") == minatar.AgentSpec(paper, better)
+        assert minatar_runs.agent_spec(f"{paper}.{better}") == minatar_runs.AgentSpec(paper, better)
 
 
 def test_seed_mean_curve_has_a_standard_error_band():
     grid = np.array([1.0, 2.0, 3.0])
     runs = [
-        minatar.RunResult("a", "breakout", s, 3, True, 0.0, np.array(f), np.array(v))
+        minatar_runs.RunResult("a", "breakout", s, 3, True, 0.0, np.array(f), np.array(v))
         for s, (f, v) in enumerate(
             [([1, 2, 3], [1, 2, 3]), ([1, 2, 3], [3, 4, 5]), ([1, 2], [2, 9])]
         )
     ]
-    mean, se, count = minatar.seed_mean_curve(runs, grid)
+    mean, se, count = minatar_reports.seed_mean_curve(runs, grid)
     np.testing.assert_allclose(mean, [2.0, 5.0, 4.0])
     np.testing.assert_allclose(
         se,
@@ -1155,7 +1178,7 @@ def test_seed_mean_curve_has_a_standard_error_band():
 
 def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
     rng = np.random.default_rng(2)
-    for game in minatar.GAMES:
+    for game in minatar_runs.GAMES:
         _synthetic_run(tmp_path, "fast", game, 0, rng, 5_000_000)
     # A run that has not ended a game yet: its episodes.csv holds the header alone.
     _write_csv(
@@ -1169,7 +1192,7 @@ def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
     assert "Not run yet: slow/asterix/seed0" in out
     assert "| fast |" in out and "| 0 |" in out  # fast's IQM over seed 0
     assert "budget 5,000,000 frames per run." in out and "‡" not in out  # the published budget
-    for game in minatar.GAMES:
+    for game in minatar_runs.GAMES:
         assert (tmp_path / f"{game}.png").exists()
     # fast at 1M frames: its final return is its last 100 games up to 1M, and it is marked.
     minatar.main(
@@ -1193,7 +1216,7 @@ def test_report_only_reads_existing_runs(tmp_path, fake_agents, capsys):
 
 
 def test_reference_file_covers_every_game():
-    references = minatar.read_references()
+    references = minatar_references.read_references()
     published = {
         "asterix": (17, 19.5),
         "breakout": (10, 17.5),
@@ -1201,17 +1224,17 @@ def test_reference_file_covers_every_game():
         "seaquest": (20.3, 15.5),
         "space_invaders": (43, 185),
     }
-    assert set(references) == set(minatar.GAMES)
+    assert set(references) == set(minatar_runs.GAMES)
     for game, (dqn, ac) in published.items():
-        assert references[game][minatar.DQN] == dqn
-        assert references[game][minatar.AC_LAMBDA] == ac
-        random, reference = minatar.normaliser(references, game)
+        assert references[game][minatar_runs.DQN] == dqn
+        assert references[game][minatar_runs.AC_LAMBDA] == ac
+        random, reference = minatar_references.normaliser(references, game)
         assert reference == max(dqn, ac)
         assert 0 <= random < 0.1 * reference  # a random policy scores little
-    rows = _read_csv(minatar.REFERENCES_CSV)
+    rows = _read_csv(minatar_runs.REFERENCES_CSV)
     assert len(rows) == 15
     for row in rows:
-        if row["agent"] == minatar.RANDOM:
+        if row["agent"] == minatar_runs.RANDOM:
             assert (
                 row["source"]
                 == f"measured: python -m benchmarks.minatar --measure_random --games={row['game']}"
@@ -1230,29 +1253,31 @@ def test_bad_reference_files_are_named(tmp_path):
     path = tmp_path / "references.csv"
     _write_csv(path, ("game", "agent", "return"), [])
     with pytest.raises(ValueError, match="header"):
-        minatar.read_references(str(path))
-    _write_csv(path, minatar.REFERENCE_COLUMNS, [("pong", "dqn", 1, 1, 1, "", "")])
+        minatar_references.read_references(str(path))
+    _write_csv(path, minatar_runs.REFERENCE_COLUMNS, [("pong", "dqn", 1, 1, 1, "", "")])
     with pytest.raises(ValueError, match="game 'pong' is not one of"):
-        minatar.read_references(str(path))
-    _write_csv(path, minatar.REFERENCE_COLUMNS, [("freeway", "dqn", 1, 1, 1, "", "")])
+        minatar_references.read_references(str(path))
+    _write_csv(path, minatar_runs.REFERENCE_COLUMNS, [("freeway", "dqn", 1, 1, 1, "", "")])
     with pytest.raises(
         ValueError, match=r"lack ac_lambda_0.8, random for freeway .*--measure_random"
     ):
-        minatar.normaliser(minatar.read_references(str(path)), "freeway")
+        minatar_references.normaliser(minatar_references.read_references(str(path)), "freeway")
 
 
 def test_random_policy_measurement(tmp_path):
-    first = minatar.measure_random_policy("breakout", min_games=30, min_frames=10**9)
-    assert first == minatar.measure_random_policy("breakout", min_games=30, min_frames=10**9)
+    first = minatar_references.measure_random_policy("breakout", min_games=30, min_frames=10**9)
+    assert first == minatar_references.measure_random_policy(
+        "breakout", min_games=30, min_frames=10**9
+    )
     assert first.games == 30 and first.frames > 30 and first.standard_error > 0
     # Stops at a game's end once the frames are reached: Freeway's games last 2501 frames.
-    freeway = minatar.measure_random_policy("freeway", min_games=10**6, min_frames=5000)
+    freeway = minatar_references.measure_random_policy("freeway", min_games=10**6, min_frames=5000)
     assert (freeway.games, freeway.frames) == (2, 5002)
 
     path = tmp_path / "references.csv"
-    shutil.copy(minatar.REFERENCES_CSV, path)
+    shutil.copy(minatar_runs.REFERENCES_CSV, path)
     before = _read_csv(path)
-    minatar.write_random_rows([first], str(path))
+    minatar_references.write_random_rows([first], str(path))
     after = _read_csv(path)
     assert len(after) == len(before)
     changed = [(b, a) for b, a in zip(before, after) if b != a]

@@ -9,7 +9,11 @@ import re
 import numpy as np
 import pytest
 
-from benchmarks import minatar, protocol
+from benchmarks import protocol
+
+from benchmarks import minatar_references
+
+from benchmarks import minatar_runs
 
 PROTOCOL_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "minatar_protocol.md")
 
@@ -124,8 +128,8 @@ def test_the_choice_is_the_best_score_a_tie_within_a_hundredth_to_the_lower_tria
 
 
 def test_runs_short_of_the_budget_score_as_random_play():
-    references = minatar.read_references()
-    random, reference = minatar.normaliser(references, "breakout")
+    references = minatar_references.read_references()
+    random, reference = minatar_references.normaliser(references, "breakout")
     returns = {
         ("breakout", 100): reference,
         ("breakout", 101): random,
@@ -140,7 +144,7 @@ def test_runs_short_of_the_budget_score_as_random_play():
 def write_run(logdir, agent, game, seed, frames, returns):
     """A run directory as a paper's main leaves it: episodes.csv (no checkpoint, so the grid tool
     counts the frames of its last row)."""
-    directory = minatar.run_dir(logdir, agent, game, seed)
+    directory = minatar_runs.run_dir(logdir, agent, game, seed)
     os.makedirs(directory)
     with open(os.path.join(directory, "episodes.csv"), "w", newline="") as f:
         writer = csv.writer(f)
@@ -151,13 +155,13 @@ def write_run(logdir, agent, game, seed, frames, returns):
 
 def test_trials_with_runs_are_scored_written_and_chosen(tmp_path, capsys):
     logdir, path = str(tmp_path / "runs"), str(tmp_path / "results" / "dice.csv")
-    references = minatar.read_references()
+    references = minatar_references.read_references()
     _, budget = protocol.AGENTS["dice"]
     # Trial 2: every run at the budget, 200 games each (the last 100 count); trial 5: one run
     # short of the budget (a failed run scores 0), the others higher.
     trial2, trial5 = (protocol.trial_logdir(logdir, "dice", k) for k in (2, 5))
     for game in protocol.TUNING_GAMES:
-        random, reference = minatar.normaliser(references, game)
+        random, reference = minatar_references.normaliser(references, game)
         for seed in protocol.TUNING_SEEDS:
             level = random + (0.2 + 0.1 * (seed - 100)) * (reference - random)
             write_run(trial2, "dice", game, seed, budget, [0.0] * 100 + [level] * 100)
@@ -190,10 +194,10 @@ def test_bad_trial_lists_name_the_flag(text, message):
 
 def test_rows_of_trials_run_elsewhere_are_kept_and_count_in_the_choice(tmp_path, capsys):
     logdir, path = str(tmp_path / "runs"), str(tmp_path / "dice.csv")
-    references = minatar.read_references()
+    references = minatar_references.read_references()
     _, budget = protocol.AGENTS["dice"]
     for game in protocol.TUNING_GAMES:
-        random, reference = minatar.normaliser(references, game)
+        random, reference = minatar_references.normaliser(references, game)
         for seed in protocol.TUNING_SEEDS:
             level = random + 0.3 * (reference - random)
             write_run(
