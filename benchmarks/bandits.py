@@ -36,11 +36,18 @@ from gdi import controller as gdi_controller  # noqa: E402
 from lbc import controller as lbc_controller  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("out", "/tmp/bandits.png", "Where to write the PNG.")
-flags.DEFINE_integer("episodes", 1000, "Episodes per run.")
-flags.DEFINE_integer("last", 200, "The table averages the returns of this many last episodes.")
-flags.DEFINE_integer("seeds", 3, "Seeds per case (0, 1, ...).")
-flags.DEFINE_boolean("joint", True, "Also run GDI's literal joint grid (about 6 ms per episode).")
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_string("out", "/tmp/bandits.png", "Where to write the PNG.")
+    flags.DEFINE_integer("episodes", 1000, "Episodes per run.")
+    flags.DEFINE_integer("last", 200, "The table averages the returns of this many last episodes.")
+    flags.DEFINE_integer("seeds", 3, "Seeds per case (0, 1, ...).")
+    flags.DEFINE_boolean(
+        "joint", True, "Also run GDI's literal joint grid (about 6 ms per episode)."
+    )
+
 
 NOISE = 10.0
 WINDOW = 50  # moving-average window of the return curves
@@ -207,4 +214,5 @@ def plot_case(row, case: Case, runs, uniform: float) -> None:
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -35,15 +35,19 @@ QUARTERS = 4
 DEFAULT_PREFIXES = ("behaviour/", "policy/entropy")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list(
-    "prefixes", list(DEFAULT_PREFIXES), "The TensorBoard tags to summarise, by prefix."
-)
-flags.DEFINE_string(
-    "returns_by",
-    None,
-    "A behaviour parameter (eta, epsilon, ...): the last quarter's returns by it.",
-)
-flags.DEFINE_list("edges", None, "--returns_by's bin edges, increasing (at least two numbers).")
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_list(
+        "prefixes", list(DEFAULT_PREFIXES), "The TensorBoard tags to summarise, by prefix."
+    )
+    flags.DEFINE_string(
+        "returns_by",
+        None,
+        "A behaviour parameter (eta, epsilon, ...): the last quarter's returns by it.",
+    )
+    flags.DEFINE_list("edges", None, "--returns_by's bin edges, increasing (at least two numbers).")
 
 
 def quarter_means(points: Sequence[tuple[float, float]]) -> list[float]:
@@ -155,4 +159,5 @@ def bin_edges(text: Sequence[str] | None) -> list[float]:
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -27,20 +27,23 @@ from absl import app
 from absl import flags
 from matplotlib.figure import Figure
 
-_AGENT = flags.DEFINE_enum(
-    "agent", "impala", ["impala", "reactor", "dice", "gdi", "lbc"], "Paper whose main trains."
-)
 ATARI_TASKS = {"pong": "Pong", "breakout": "Breakout"}
 _ATARI_WINDOW = 20  # choice: Atari games are long, so a shorter trailing mean
-_TASK = flags.DEFINE_enum("task", "cartpole", ["cartpole", *ATARI_TASKS], "Which benchmark.")
-_TARGET = flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
-_TOTAL_FRAMES = flags.DEFINE_integer(
-    "total_frames", None, "Frame budget (default: cartpole 1M, Atari 10M)."
-)
-_PLOT_ONLY = flags.DEFINE_bool(
-    "plot_only", False, "Only plot the run in --logdir (e.g. one in progress)."
-)
-_LOGDIR = flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<agent>_<task>).")
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_enum(
+        "agent", "impala", ["impala", "reactor", "dice", "gdi", "lbc"], "Paper whose main trains."
+    )
+    flags.DEFINE_enum("task", "cartpole", ["cartpole", *ATARI_TASKS], "Which benchmark.")
+    flags.DEFINE_float("target", 450.0, "CartPole: mean return of the last 100 episodes.")
+    flags.DEFINE_integer("total_frames", None, "Frame budget (default: cartpole 1M, Atari 10M).")
+    flags.DEFINE_bool("plot_only", False, "Only plot the run in --logdir (e.g. one in progress).")
+    flags.DEFINE_string("logdir", None, "Run directory (default runs/bench_<agent>_<task>).")
+
+
 _WINDOW = 100  # CartPole's usual "solved" window
 
 
@@ -79,7 +82,7 @@ def start(env: str, logdir: str, total_frames: int, extra: list[str]) -> subproc
     command = [
         sys.executable,
         "-m",
-        f"{_AGENT.value}.main",
+        f"{FLAGS.agent}.main",
         f"--env={env}",
         f"--logdir={logdir}",
         f"--total_frames={total_frames}",
@@ -98,7 +101,7 @@ def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
         frames, returns, wall = read_episodes(path)
         if len(returns) >= _WINDOW:
             means = trailing_mean(returns, _WINDOW)
-            hits = np.flatnonzero(means[_WINDOW - 1 :] >= _TARGET.value)
+            hits = np.flatnonzero(means[_WINDOW - 1 :] >= FLAGS.target)
             if hits.size:
                 i = hits[0] + _WINDOW - 1
                 reached = (frames[i], wall[i])
@@ -108,7 +111,7 @@ def cartpole(logdir: str, total_frames: int, extra: list[str]) -> None:
     frames, returns, wall = read_episodes(path)
     if reached:
         print(
-            f"\nCartPole: mean return of the last {_WINDOW} episodes >= {_TARGET.value:.0f} "
+            f"\nCartPole: mean return of the last {_WINDOW} episodes >= {FLAGS.target:.0f} "
             f"after {reached[0]:,.0f} frames, {reached[1]:.0f} s of training"
         )
     else:
@@ -143,7 +146,7 @@ def plot_returns(logdir: str, env: str, window: int) -> None:
     axes.set(
         xlabel="environment frames",
         ylabel="episode return (raw score)",
-        title=f"{_AGENT.value}, {env}, {wall[-1] / 3600:.2f} h",
+        title=f"{FLAGS.agent}, {env}, {wall[-1] / 3600:.2f} h",
     )
     axes.legend()
     path = os.path.join(logdir, "returns.png")
@@ -153,12 +156,12 @@ def plot_returns(logdir: str, env: str, window: int) -> None:
         f"{window} mean {returns[-window:].mean():.1f}; curve in {path}"
     )
     if len(eval_means):
-        hits = np.flatnonzero(eval_means >= _TARGET.value)
+        hits = np.flatnonzero(eval_means >= FLAGS.target)
         first = (
-            f"first >= {_TARGET.value:.0f} at {eval_frames[hits[0]]:,.0f} frames "
+            f"first >= {FLAGS.target:.0f} at {eval_frames[hits[0]]:,.0f} frames "
             f"({eval_wall[hits[0]]:.0f} s)"
             if hits.size
-            else f"none >= {_TARGET.value:.0f}"
+            else f"none >= {FLAGS.target:.0f}"
         )
         print(
             f"{env} evaluation: {len(eval_means)} rounds, {first}; last round mean "
@@ -168,18 +171,19 @@ def plot_returns(logdir: str, env: str, window: int) -> None:
 
 def main(argv):
     extra = argv[1:]
-    task = _TASK.value
-    logdir = _LOGDIR.value or os.path.join("runs", f"bench_{_AGENT.value}_{task}")
+    task = FLAGS.task
+    logdir = FLAGS.logdir or os.path.join("runs", f"bench_{FLAGS.agent}_{task}")
     if task == "cartpole":
-        if _PLOT_ONLY.value:
+        if FLAGS.plot_only:
             plot_returns(logdir, "CartPole", _WINDOW)
         else:
-            cartpole(logdir, _TOTAL_FRAMES.value or 1_000_000, extra)
-    elif _PLOT_ONLY.value:
+            cartpole(logdir, FLAGS.total_frames or 1_000_000, extra)
+    elif FLAGS.plot_only:
         plot_returns(logdir, ATARI_TASKS[task], _ATARI_WINDOW)
     else:
-        atari(ATARI_TASKS[task], logdir, _TOTAL_FRAMES.value or 10_000_000, extra)
+        atari(ATARI_TASKS[task], logdir, FLAGS.total_frames or 10_000_000, extra)
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -19,10 +19,14 @@ from absl import app, flags
 from common.environments import envs
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("games", ["breakout", "space_invaders"], "MinAtar games (module names).")
-flags.DEFINE_list("batches", ["1", "16"], "Batch sizes B.")
-flags.DEFINE_integer("steps", 20_000, "Env steps per measurement (B envs x steps / B calls).")
-flags.DEFINE_integer("repeats", 3, "Measurements per case; the best is reported.")
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_list("games", ["breakout", "space_invaders"], "MinAtar games (module names).")
+    flags.DEFINE_list("batches", ["1", "16"], "Batch sizes B.")
+    flags.DEFINE_integer("steps", 20_000, "Env steps per measurement (B envs x steps / B calls).")
+    flags.DEFINE_integer("repeats", 3, "Measurements per case; the best is reported.")
 
 
 def _raw_steps_per_s(game: str, batch: int, steps: int) -> float:
@@ -69,4 +73,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

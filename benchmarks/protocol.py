@@ -251,13 +251,17 @@ def parse_trials(text: str, count: int) -> list[int]:
 
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("agent", None, list(AGENTS), "The agent whose trials run.")
-flags.DEFINE_string("trials", None, "Trial indices and ranges, e.g. 0-23 (default: all).")
-flags.DEFINE_string("logdir", "runs/protocol", "Where the trials' runs go.")
-flags.DEFINE_string("results_dir", "docs/minatar_protocol", "Where <agent>.csv is written.")
-flags.DEFINE_integer("parallel", 1, "Runs of a trial at a time (benchmarks.minatar's).")
-flags.DEFINE_bool("report_only", False, "Score the trials that have runs; run nothing.")
-flags.mark_flag_as_required("agent")
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_enum("agent", None, list(AGENTS), "The agent whose trials run.")
+    flags.DEFINE_string("trials", None, "Trial indices and ranges, e.g. 0-23 (default: all).")
+    flags.DEFINE_string("logdir", "runs/protocol", "Where the trials' runs go.")
+    flags.DEFINE_string("results_dir", "docs/minatar_protocol", "Where <agent>.csv is written.")
+    flags.DEFINE_integer("parallel", 1, "Runs of a trial at a time (benchmarks.minatar's).")
+    flags.DEFINE_bool("report_only", False, "Score the trials that have runs; run nothing.")
+    flags.mark_flag_as_required("agent")
 
 
 def main(argv):
@@ -316,4 +320,5 @@ def report(agent: str, logdir: str, path: str, references, failed: Sequence[int]
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

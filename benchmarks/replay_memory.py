@@ -80,16 +80,22 @@ from reactor import acting as reactor_acting
 from reactor import config as reactor_config
 from reactor import networks as reactor_networks
 
-_NUM_ENVS = flags.DEFINE_integer("num_envs", 2, "Environments stepped together (one writer).")
-_WINDOWS = flags.DEFINE_integer("windows", 4, "Measured windows per pattern (the first: warm-up).")
-_WINDOW_STEPS = flags.DEFINE_integer("window_steps", 2500, "Steps per env in each window.")
-_PATTERNS = flags.DEFINE_list(
-    "patterns",
-    ["sample_k", "prioritized", "reactor", "queue_with_replay"],
-    "Patterns to measure, each in its own process.",
-)
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the environments and the random actions.")
-_FLUSH_TIMEOUT_MS = flags.DEFINE_integer("flush_timeout_ms", 60_000, "Writer flush timeout.")
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_integer("num_envs", 2, "Environments stepped together (one writer).")
+    flags.DEFINE_integer("windows", 4, "Measured windows per pattern (the first: warm-up).")
+    flags.DEFINE_integer("window_steps", 2500, "Steps per env in each window.")
+    flags.DEFINE_list(
+        "patterns",
+        ["sample_k", "prioritized", "reactor", "queue_with_replay"],
+        "Patterns to measure, each in its own process.",
+    )
+    flags.DEFINE_integer("seed", 0, "Seed of the environments and the random actions.")
+    flags.DEFINE_integer("flush_timeout_ms", 60_000, "Writer flush timeout.")
+
 
 ENV = "Pong"
 PROTOCOL = "dice_gdi_lbc"
@@ -374,7 +380,7 @@ def measure(
 
 def main(argv):
     del argv
-    num_envs, windows, window_steps = _NUM_ENVS.value, _WINDOWS.value, _WINDOW_STEPS.value
+    num_envs, windows, window_steps = FLAGS.num_envs, FLAGS.windows, FLAGS.window_steps
     if windows < 2:
         raise app.UsageError("--windows must be >= 2: the first one is the chunkers' cold start")
     print(f"CPU: {cpu_line()}")
@@ -385,10 +391,10 @@ def main(argv):
     )
     context = multiprocessing.get_context("spawn")
     results = {}
-    for kind in _PATTERNS.value:
+    for kind in FLAGS.patterns:
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
             r = pool.submit(
-                measure, kind, num_envs, windows, window_steps, _SEED.value, _FLUSH_TIMEOUT_MS.value
+                measure, kind, num_envs, windows, window_steps, FLAGS.seed, FLAGS.flush_timeout_ms
             ).result()
         results[kind] = r
         by_window = ", ".join(
@@ -476,4 +482,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

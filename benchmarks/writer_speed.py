@@ -45,31 +45,38 @@ from benchmarks.machine import cpu_line
 from common.replay import patterns, replay, writers
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("writer", "burn_in", ["burn_in", "unroll"], "DiCE's writer or IMPALA's.")
-flags.DEFINE_integer("num_envs", 80, "Environments per batched append (DiCE's actor: 80).")
-flags.DEFINE_integer(
-    "steps",
-    250,
-    "Timed batched appends per case of the new writer: about two items' worth of steps per env "
-    "in the long case, some 2,000 items in the short one.",
-)
-flags.DEFINE_integer("warmup", 20, "Untimed batched appends before timing.")
-flags.DEFINE_float("short_mean", 10.0, "Mean episode length of the short-episode case.")
-flags.DEFINE_float("long_mean", 1000.0, "Mean episode length of the long-episode case.")
-# The last commit before whole items (one append per environment and step, padding shared from
-# a block of zero steps); cae6ee7 is the one before that block (each padding step appended).
-flags.DEFINE_string(
-    "baseline", "a28bd76", "Git revision of the replay writers to compare ('' skips)."
-)
-flags.DEFINE_integer(
-    "baseline_steps",
-    40,
-    "Timed batched appends of the old writer in the short-episode case (the first of the same "
-    "sequence): its cost per step is steady there (each game pads alike) and ~10x the new one's, "
-    "so fewer suffice. The long case times both writers on the same --steps (items are created "
-    "only from each episode's 81st step on).",
-)
-flags.DEFINE_integer("repeats", 3, "Runs per case and writer, alternating; the median is shown.")
+
+
+def define_flags() -> None:
+    """This tool's flags, defined when it runs (not when it is imported)."""
+    flags.DEFINE_enum("writer", "burn_in", ["burn_in", "unroll"], "DiCE's writer or IMPALA's.")
+    flags.DEFINE_integer("num_envs", 80, "Environments per batched append (DiCE's actor: 80).")
+    flags.DEFINE_integer(
+        "steps",
+        250,
+        "Timed batched appends per case of the new writer: about two items' worth of steps per env "
+        "in the long case, some 2,000 items in the short one.",
+    )
+    flags.DEFINE_integer("warmup", 20, "Untimed batched appends before timing.")
+    flags.DEFINE_float("short_mean", 10.0, "Mean episode length of the short-episode case.")
+    flags.DEFINE_float("long_mean", 1000.0, "Mean episode length of the long-episode case.")
+    # The last commit before whole items (one append per environment and step, padding shared from
+    # a block of zero steps); cae6ee7 is the one before that block (each padding step appended).
+    flags.DEFINE_string(
+        "baseline", "a28bd76", "Git revision of the replay writers to compare ('' skips)."
+    )
+    flags.DEFINE_integer(
+        "baseline_steps",
+        40,
+        "Timed batched appends of the old writer in the short-episode case (the first of the same "
+        "sequence): its cost per step is steady there (each game pads alike) and ~10x the new one's, "
+        "so fewer suffice. The long case times both writers on the same --steps (items are created "
+        "only from each episode's 81st step on).",
+    )
+    flags.DEFINE_integer(
+        "repeats", 3, "Runs per case and writer, alternating; the median is shown."
+    )
+
 
 BURN_IN, LENGTH = 40, 80
 CORE = 512
@@ -219,4 +226,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
