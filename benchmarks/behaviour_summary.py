@@ -20,7 +20,7 @@ frames), split by the parameter each was played with into bins [edges[k], edges[
 bin closed), each bin's mean return and its share of the quarter's games (a game outside every
 bin counts in the total only). A run that draws the parameter uniformly (DiCE's `random`) shows
 how the return depends on it at that point of training; a run whose bandits choose it shows
-where they settled (docs/ablations_minatar.md, DiCE).
+where they settled (docs/results/ablations_minatar/summary.md, DiCE).
 """
 
 import itertools

@@ -402,7 +402,7 @@ class CommandLine:
     report_only: bool = field(False, "Only write the reports from the run directories there are.")
     curves_from: tuple[str, ...] = field(
         (),
-        "curves.csv files of earlier reports (e.g. docs/minatar_grid/curves.csv): their runs "
+        "curves.csv files of earlier reports (e.g. docs/results/minatar_grid/curves.csv): their runs "
         "that reached their budget and have no run directory here count as finished.",
     )
     measure_random: bool = field(

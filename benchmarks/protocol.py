@@ -1,9 +1,9 @@
-"""The trials of the MinAtar settings protocol (docs/minatar_protocol.md): run, score, choose.
+"""The trials of the MinAtar settings protocol (docs/guides/minatar_protocol.md): run, score, choose.
 
     python -m benchmarks.protocol --agent=impala --trials=0-23 --logdir=runs/protocol
     python -m benchmarks.protocol --agent=dice --report_only --logdir=runs/protocol
 
-A trial is one row of the agent's table in docs/minatar_protocol.md (its flags), run on both
+A trial is one row of the agent's table in docs/guides/minatar_protocol.md (its flags), run on both
 tuning games with both tuning seeds at the agent's trial budget through the MinAtar grid tool:
 
     python -m benchmarks.minatar --agents=<agent> --games=breakout,space_invaders
@@ -258,7 +258,9 @@ def define_flags() -> None:
     flags.DEFINE_enum("agent", None, list(AGENTS), "The agent whose trials run.")
     flags.DEFINE_string("trials", None, "Trial indices and ranges, e.g. 0-23 (default: all).")
     flags.DEFINE_string("logdir", "runs/protocol", "Where the trials' runs go.")
-    flags.DEFINE_string("results_dir", "docs/minatar_protocol", "Where <agent>.csv is written.")
+    flags.DEFINE_string(
+        "results_dir", "docs/results/minatar_protocol", "Where <agent>.csv is written."
+    )
     flags.DEFINE_integer("parallel", 1, "Runs of a trial at a time (benchmarks.minatar's).")
     flags.DEFINE_bool("report_only", False, "Score the trials that have runs; run nothing.")
     flags.mark_flag_as_required("agent")

@@ -24,7 +24,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
 }
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §4.3 on Fig. 2:
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §4.3 on Fig. 2:
 # "random" is worst on both games (Adaptive Trade-off is critical). DiCE against "entropy" is
 # left out: the paper finds no significant difference and draws no conclusion.
 ORDERINGS = (

@@ -143,7 +143,7 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
 
 # choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE); Table 5's
 # loss, weights and gamma stay, so that `--env=CartPole` runs the paper's agent (it does not learn
-# CartPole). Measured (docs/dice.md, "A Retrace weight of 0.1"): --reward_shaping=fourth_root
+# CartPole). Measured (docs/guides/dice.md, "A Retrace weight of 0.1"): --reward_shaping=fourth_root
 # --q_loss_scale=0.1 --q_centering=policy_mean --eval_policy=greedy --total_frames=2000000 has
 # 16-game evaluation rounds >= 450 on three seeds of three (a training mean of 450 on two), still
 # with falls to one-action play; flags, not defaults: they leave Table 5's loss (and the README's

@@ -38,7 +38,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
 }
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §4.3: the
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §4.3: the
 # operator E matters (GDI-I3 ahead of Fix and Random Selection) and so does the size of Lambda
 # (GDI-I3 ahead of the one-parameter Boltzmann and eps-greedy Selections); Table 21's aggregates
 # order GDI-H3 > GDI-I3 > Boltzmann > Fix.

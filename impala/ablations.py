@@ -53,7 +53,7 @@ ABLATIONS.update(
 
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §5.2.2, Table 2:
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §5.2.2, Table 2:
 # "V-trace performs best on 3 out of 5 tasks, followed by 1-step importance sampling,
 # ε-correction and No-correction" (1-step IS won the other two tasks); with replay V-trace is
 # best on 4 of 5. The pairs are that order's neighbours and V-trace against each. Without replay

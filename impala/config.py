@@ -248,11 +248,11 @@ MINATAR_OVERRIDES: dict[str, typing.Any] = dict(
     eval_noop_max=0,  # MinAtar's protocol (common.environments.envs) has no no-op starts
     # choice: full training on MinAtar Breakout at 5.0K, 7.2K and 11.1K frames/s with 16, 32 and
     # 64 envs per actor on an AMD EPYC, 31K and 41K with 64 and 128 on a Xeon; three seeds at 64
-    # and at 128 learn as the grid's at 16 (docs/minatar.md, "On a Xeon: whole items ...").
+    # and at 128 learn as the grid's at 16 (docs/guides/minatar.md, "On a Xeon: whole items ...").
     envs_per_actor=128,
     # choice: trial 10 of the MinAtar protocol's 24 Table D.1 combinations, the best IQM of
     # normalised scores on the tuning games at 1M frames (0.252; Table G.1's values: --ablation=
-    # table_g1), docs/minatar_protocol.md and docs/minatar_protocol/impala.csv.
+    # table_g1), docs/guides/minatar_protocol.md and docs/results/minatar_protocol/impala.csv.
     entropy_cost=7.13e-05,
     learning_rate=4.83e-03,
     rmsprop_epsilon=1e-05,

@@ -198,7 +198,7 @@ def impala_loss(
             tf.cast(rhos > hparams.clip_rho_threshold, tf.float32)
         ),
         # How far pi has moved from mu on the batch's actions, on either side of 1 alike (the
-        # replay study's measure of staleness, docs/ablations_minatar.md).
+        # replay study's measure of staleness, docs/results/ablations_minatar/summary.md).
         instruments.ABS_LOG_RHO: tf.reduce_mean(tf.abs(log_rhos)),
         instruments.VALUE_ERROR: _sum(tf.square(vs - values), mask) / steps,
         "values/vs_mean": tf.reduce_mean(vs),

@@ -28,7 +28,7 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
 }
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §5.4, Fig. 5:
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §5.4, Fig. 5:
 # Main > Reducing H > Reducing H and Psi (the order of the behaviour spaces' sizes), and Random
 # Selection "significantly" below Main. App. K.3 shows diversity without UCB, not returns.
 ORDERINGS = (

@@ -36,7 +36,7 @@ ABLATIONS.update({f"beta_loo_c{c}": dict(beta_loo_c=float(c)) for c in (2, 5, 10
 ABLATIONS.update({"lambda0": dict(retrace_lambda=0.0), "lambda0_5": dict(retrace_lambda=0.5)})
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/minatar.md). §4 on Fig. 3
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §4 on Fig. 3
 # (left): "each of the algorithmic improvements (Distributional retrace, beta-LOO and prioritized
 # replay) contributed", "Beta-LOO clearly outperformed TISLR"; App. 6.5: lazy initial priorities
 # "anecdotally" beat a maximum priority. The distributional pair is the weakest: §4 goes on that

@@ -146,7 +146,7 @@ def trained_steps(batch: dict, burn_in: int) -> dict:
 
 
 # choice: a step of an unroll, forward and backward, costs about as much as 12 more items do on
-# the 2-core AVX2 CPU of docs/minatar.md (DiCE's LSTM over 81 steps: 83 ms for 8 items, 313 ms
+# the 2-core AVX2 CPU of docs/guides/minatar.md (DiCE's LSTM over 81 steps: 83 ms for 8 items, 313 ms
 # for 64): what `split_point` weighs a part's positions against its items with.
 STEP_COST_IN_ITEMS = 12.0
 

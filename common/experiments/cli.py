@@ -141,7 +141,7 @@ class RunSettings:
     launcher: str = field(
         "local",
         "local (the processes of --role=local on this machine) or ray (the same roles as Ray "
-        "actors on a Ray cluster: pip install -e .[ray]; docs/several_machines.md).",
+        "actors on a Ray cluster: pip install -e .[ray]; docs/guides/several_machines.md).",
     )
     ray_address: str | None = field(
         None,
@@ -156,7 +156,7 @@ class RunSettings:
         "Serve the run's Reverb server on every network interface, without authentication, so "
         "that other machines' roles connect: --role=replay and --launcher=ray need it, and a "
         "--role=local run that actor hosts join. Without it --role=local runs in a network of "
-        "its own, loopback only (docs/several_machines.md, 'Ports').",
+        "its own, loopback only (docs/guides/several_machines.md, 'Ports').",
     )
     ablation: str | None = field(None, "One named variant of the paper's ablations.")
     ablations: tuple[str, ...] = field(
@@ -226,7 +226,7 @@ class RunSettings:
             if self.role != "local":
                 raise FlagError(
                     f"--launcher=ray places every role of --role=local on a Ray cluster; with "
-                    f"--role={self.role} start each role by hand (docs/several_machines.md)"
+                    f"--role={self.role} start each role by hand (docs/guides/several_machines.md)"
                 )
             if importlib.util.find_spec("ray") is None:
                 raise FlagError(
@@ -240,7 +240,7 @@ class RunSettings:
             raise FlagError(
                 f"{serving} serves its Reverb server to other machines: add --open_port, which "
                 "opens its port on every network interface without authentication "
-                "(docs/several_machines.md, 'Ports')"
+                "(docs/guides/several_machines.md, 'Ports')"
             )
         if self.open_port and self.role not in ("local", "replay"):
             raise FlagError(

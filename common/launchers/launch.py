@@ -540,7 +540,7 @@ def _server_line(port: int, num_actors: int, open_because: str | None) -> str:
     return (
         f"[launch] Reverb server on port {port} of every network interface, without "
         f"authentication ({open_because or 'started outside the command line'}; "
-        "docs/several_machines.md says how to fence it); more "
+        "docs/guides/several_machines.md says how to fence it); more "
         f"actor hosts join with --role=actor --replay_address=<this host>:{port} "
         f"--first_actor={num_actors} (or above)"
     )

@@ -12,7 +12,7 @@ reach. The run's files are the same files; only its sockets are private.
 
 Where the kernel refuses (no user namespaces for this user, a seccomp profile), `enter` returns
 the reason, and the launcher says on one line that the port is open (`common.launchers.launch`).
-`--open_port` skips all this, for a local run that actor hosts join (docs/several_machines.md).
+`--open_port` skips all this, for a local run that actor hosts join (docs/guides/several_machines.md).
 """
 
 import ctypes

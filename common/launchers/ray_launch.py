@@ -1,5 +1,5 @@
 """`--launcher=ray`: the processes of `--role=local` placed as Ray actors on a Ray cluster
-(docs/several_machines.md; docs/architecture.md#processes-and-roles-commonlauncherslaunchpy).
+(docs/guides/several_machines.md; docs/architecture.md#processes-and-roles-commonlauncherslaunchpy).
 
 `run(experiment, address)` joins the cluster at `address` (`host:port` of its head, or `auto`),
 or starts one on this machine (None), and places:

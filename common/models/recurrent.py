@@ -68,7 +68,7 @@ def lstm_unroll(projected, keep, h, c, recurrent_kernel):
     activations' derivatives, the recurrent kernel's gradient as one matmul over all steps) is
     computed for all steps at once outside it; autodiff of the scan runs about three times the
     ops a step, a recurrent-kernel matmul among them. Reactor's train step: 1.15x
-    (docs/minatar.md, "The LSTM's gradient by hand")."""
+    (docs/guides/minatar.md, "The LSTM's gradient by hand")."""
 
     def step(carry, elems):
         return _lstm_step_and_gates(*elems, *carry[:2], recurrent_kernel)
@@ -112,7 +112,7 @@ def scan_cores(networks: Sequence, projected: Sequence, reset, states: Sequence)
 
     The gradient is the scan's own: the burn-in papers' unrolls (64 items of 80-120 steps, 256
     units) are compute-bound, and `lstm_unroll`'s gradient, written for op-bound unrolls, ran
-    their train step at 0.93x (docs/minatar.md, "The LSTM's gradient by hand")."""
+    their train step at 0.93x (docs/guides/minatar.md, "The LSTM's gradient by hand")."""
     dtype = networks[0].core.compute_dtype
     recurrent = tf.stack([tf.cast(net.core.recurrent_kernel, dtype) for net in networks])
     keep = 1.0 - tf.cast(reset, dtype)[..., None]  # [T, B, 1]

@@ -204,7 +204,7 @@ class ItemSink:
     (a writer's batch of items). It calls the writer's C++ core (`reverb.TrajectoryWriter.
     _writer`, dm-reverb 0.14.0: the pinned version) directly. The Python wrapper's `append` and
     `history` rebuild the step's paths and column structure on every call, about as long as the
-    C++ append itself, and a whole item is one call of each (docs/minatar.md, "On a Xeon: whole
+    C++ append itself, and a whole item is one call of each (docs/guides/minatar.md, "On a Xeon: whole
     items through Reverb's C++ writer"). The C++ writer still checks every item against its
     table's signature, so a mismatch fails as loudly as before.
     """

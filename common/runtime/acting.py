@@ -158,7 +158,7 @@ class CompiledCall:
     An actor calls its policy once a step with the same shapes every time, so it skips
     tf.function's matching of every call's arguments against its traces and converts the
     numpy inputs itself: on a MinAtar step of 16 environments that matching and conversion
-    took about as long as the graph's own ops (docs/minatar.md#throughput-on-this-machine)."""
+    took about as long as the graph's own ops (docs/guides/minatar.md#throughput-on-this-machine)."""
 
     def __init__(self, graph: Callable, jit_compile: bool = False):
         self._function = tf.function(graph, jit_compile=jit_compile)

@@ -558,7 +558,7 @@ BURN_IN_MINATAR: dict[str, Any] = dict(
     total_frames=5_000_000,  # MinAtar's published learning curves run 5M frames
     # choice: the small torso's activations fit in one slice, and the learner cuts that slice in
     # two by length where it pays (common.burn_in.burn_in_learning.split_point); 4 equal slices
-    # train full items at 0.63x the speed of 1 (docs/minatar.md)
+    # train full items at 0.63x the speed of 1 (docs/guides/minatar.md)
     learner_microbatches=1,
     noop_max=0,  # MinAtar's protocol (common.environments.envs) has no no-op starts
 )

@@ -1,5 +1,5 @@
 """benchmarks/protocol.py: the trials are the protocol's tables, and a trial's runs are scored and
-chosen by the protocol's rules (docs/minatar_protocol.md)."""
+chosen by the protocol's rules (docs/guides/minatar_protocol.md)."""
 
 import csv
 import math
@@ -15,7 +15,9 @@ from benchmarks import minatar_references
 
 from benchmarks import minatar_runs
 
-PROTOCOL_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "minatar_protocol.md")
+PROTOCOL_MD = os.path.join(
+    os.path.dirname(__file__), "..", "..", "docs", "guides", "minatar_protocol.md"
+)
 
 
 def markdown_table(section: str) -> list[list[str]]:

@@ -1,5 +1,6 @@
-"""common/runtime/acting.py: the batched categorical policy, evaluation quotas, and an actor writing
-real unrolls to a real Reverb server (in this process, so its records can be checked exactly)."""
+"""common/runtime/acting.py and evaluation.py: the batched categorical policy, evaluation quotas,
+and an actor writing real unrolls to a real Reverb server (in this process, so its records can be
+checked exactly)."""
 
 import dataclasses
 import os
