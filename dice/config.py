@@ -146,8 +146,8 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
 # CartPole). Measured (docs/guides/dice.md, "A Retrace weight of 0.1"): --reward_shaping=fourth_root
 # --q_loss_scale=0.1 --q_centering=policy_mean --eval_policy=greedy --total_frames=2000000 has
 # 16-game evaluation rounds >= 450 on three seeds of three (a training mean of 450 on two), still
-# with falls to one-action play; flags, not defaults: they leave Table 5's loss (and the README's
-# CartPole tables were measured without them).
+# with falls to one-action play; flags, not defaults: they leave Table 5's loss (and the CartPole
+# tables of docs/guides/dice.md were measured without them).
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,

@@ -133,7 +133,7 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
     learner_microbatches: int = field(1)
     # choice: exactly the same gradient in 1/k of the activation memory
     # (common.burn_in.burn_in_learning); k = 1: a Table 3 step of the three Nature-torso networks
-    # peaked at 3.9 GiB on the 24 GiB CPU machine (README, "Training LBC").
+    # peaked at 3.9 GiB on the 24 GiB CPU machine (docs/guides/lbc.md).
     replay_capacity: int = field(10_000)
     # choice: no size printed; with reuse 2 and FIFO the table behaves like a queue.
 
@@ -234,9 +234,10 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
 
 # choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE), with heads
 # and a dynamics MLP to match. The population keeps Table 3's h_i = (gamma_i, RS_i), so that the
-# Reducing H ablations (h_1 of Table 3) train a member of the same population. Measured (README,
-# "The collapse"): --learning_rate=3e-4 avoids the falls to one-action play of long runs at 1e-3,
-# but rises more slowly; the default stays the shared 1e-3 that the README's CartPole tables used.
+# Reducing H ablations (h_1 of Table 3) train a member of the same population. Measured
+# (docs/guides/lbc.md): --learning_rate=3e-4 avoids the falls to one-action play of long runs at
+# 1e-3, but rises more slowly; the default stays the shared 1e-3 that docs/guides/lbc.md's CartPole
+# tables used.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, head_hidden=64, aux_hidden=64)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,

@@ -2,7 +2,8 @@
 Reverb server, learner and evaluator. Each game draws its own eta from its env's bandits and
 feeds its return back; items are trained on at most twice (on average between 1 and 2 when a
 batch is drawn); the bandits' state and the replay survive a resume. Learning curves live in
-benchmarks/ and the README."""
+benchmarks/ and
+docs/results/."""
 
 import os
 

@@ -3,7 +3,8 @@ launcher, actor processes, Reverb server and learner), and a resume that restore
 
 Budgets are a few learner steps: these runs prove the plumbing of each pattern end to end
 (items arrive, the learner steps and checkpoints, every game is logged, replay is restored);
-learning curves live in benchmarks/ and the README."""
+learning curves live in benchmarks/ and
+docs/results/."""
 
 import csv
 import os

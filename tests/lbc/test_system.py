@@ -2,7 +2,8 @@
 server, learner and evaluator. Each game draws its own psi = (tau_1..3, omega_1..3) from its env's
 bandit population and feeds its return back; the three networks are trained and logged apart;
 the checkpoint, the replay and the bandits' state survive a resume. Learning curves live in
-benchmarks/ and the README."""
+benchmarks/ and
+docs/results/."""
 
 import os
 
