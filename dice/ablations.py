@@ -21,6 +21,9 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # draws x = log(1 + 1/tau) (App. A) uniformly: our reading of the initial Omega
     # (docs/papers/dice.md#departures-from-the-paper); evaluated with the same Omega.
     "random": dict(bandit_selection="uniform_coordinate", eval_policy="bandits"),
+    # Table 5's learning rate and batch: the Atari settings in place of the MinAtar protocol's
+    # (dice/config.py::MINATAR_OVERRIDES); on Atari, the defaults.
+    "table_5": dict(learning_rate=5e-4, batch_size=64),
 }
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's

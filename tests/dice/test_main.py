@@ -42,4 +42,27 @@ def test_every_ablation_is_a_valid_config():
 
     for overrides in ablations.ABLATIONS.values():
         config_lib.DiceConfig(**overrides).validate()
-    assert set(ablations.ABLATIONS) == {"dice", "baseline", "entropy", "entropy_tau_one", "random"}
+    assert set(ablations.ABLATIONS) == {
+        "dice",
+        "baseline",
+        "entropy",
+        "entropy_tau_one",
+        "random",
+        "table_5",
+    }
+
+
+def test_minatar_takes_the_protocols_choice_and_table_5_restores_the_papers():
+    from common.experiments import cli
+    from dice import builder
+
+    def config(env, ablation=None, **given):
+        made = cli.make_config(builder.PAPER, dict(env=env, **given), ablation)
+        return made.learning_rate, made.batch_size, made.gradient_updates
+
+    # Trial 9 of docs/results/minatar_protocol/dice.csv; 1M frames of items of 80 steps, each
+    # trained twice: 1e6 / (8 * 80 / 2) updates at batch 8, 1e6 / (64 * 80 / 2) at Table 5's 64.
+    assert config("MinAtar/Breakout-v0", total_frames=1_000_000) == (4e-3, 8, 3125)
+    assert config("MinAtar/Breakout-v0", "table_5", total_frames=1_000_000) == (5e-4, 64, 390)
+    # On Atari the paper's values are the defaults, and the ablation changes nothing.
+    assert config("Pong")[:2] == config("Pong", "table_5")[:2] == (5e-4, 64)
