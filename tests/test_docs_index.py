@@ -26,3 +26,9 @@ def test_the_index_links_every_guide_note_and_results_folder():
 
 def test_every_link_of_the_index_resolves():
     assert sorted(str(p) for p in _links() if not p.exists()) == []
+
+
+def test_every_study_has_its_summary():
+    folders = [p for p in (DOCS / "results").iterdir() if p.is_dir()]
+    assert folders
+    assert sorted(p.name for p in folders if not (p / "summary.md").exists()) == []
