@@ -16,7 +16,7 @@ import typing
 from common.settings.config import (
     PRECISIONS,
     TORSOS,
-    ProcessSettings,
+    RunSettings,
     field,
     interval,
     non_negative,
@@ -33,11 +33,10 @@ EVAL_POLICIES = ("sample", "greedy")
 
 
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig(ProcessSettings):
+class ImpalaConfig(RunSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment and network -----------------------------------------------------------
-    env: str = field("Pong", "Atari game (e.g. Pong, Breakout) or CartPole.")  # choice: smoke game
     network: str = field(
         "deep",
         "Torso: deep (15-conv residual), shallow (A3C 2-conv), nature (DQN 3-conv), minatar, mlp.",
@@ -55,7 +54,7 @@ class ImpalaConfig(ProcessSettings):
     # --- Loss (Table G.1 unless noted) -------------------------------------------------------
     unroll_length: int = field(20, "Unroll length n (n steps + 1 bootstrap observation).", positive)
     # Table G.1: unroll length 20 (Table D.3: 100 on DMLab).
-    batch_size: int = field(32, "Unrolls per learner batch.", positive)  # Table G.1
+    batch_size: int = 32  # Table G.1
     discount: float = field(0.99, "Discount gamma.", unit_interval)
     # Table G.1 (Table D.3 also 0.99)
     baseline_cost: float = field(
@@ -104,26 +103,21 @@ class ImpalaConfig(ProcessSettings):
     # Table G.1
     max_grad_norm: float = field(40.0, "Clip the global gradient norm (0 disables).", non_negative)
     # Table G.1
-    total_frames: int = field(
-        200_000_000, "Environment frames (action repeats included).", positive
-    )
-    # §5.3.2 / Table C.1: 200M frames per game; the lr schedule counts frames, action repeats
-    # included (Table 1 note 2; docs/papers/impala.md#errata).
+    # total_frames: `RunSettings`' 200M, §5.3.2 / Table C.1's per game; the lr schedule counts
+    # frames, action repeats included (Table 1 note 2; docs/papers/impala.md#errata).
 
     # --- Actors and learner: system choices for a 2-core machine ------------------------------
-    num_actors: int = field(2, "Actor processes.", positive)
-    # choice: one actor process per core; each runs a C++ vector env, so 2 saturate 2 cores.
-    envs_per_actor: int = field(
-        16, "Envs one actor steps together (one policy call per step).", positive
-    )
+    # num_actors: `RunSettings`' 2, one actor process per core; each runs a C++ vector env, so 2
+    # saturate 2 cores.
+    envs_per_actor: int = 16
     # choice: 16 envs amortise one batched inference call; 2x16 = batch 32 unrolls per round.
     # MinAtar, whose steps cost far less, takes 64 (MINATAR_OVERRIDES).
     queue_capacity: int = field(32, "Unrolls the queue table holds before actors block.", positive)
     # choice: one batch. Actors outpace the learner on 2 cores, so the queue is always full and
     # each queued batch adds a learner step of policy lag (the paper gives no queue size).
-    params_pull_interval: int = field(20, "Actor steps between parameter pulls.", positive)
+    params_pull_interval: int = 20
     # §3: actors pull the latest parameters before each trajectory, i.e. every n steps.
-    publish_interval: int = field(1, "Learner steps between parameter publications.", positive)
+    publish_interval: int = 1
     # choice: publishing ~1M floats costs milliseconds, far less than one learner step.
     publish_lag: int = field(
         0, "Actors act with parameters this many learner steps old.", non_negative
@@ -161,10 +155,9 @@ class ImpalaConfig(ProcessSettings):
     # choice: float32 as in the paper. bfloat16 (float32 weights, bfloat16 arithmetic) makes
     # acting ~1.6x cheaper on CPUs with AVX512-BF16 (benchmarks/throughput.py); V-trace corrects
     # for it exactly, because actors record the logits they actually sampled from as mu.
-    seed: int = field(0, "Seed of environments and networks.", non_negative)
 
     # --- Evaluation protocol (§5.3.2, App. G) --------------------------------------------------
-    eval_episodes: int = field(200, "Episodes per evaluation (protocol: 200).", positive)
+    eval_episodes: int = 200
     # §5.3.2: "each game-score is the mean over 200 evaluation episodes".
     eval_noop_max: int = field(
         30, "Random no-ops (uniform in [1, max]) at episode start.", non_negative

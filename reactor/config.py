@@ -17,7 +17,7 @@ from typing import Any
 from common.settings.config import (
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
-    ProcessSettings,
+    RunSettings,
     at_least,
     atari_protocol_overrides,
     field,
@@ -50,17 +50,14 @@ SEQUENCE_OF_FRAMES = must_be(
 
 
 @dataclasses.dataclass(frozen=True)
-class ReactorConfig(ProcessSettings):
-    """Hyperparameters and run settings; `validate()` names the offending field. The process
-    settings (--jit_compile, niceness, intervals) are `common.settings.config.ProcessSettings`'."""
+class ReactorConfig(RunSettings):
+    """Hyperparameters and run settings; `validate()` names the offending field. The run and
+    process settings' help and checks (--env, --num_actors, --jit_compile, ...) are
+    `common.settings.config.RunSettings`'; the paper's defaults for them are below."""
 
     # --- Environment (§4.1; the rest of the protocol is `PROTOCOL`) ----------------------------
-    env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
-    total_frames: int = field(
-        200_000_000, "Environment frames (action repeats included).", positive
-    )
-    # §4.1: 200M frames (500M for "Reactor 500m"), summed over workers (footnote 4); emulator
-    # frames, not agent steps.
+    # total_frames: `RunSettings`' 200M, §4.1's (500M for "Reactor 500m"), summed over workers
+    # (footnote 4); emulator frames, not agent steps.
     frame_stack: int = field(1, "Frames per observation (the LSTM provides the history).", positive)
     # Table 3 input 84x84x1; §3.4.1 chose a recurrent network over frame stacking.
     full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
@@ -143,7 +140,7 @@ class ReactorConfig(ProcessSettings):
     # choice: none is mentioned.
 
     # --- Replay (§3.3, §3.4, App. 6.3) ---------------------------------------------------------
-    batch_size: int = field(4, "Sequences per learner batch.", positive)  # §3.4: "in batches of 4"
+    batch_size: int = 4  # §3.4: "in batches of 4"
     sequence_length: int = field(
         33, "Frames per replayed sequence (32 trained transitions).", SEQUENCE_OF_FRAMES
     )
@@ -203,25 +200,24 @@ class ReactorConfig(ProcessSettings):
     # §3.4: "We typically execute 4-6 acting steps per each learning step"; choice: the middle.
 
     # --- Actors (§3.4, Fig. 2) -------------------------------------------------------------------
-    num_actors: int = field(2, "Actor processes.", positive)  # choice: one per core on 2 cores
-    envs_per_actor: int = field(5, "Environments stepped together by one actor.", positive)
+    # num_actors: `RunSettings`' 2, one per core on 2 cores.
+    envs_per_actor: int = 5
     # Fig. 2: 10 actor-learner workers, one environment each = 2 x 5.
-    params_pull_interval: int = field(5, "Actor steps between parameter pulls.", positive)
+    params_pull_interval: int = 5
     # §3.4: a worker downloads the parameters before each learning step, i.e. every 5 acting
     # steps at the default --acting_steps_per_learner_step (a separate flag: it does not follow).
-    publish_interval: int = field(1, "Learner steps between parameter publications.", positive)
+    publish_interval: int = 1
     # §3.4: a worker sends its update at the end of each learning step.
 
     # --- Evaluation (§4.1, App. 6.6) -----------------------------------------------------------
-    eval_episodes: int = field(200, "Episodes per evaluation.", positive)
+    eval_episodes: int = 200
     # §4.1: "We averaged scores over 200 episodes" (30 random no-op starts; the human starts
     # were never released: docs/papers/reactor.md#departures-from-the-paper).
     eval_policy: str = field(
         "sample", "Evaluated policy: sample from pi, or greedy on Q.", one_of(EVAL_POLICIES)
     )
     # choice: the stochastic, epsilon-mixed pi, the agent's only policy.
-    seed: int = field(0, "Seed of environments and networks.", non_negative)
-    # §4.1: "a fixed random seed across all games".
+    # seed: `RunSettings`' 0; §4.1: "a fixed random seed across all games".
 
     def validate(self) -> "ReactorConfig":
         """Raises ValueError naming the first field whose value is not allowed: each field's

@@ -10,8 +10,9 @@ own. `Config.validate()` checks every field by its rule, raising an error that n
 (`--batch_size=0 must be > 0`); a config's own `validate()` adds only the rules that relate
 several fields, after `super().validate()`.
 
-The parts: `ProcessSettings` (every paper: how the processes run on this machine), and for the
-burn-in agents DiCE, GDI and LBC `BurnInLearnerSettings` (their environment, LSTM agent, loss,
+The parts: `ProcessSettings` (every paper: how the processes run on this machine),
+`RunSettings` (every paper: the game, budget, actors, batch, weight transfer, evaluation and
+seed), and for the burn-in agents DiCE, GDI and LBC `BurnInLearnerSettings` (their environment, LSTM agent, loss,
 AdamW, sample-k replay and actors) and `BanditSettings` (what their behaviour controllers share).
 A part owns its fields' defaults, help text and checks. A paper's config inherits the parts and
 declares only what is its own: its own fields, and the shared fields whose default is the
@@ -255,8 +256,42 @@ class ProcessSettings(Config):
     # choice: a periodic round of a paper's full evaluation would starve training on 2 cores.
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RunSettings(ProcessSettings):
+    """What every paper's run is: the game and its budget, the actors that play it, the learner's
+    batch, how weights move between them, the evaluation and the seed. Help text and checks are
+    declared here once; a field without a default here has none every paper shares, so each
+    config gives its paper's own, cited there (keyword-only: a config that leaves one out fails
+    when it is built)."""
+
+    env: str = field("Pong", "Atari game (e.g. Pong, Breakout), MinAtar game or CartPole.")
+    # choice: a quick smoke game, every paper's.
+    total_frames: int = field(
+        200_000_000, "Environment frames (action repeats included).", positive
+    )
+    # IMPALA §5.3.2, Reactor §4.1, DiCE Table 5, GDI Table 6: 200M (LBC declares its own).
+    seed: int = field(0, "Seed of environments, networks and behaviour controllers.", non_negative)
+    num_actors: int = field(2, "Actor processes.", positive)
+    # choice: one per core on 2 cores, every paper's.
+    envs_per_actor: int = field(
+        dataclasses.MISSING, "Environments one actor steps together (one policy call).", positive
+    )
+    params_pull_interval: int = field(
+        dataclasses.MISSING, "Actor steps between parameter pulls.", positive
+    )
+    publish_interval: int = field(
+        dataclasses.MISSING, "Learner steps between parameter publications.", positive
+    )
+    batch_size: int = field(
+        dataclasses.MISSING,
+        "Items per learner batch (IMPALA's unrolls, the others' sequences).",
+        positive,
+    )
+    eval_episodes: int = field(dataclasses.MISSING, "Episodes per evaluation.", positive)
+
+
 @dataclasses.dataclass(frozen=True)
-class BurnInLearnerSettings(ProcessSettings):
+class BurnInLearnerSettings(RunSettings):
     """The fields DiCE, GDI and LBC share besides their behaviour controllers' (`BanditSettings`):
     the environment's knobs, the LSTM agent, its loss weights, AdamW, the sample-k replay of
     burn-in sequences and the actors, and the quantities derived from them; with the process
@@ -271,12 +306,9 @@ class BurnInLearnerSettings(ProcessSettings):
     schedule_source: ClassVar[str]
 
     # --- Environment (the rest of the protocol is the paper's `PROTOCOL`) ----------------------
-    env: str = field("Pong", "Atari game, e.g. Pong, Breakout.")  # choice: quick smoke game
-    total_frames: int = field(
-        200_000_000, "Environment frames (action repeats included).", positive
-    )
-    # DiCE Table 5 "Num. States 200M" read as frames, as its Tables 2 and 3 print "Num. Frames
-    # 200M" (docs/papers/dice.md#errata); GDI Table 6 "Num. Frames 200M". LBC: its own.
+    # total_frames: `RunSettings`' 200M, DiCE Table 5 "Num. States 200M" read as frames, as its
+    # Tables 2 and 3 print "Num. Frames 200M" (docs/papers/dice.md#errata); GDI Table 6 "Num.
+    # Frames 200M". LBC: its own.
     full_action_set: bool = field(True, "All 18 Atari actions.")
     # DiCE Table 5, GDI Table 5, LBC Table 3: "Action Space Full".
     noop_max: int = field(
@@ -352,7 +384,7 @@ class BurnInLearnerSettings(ProcessSettings):
 
     # --- Replay (docs/architecture.md#replay-patterns-commonreplaypatternspy)
     # ------------------------
-    batch_size: int = field(64, "Sequences per learner batch.", positive)
+    batch_size: int = 64
     # DiCE Table 5, GDI Table 6, LBC Table 3.
     burn_in: int = field(
         40, "Burn-in steps from the stored LSTM state (no gradient).", non_negative
@@ -395,23 +427,21 @@ class BurnInLearnerSettings(ProcessSettings):
     # for two samples. LBC: its own.
 
     # --- Actors --------------------------------------------------------------------------------
-    num_actors: int = field(2, "Actor processes.", positive)  # choice: one per core on 2 cores
-    envs_per_actor: int = field(80, "Environments stepped together by one actor.", positive)
+    envs_per_actor: int = 80
     # DiCE Table 5, GDI Table 6 "Num. Environments 160" = 2 x 80; LBC: choice (not printed), the
     # same 160.
-    params_pull_interval: int = field(64, "Actor steps between parameter pulls.", positive)
+    params_pull_interval: int = 64
     # DiCE Table 5, GDI Table 6 "Actor Pull Model Every n Steps 64"; LBC Table 3 "... Every
     # d_pull Steps 64".
-    publish_interval: int = field(25, "Learner steps between parameter publications.", positive)
+    publish_interval: int = 25
     # DiCE Table 5, GDI Table 6 "Learner Push Model Every n Steps 25"; LBC Table 3 "... Every
     # d_push Steps 25".
 
     # --- Evaluation and seed -------------------------------------------------------------------
-    eval_episodes: int = field(32, "Episodes per evaluation.", positive)
+    eval_episodes: int = 32
     # GDI §4.1: "undiscounted episode returns averaged over 32 environments with different
     # seeds"; LBC §5.1.1: "a windowed mean over 32 episodes"; DiCE: choice (not stated,
     # docs/papers/dice.md#departures-from-the-paper), the count GDI averages for the same agent.
-    seed: int = field(0, "Seed of environments, networks and bandits.", non_negative)
 
     def validate(self) -> Self:
         """The fields' checks, then the rules that relate the learner's fields."""

@@ -204,23 +204,28 @@ def test_a_minatar_warm_up_keeps_its_atari_share_of_any_budget_s_updates(
     """The burn-in papers' MinAtar warm-up is a `WarmupShare`: the share of its run's updates
     that the table's warm-up takes on Atari (DiCE: 4,000 of 19,531), at 5M frames and at the
     shorter budgets a grid runs (whose updates a fixed 5M-frame warm-up would outnumber);
-    --warmup_steps given on the command line wins."""
+    --warmup_steps given on the command line wins. A batch of 64 items of 80 steps, each trained
+    twice, is an update per 2,560 frames; DiCE's MinAtar batch of 8 (the protocol's) one per 320."""
     paper = _paper(config_class, env_defaults={"MinAtar": config_module.MINATAR_OVERRIDES})
     atari = _plan(paper, "--env=Pong").config
     share = atari.warmup_steps / atari.gradient_updates
-    for frames, updates in ((5_000_000, 1953), (1_000_000, 390), (300_000, 117)):
+    per_update = 320 if config_module is dice_config else 2560
+    budgets = {5_000_000: (15625, 1953), 1_000_000: (3125, 390), 300_000: (937, 117)}
+    for frames, both in budgets.items():
+        updates = both[0] if config_module is dice_config else both[1]
+        assert updates == frames // per_update
         config = _plan(paper, "--env=MinAtar/Breakout-v0", f"--total_frames={frames}").config
         assert config.gradient_updates == updates
         assert config.warmup_steps == round(share * updates)
-    assert _plan(paper, "--env=minatar:breakout").config.warmup_steps == (
-        80 if config_module is lbc_config else 400
-    )
+    default_warmup = {lbc_config: 80, dice_config: 3200}.get(config_module, 400)
+    assert _plan(paper, "--env=minatar:breakout").config.warmup_steps == default_warmup
     given = _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=7")
     assert given.config.warmup_steps == 7
+    at_1m = budgets[1_000_000][0 if config_module is dice_config else 1]
     with pytest.raises(
-        dataclass_flags.FlagError, match="--warmup_steps=390 must be < the 390 optimiser"
+        dataclass_flags.FlagError, match=f"--warmup_steps={at_1m} must be < the {at_1m} optimiser"
     ):
-        _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=390")
+        _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", f"--warmup_steps={at_1m}")
 
 
 @pytest.mark.parametrize(
@@ -459,7 +464,7 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
         ["vtrace", "no_correction"],
         [0, 1],
         "/tmp/x",
-        ["--env=Pong", "--nouse_lstm", "--entropy_cost=0.02", "--total_frames=1000"],
+        ["--env=Pong", "--total_frames=1000", "--nouse_lstm", "--entropy_cost=0.02"],
     )
     assert kwargs == dict(parallel=2, game="Pong")
     # Seeds alone run the paper's default variant; CartPole has no HNS.
