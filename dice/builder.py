@@ -1,13 +1,21 @@
 """DiCE on the shared stack: `DiceBuilder` (`common.experiments.builder.BurnInBuilder`) and the
-command line's
-`PAPER`. Imports TensorFlow only inside the methods that build something."""
+command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder
-from common.experiments import cli
+from common.experiments import builder, cli
 from dice import ablations
 from dice import config as config_lib
+
+if TYPE_CHECKING:
+    from common.control.behaviour import BehaviourSpec
+    from common.environments.protocols import AtariProtocol
+    from common.runtime.acting import PolicyFactory
+    from common.runtime.agent import EnvSpec
+    from common.runtime.learning import LearnerParts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,28 +25,28 @@ class DiceBuilder(builder.BurnInBuilder[config_lib.DiceConfig]):
 
     config: config_lib.DiceConfig
 
-    def policy_factory(self):
+    def policy_factory(self) -> PolicyFactory:
         from dice import acting
 
         return acting.make_policy(self.config)
 
-    def make_learner(self, spec):
+    def make_learner(self, spec: EnvSpec) -> LearnerParts:
         """The learner process's parts (`dice.learning.make_learner_parts`)."""
         from dice import learning
 
         return learning.make_learner_parts(self.config, spec)
 
-    def core_state_spec(self):
+    def core_state_spec(self) -> Any:
         from dice import networks
 
         return networks.core_state_spec(self.config)
 
-    def behaviour(self):
+    def behaviour(self) -> BehaviourSpec | None:
         from dice import acting
 
         return acting.behaviour_spec(self.config)
 
-    def protocol(self):
+    def protocol(self) -> AtariProtocol:
         from dice import acting
 
         return acting.protocol(self.config)

@@ -1,13 +1,21 @@
 """GDI on the shared stack: `GdiBuilder` (`common.experiments.builder.BurnInBuilder`) and the
-command line's
-`PAPER`. Imports TensorFlow only inside the methods that build something."""
+command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder
-from common.experiments import cli
+from common.experiments import builder, cli
 from gdi import ablations
 from gdi import config as config_lib
+
+if TYPE_CHECKING:
+    from common.control.behaviour import BehaviourSpec
+    from common.environments.protocols import AtariProtocol
+    from common.runtime.acting import PolicyFactory
+    from common.runtime.agent import EnvSpec
+    from common.runtime.learning import LearnerParts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,23 +26,23 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
 
     config: config_lib.GdiConfig
 
-    def policy_factory(self):
+    def policy_factory(self) -> PolicyFactory:
         from gdi import acting
 
         return acting.make_policy(self.config)
 
-    def make_learner(self, spec):
+    def make_learner(self, spec: EnvSpec) -> LearnerParts:
         """The learner process's parts (`gdi.learning.make_learner_parts`)."""
         from gdi import learning
 
         return learning.make_learner_parts(self.config, spec)
 
-    def core_state_spec(self):
+    def core_state_spec(self) -> Any:
         from gdi import networks
 
         return networks.core_state_spec(self.config)
 
-    def behaviour(self):
+    def behaviour(self) -> BehaviourSpec | None:
         from gdi import acting
 
         return acting.behaviour_spec(self.config)
@@ -43,7 +51,7 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
         """A truncated game bootstraps each network in its own reward shaping's units."""
         return len(self.config.reward_shapings)
 
-    def protocol(self):
+    def protocol(self) -> AtariProtocol:
         from gdi import acting
 
         return acting.protocol(self.config)

@@ -1,14 +1,22 @@
 """IMPALA on the shared stack: `ImpalaBuilder` (`common.experiments.builder.Builder`) and the
-command line's
-`PAPER`. Imports TensorFlow only inside the methods that build something."""
+command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder
-from common.experiments import cli
+from common.experiments import builder, cli
 from impala import ablations
 from impala import config as config_lib
+
+if TYPE_CHECKING:
+    from common.environments.protocols import AtariProtocol
+    from common.replay.patterns import Pattern
+    from common.runtime.acting import PolicyFactory
+    from common.runtime.agent import EnvSpec
+    from common.runtime.learning import LearnerParts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +26,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
 
     config: config_lib.ImpalaConfig
 
-    def replay(self):
+    def replay(self) -> Pattern:
         """The queue of §3, Table 2's queue plus uniform replay (§5.2.2, Table D.3), or another
         paper's pattern with IMPALA's learner (config.replay)."""
         from common.replay import patterns
@@ -55,7 +63,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
         pattern.validate()
         return pattern
 
-    def policy_factory(self):
+    def policy_factory(self) -> PolicyFactory:
         from impala import acting
 
         return functools.partial(acting.make_policy, self.config)
@@ -65,13 +73,12 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
 
         return acting.policy_extras(spec)
 
-    def make_learner(self, spec):
+    def make_learner(self, spec: EnvSpec) -> LearnerParts:
         """Network, compiled train step and optimizer of the learner process."""
         import tensorflow as tf
 
         from common.runtime import learning as common_learning
-        from impala import learning
-        from impala import networks
+        from impala import learning, networks
 
         config = self.config
         tf.random.set_seed(config.seed)
@@ -85,12 +92,12 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
             acting_variables=network.variables,
         )
 
-    def core_state_spec(self):
+    def core_state_spec(self) -> Any:
         from impala import networks
 
         return networks.core_state_spec(self.config)
 
-    def protocol(self):
+    def protocol(self) -> AtariProtocol:
         from impala import acting
 
         return acting.protocol(self.config)

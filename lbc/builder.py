@@ -1,13 +1,21 @@
 """LBC on the shared stack: `LbcBuilder` (`common.experiments.builder.BurnInBuilder`) and the
-command line's
-`PAPER`. Imports TensorFlow only inside the methods that build something."""
+command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder
-from common.experiments import cli
+from common.experiments import builder, cli
 from lbc import ablations
 from lbc import config as config_lib
+
+if TYPE_CHECKING:
+    from common.control.behaviour import BehaviourSpec
+    from common.environments.protocols import AtariProtocol
+    from common.runtime.acting import PolicyFactory
+    from common.runtime.agent import EnvSpec
+    from common.runtime.learning import LearnerParts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,23 +27,23 @@ class LbcBuilder(builder.BurnInBuilder[config_lib.LbcConfig]):
 
     config: config_lib.LbcConfig
 
-    def policy_factory(self):
+    def policy_factory(self) -> PolicyFactory:
         from lbc import acting
 
         return acting.make_policy(self.config)
 
-    def make_learner(self, spec):
+    def make_learner(self, spec: EnvSpec) -> LearnerParts:
         """The learner process's parts (`lbc.learning.make_learner_parts`)."""
         from lbc import learning
 
         return learning.make_learner_parts(self.config, spec)
 
-    def core_state_spec(self):
+    def core_state_spec(self) -> Any:
         from lbc import networks
 
         return networks.core_state_spec(self.config)
 
-    def behaviour(self):
+    def behaviour(self) -> BehaviourSpec | None:
         from lbc import acting
 
         return acting.behaviour_spec(self.config)
@@ -44,7 +52,7 @@ class LbcBuilder(builder.BurnInBuilder[config_lib.LbcConfig]):
         """A truncation stores V_i(x_final) of every network."""
         return self.config.num_networks
 
-    def protocol(self):
+    def protocol(self) -> AtariProtocol:
         from lbc import acting
 
         return acting.protocol(self.config)

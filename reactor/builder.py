@@ -1,14 +1,22 @@
 """Reactor on the shared stack: `ReactorBuilder` (`common.experiments.builder.Builder`) and the
-command line's
-`PAPER`. Imports TensorFlow only inside the methods that build something."""
+command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+
+from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder
-from common.experiments import cli
+from common.experiments import builder, cli
 from reactor import ablations
 from reactor import config as config_lib
+
+if TYPE_CHECKING:
+    from common.environments.protocols import AtariProtocol
+    from common.replay.patterns import Pattern
+    from common.runtime.acting import PolicyFactory
+    from common.runtime.agent import EnvSpec
+    from common.runtime.learning import LearnerParts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,12 +27,12 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
 
     config: config_lib.ReactorConfig
 
-    def replay(self):
+    def replay(self) -> Pattern:
         from reactor import replay
 
         return replay.make_pattern(self.config)
 
-    def policy_factory(self):
+    def policy_factory(self) -> PolicyFactory:
         from reactor import acting
 
         return functools.partial(acting.make_policy, self.config)
@@ -34,14 +42,13 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
 
         return acting.policy_extras(spec)
 
-    def make_learner(self, spec):
+    def make_learner(self, spec: EnvSpec) -> LearnerParts:
         """Online and target networks, Adam, the priority state and the compiled train step.
         The target network is checkpointed, never published (only the learner uses it)."""
         import tensorflow as tf
 
         from common.runtime import learning as common_learning
-        from reactor import learning
-        from reactor import networks
+        from reactor import learning, networks
 
         config = self.config
         tf.random.set_seed(config.seed)
@@ -65,12 +72,12 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
             acting_variables=[*network.variables, priority_state.insert_priority],
         )
 
-    def core_state_spec(self):
+    def core_state_spec(self) -> Any:
         from reactor import networks
 
         return networks.core_state_spec(self.config)
 
-    def protocol(self):
+    def protocol(self) -> AtariProtocol:
         from reactor import acting
 
         return acting.protocol(self.config)

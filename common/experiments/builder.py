@@ -107,8 +107,8 @@ class Builder(Protocol[ConfigT]):
 
     @abc.abstractmethod
     def protocol(self) -> protocols.AtariProtocol:
-        """The training protocol (`common.environments.envs`: preprocessing, action repeats, episode
-        cap)."""
+        """The training protocol (`common.environments.protocols`: preprocessing, action repeats,
+        episode cap)."""
 
     def evaluation(self) -> Evaluation:
         """How the evaluator plays: by default the training protocol, sampling the policy."""
