@@ -13,13 +13,13 @@ Pure TensorFlow functions shared by the paper packages. Conventions
   ``tf.function(jit_compile=True)``.
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 import tensorflow as tf
 
 from common.settings import config
 
-TensorLike = tf.types.experimental.TensorLike
+TensorLike: TypeAlias = tf.types.experimental.TensorLike
 
 # "expected": Munos et al. (2016), Reactor Eq. (3): the TD error bootstraps on E_pi Q(x_{t+1}, .).
 # "sampled": as printed in DiCE Eq. (2), GDI Eq. (3) and LBC App. B.3: on Q(x_{t+1}, a_{t+1}).
