@@ -44,6 +44,7 @@ from common.experiments.dataclass_flags import (
     given_values,
     parse_flags,
 )
+from common.runtime import stderr_filter
 from common.settings.config import Derived, check_all, check_choice, field
 
 # common.launchers.launch.ROLES, written out: importing common.launchers.launch imports TensorFlow
@@ -582,5 +583,8 @@ def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
     # the cores, and a process that is still single-threaded when its run starts can enter a
     # network of its own as an unprivileged user (common/launchers/private_network.py).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # Reverb's routine C++ lines off the console, as TensorFlow's are (TF_CPP_MIN_LOG_LEVEL=0
+    # brings both back); a process, not a thread, so the run stays single-threaded here.
+    stderr_filter.filter_reverb_lines()
     define_flags(paper, module_name=sys.argv[0])
     app.run(functools.partial(_main, paper), argv=argv, flags_parser=_parse_or_exit)

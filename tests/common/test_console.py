@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 # TensorFlow's C++ log line: "2026-11-26 07:22:28.025685: E external/...cc:9261] message".
 CPP_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ", re.MULTILINE)
 
@@ -78,3 +80,30 @@ def test_an_atari_game_opens_without_the_emulators_banner():
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "opened"
     assert "Arcade Learning Environment" not in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_a_runs_console_has_no_routine_reverb_line(tmp_path):
+    # A real run through a paper's main: its Reverb server starts and stops, its tables are read
+    # in-process and it checkpoints, each of which Reverb announces on stderr; none reaches the
+    # console, and the run's own lines do (common/runtime/stderr_filter.py).
+    environment = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "impala.main",
+            "--env=CartPole",
+            "--total_frames=2000",
+            "--eval_interval_s=0",
+            f"--logdir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    console = result.stdout + result.stderr
+    assert "[impala CartPole] checkpoint" in console
+    assert "[reverb/cc/" not in console
