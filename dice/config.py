@@ -19,18 +19,20 @@ nothing heavy (no TensorFlow, no gymnasium), so flags are validated in milliseco
 import dataclasses
 from typing import Any, ClassVar
 
-from common.settings.config import (
+from common.settings.burn_in_settings import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
-    REWARD_TRANSFORMS,
     BanditSettings,
     BurnInLearnerSettings,
+    scaled_warmup,
+)
+from common.settings.config import (
+    REWARD_TRANSFORMS,
     field,
     non_negative,
     one_of,
     positive,
     positive_int_tuple,
-    scaled_warmup,
     tuple_of,
     unit_interval,
 )
@@ -141,7 +143,7 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
         return self
 
 
-# choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE); Table 5's
+# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE); Table 5's
 # loss, weights and gamma stay, so that `--env=CartPole` runs the paper's agent (it does not learn
 # CartPole). Measured (docs/guides/dice.md, "A Retrace weight of 0.1"): --reward_shaping=fourth_root
 # --q_loss_scale=0.1 --q_centering=policy_mean --eval_policy=greedy --total_frames=2000000 has
@@ -151,7 +153,7 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.settings.config.BURN_IN_MINATAR), and the
+# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and the
 # warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,

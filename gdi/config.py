@@ -25,12 +25,15 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from common.settings.config import (
+from common.settings.burn_in_settings import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
-    REWARD_TRANSFORMS,
     BanditSettings,
     BurnInLearnerSettings,
+    scaled_warmup,
+)
+from common.settings.config import (
+    REWARD_TRANSFORMS,
     Check,
     all_of,
     field,
@@ -39,7 +42,6 @@ from common.settings.config import (
     ordered_pair,
     positive,
     positive_int_tuple,
-    scaled_warmup,
     tuple_of,
     unit_interval,
 )
@@ -235,12 +237,12 @@ class GdiConfig(BanditSettings, BurnInLearnerSettings):
         return eta_blocks, eta_blocks, math.ceil(1 / self.bandit_epsilon_acc - 1e-9)
 
 
-# choice: the burn-in agents' CartPole sizes (common.settings.config.BURN_IN_CARTPOLE) and a
+# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE) and a
 # dynamics MLP to match; Table 6's loss, weights and gamma stay.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, aux_hidden=64)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.settings.config.BURN_IN_MINATAR), and the
+# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and the
 # warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,

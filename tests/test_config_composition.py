@@ -19,6 +19,8 @@ import typing
 import pytest
 
 from common.settings import config as common_config
+
+from common.settings import burn_in_settings
 from dice import config as dice_config
 from gdi import config as gdi_config
 from impala import config as impala_config
@@ -28,8 +30,8 @@ from reactor import config as reactor_config
 PARTS = (
     common_config.ProcessSettings,
     common_config.RunSettings,
-    common_config.BurnInLearnerSettings,
-    common_config.BanditSettings,
+    burn_in_settings.BurnInLearnerSettings,
+    burn_in_settings.BanditSettings,
 )
 CONFIGS = (
     impala_config.ImpalaConfig,
@@ -80,8 +82,8 @@ def test_every_config_has_the_process_settings():
         assert issubclass(cls, common_config.ProcessSettings), cls.__name__
         assert process <= set(fields_of(cls)), cls.__name__
     for cls in BURN_IN_CONFIGS:
-        assert issubclass(cls, common_config.BurnInLearnerSettings)
-        assert issubclass(cls, common_config.BanditSettings)
+        assert issubclass(cls, burn_in_settings.BurnInLearnerSettings)
+        assert issubclass(cls, burn_in_settings.BanditSettings)
 
 
 def test_every_config_composes_the_run_settings():

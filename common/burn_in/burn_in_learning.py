@@ -18,7 +18,7 @@ A paper supplies its loss on the trained part of the items; this module supplies
   (`split_point`), each cut after its own last real step (`cut_padding`): short games do not
   pay for the padding a long game in the batch needs.
 
-The config is the paper's, a `common.settings.config.BurnInLearnerSettings`: its replay, AdamW and
+The config is the paper's, a `common.settings.burn_in_settings.BurnInLearnerSettings`: its replay, AdamW and
 `jit_compile` fields, and the `gradient_updates` and `frames_per_learner_step` it derives.
 """
 
@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 from common.runtime import acting
-from common.settings import config as config_lib
+from common.settings import burn_in_settings
 from common.models import networks as networks_lib
 from common.models import recurrent
 from common.replay import patterns
@@ -42,7 +42,7 @@ PER_ITEM = (acting.CORE_STATE, "info")
 NOT_STEPS = (*PER_ITEM, "learner_step")
 
 
-def sample_k_replay(config: config_lib.BurnInLearnerSettings) -> patterns.SampleK:
+def sample_k_replay(config: burn_in_settings.BurnInLearnerSettings) -> patterns.SampleK:
     """The replay of the burn-in learner ("we train each sample twice": DiCE §4.1, GDI §4.1, LBC
     App. H.1; uniform sampling is ours, docs/papers/dice.md#departures-from-the-paper): each
     item of burn-in + sequence + 1 steps sampled `times_sampled` times ("sample reuse"), or once
@@ -59,7 +59,7 @@ def sample_k_replay(config: config_lib.BurnInLearnerSettings) -> patterns.Sample
     return pattern
 
 
-def make_optimizer(config: config_lib.BurnInLearnerSettings) -> schedules.AdamW:
+def make_optimizer(config: burn_in_settings.BurnInLearnerSettings) -> schedules.AdamW:
     total = config.gradient_updates
     return schedules.AdamW(
         learning_rate=functools.partial(
@@ -203,7 +203,7 @@ def make_train_step(
     loss_fn: Callable[[dict], tuple],
     variables: Sequence[tf.Variable],
     optimizer,
-    config: config_lib.BurnInLearnerSettings,
+    config: burn_in_settings.BurnInLearnerSettings,
 ) -> Callable[[dict, tf.Tensor], dict]:
     """`step(batch, frames) -> stats` (one tf.function): `loss_fn(batch) -> (loss, stats)`,
     gradients of `variables`, one AdamW update (`times_sampled` of them with

@@ -137,7 +137,7 @@ class BurnInBuilder(Builder[ConfigT]):
     """The pieces DiCE, GDI and LBC share: burn-in sequences, each sampled `times_sampled` times
     (`common.burn_in.burn_in_learning.sample_k_replay`), and the behaviour log-probability stored
     with every step (`common.burn_in.advantage_policy`). Their configs compose
-    `common.settings.config.BurnInLearnerSettings`."""
+    `common.settings.burn_in_settings.BurnInLearnerSettings`."""
 
     def replay(self) -> patterns.Pattern:
         from common.burn_in import burn_in_learning

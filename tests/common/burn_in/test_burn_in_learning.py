@@ -18,7 +18,7 @@ from common.burn_in import burn_in_learning
 from common.models import networks
 from common.replay import replay
 from common.equations import schedules, sequences
-from common.settings.config import BurnInLearnerSettings
+from common.settings.burn_in_settings import BurnInLearnerSettings
 
 BURN_IN, LENGTH, BATCH = 1, 4, 6  # LENGTH: steps of an item, burn-in and bootstrap included
 BETA_1 = 0.9
