@@ -1,20 +1,21 @@
 """How the behaviour meta-controllers of DiCE, GDI and LBC (`<paper>/controller.py`) explore and
 settle on synthetic objectives.
 
-Every episode a controller proposes behaviour parameters, the "episode return" is a noisy function of
-them with a narrow optimum, and the controller learns from it. The objectives are means of Gaussian bumps
-(height 100, noise N(0, 10^2)) on a few coordinates of the behaviour parameters:
+Every episode a controller proposes behaviour parameters, the "episode return" is a noisy function
+of them with a narrow optimum, and the controller learns from it. The objectives are means of
+Gaussian bumps (height 100, noise N(0, 10^2)) on a few coordinates of the behaviour parameters:
 
 - 1-D: x = log(1 + eta) with the optimum at x = 2 (eta = 6.39), width 0.15;
-- 3-D: (log(1 + eta1), log(1 + eta2), weight) with optima (2.5, 1.0, 0.7) and widths (0.15, 0.15, 0.04),
-  where the weight is GDI's eps or LBC's normalised omega_1.
+- 3-D: (log(1 + eta1), log(1 + eta2), weight) with optima (2.5, 1.0, 0.7) and widths (0.15, 0.15,
+  0.04), where the weight is GDI's eps or LBC's normalised omega_1.
 
 Uniform selection in those coordinates (each controller's `selection="uniform_coordinate"`) averages
 about 9 on both.
 
 Prints a table of the mean return over the last episodes (per seed) against uniform selection, and
 writes a PNG: per case, the chosen coordinates over episodes (seed 0, scaled to the search box, the
-optimum dashed) and the returns (seed 0 dots, moving averages of all seeds, uniform and optimum lines).
+optimum dashed) and the returns (seed 0 dots, moving averages of all seeds, uniform and optimum
+lines).
 
     python benchmarks/bandits.py --out=/tmp/bandits.png --episodes=1000 --seeds=3
 """

@@ -165,8 +165,8 @@ def frame_budgets(
     agents: Sequence[str], total_frames: int, agent_frames: Sequence[str] = ()
 ) -> dict[str, int]:
     """{agent: the frames of its runs}: `total_frames`, or the agent's `<agent>=<frames>` entry of
-    --agent_frames (the frames written as --total_frames is, e.g. 1e6); dataclass_flags.FlagError naming
-    --agent_frames on a bad entry."""
+    --agent_frames (the frames written as --total_frames is, e.g. 1e6); dataclass_flags.FlagError
+    naming --agent_frames on a bad entry."""
     budgets = dict.fromkeys(agents, total_frames)
     named = set()
     for entry in agent_frames:

@@ -13,10 +13,11 @@ so a trial that stopped resumes as any grid does (the same command again). After
 four runs' final returns (the mean of the last 100 training games at the budget) are normalised as
 the grid normalises them, a run that did not reach the budget scoring 0 (random play), and the
 trial's score is their interquartile mean (of four: the mean of the middle two). Every trial whose
-four runs reached the budget, or whose grid stopped on a run's error, is written to `--results_dir/<agent>.csv` (one row each, rewritten after every
-trial, to be committed as trials finish; the rows of trials run elsewhere are kept, and a trial
-with a row and no run directory here is not run again: a result is never replaced), and the
-choice so far is printed: the highest score, a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
+four runs reached the budget, or whose grid stopped on a run's error, is written to
+`--results_dir/<agent>.csv` (one row each, rewritten after every trial, to be committed as trials
+finish; the rows of trials run elsewhere are kept, and a trial with a row and no run directory here
+is not run again: a result is never replaced), and the choice so far is printed: the highest score,
+a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
 markdown: they are built here and `tests/benchmarks/test_protocol.py` checks that they equal it.
 """
 

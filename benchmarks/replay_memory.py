@@ -2,16 +2,16 @@
 
     python -m benchmarks.replay_memory --num_envs=2 --windows=4 --window_steps=2500
 
-For each measured pattern, in a fresh spawned process (so that one pattern's memory never mixes
-with another's): Pong (`common.environments.envs`, protocol "dice_gdi_lbc": 84x84x4 uint8 stacked
-frames, 18 actions) steps `--num_envs` environments with uniformly random actions; each batched step
-is written as the real per-step record of an Atari agent (`common.runtime.acting.step_spec`:
+For each measured pattern, in a fresh spawned process (so that one pattern's memory never mixes with
+another's): Pong (`common.environments.envs`, protocol "dice_gdi_lbc": 84x84x4 uint8 stacked frames,
+18 actions) steps `--num_envs` environments with uniformly random actions; each batched step is
+written as the real per-step record of an Atari agent (`common.runtime.acting.step_spec`:
 observation, prev_action, prev_reward, reset, action, reward, params_step, truncation_value,
-IMPALA-style
-`behaviour_logits` [18] float32) plus an LSTM state (h, c) of 2 x 256 float32 as first-step
-extras, through the pattern's own writer into the tables `common.runtime.agent.Agent.tables` builds,
-on an in-process `replay.start_server`. Random logits and states stand in for a network's (as
-incompressible as real ones); random-action Pong for a trained agent's play.
+IMPALA-style `behaviour_logits` [18] float32) plus an LSTM state (h, c) of 2 x 256 float32 as
+first-step extras, through the pattern's own writer into the tables
+`common.runtime.agent.Agent.tables` builds, on an in-process `replay.start_server`. Random logits
+and states stand in for a network's (as incompressible as real ones); random-action Pong for a
+trained agent's play.
 
 Patterns (measured capacity: room for every item written, nothing is evicted):
 - sample_k: `SampleK(length=80, burn_in=40, times_sampled=2)`, DiCE's item layout (121 steps,

@@ -2,8 +2,8 @@
 with --writer=unroll one batched `UnrollWriter.append`, IMPALA's.
 
     python -m benchmarks.writer_speed --steps=250 --baseline_steps=40
-    python -m benchmarks.writer_speed --writer=unroll --num_envs=128 --steps=400
-    --baseline=0bd6b74~1
+    python -m benchmarks.writer_speed --writer=unroll --num_envs=128 --steps=400 \\
+        --baseline=0bd6b74~1
 
 An in-process Reverb server holds DiCE's sample-k table (`patterns.SampleK(length=80,
 burn_in=40)`: 121-step items with a mask, one every 80 steps, burn-in and end padding), with an
@@ -21,9 +21,8 @@ do not matter to it, so it has one case.
 
 Each case runs for the writer of the working tree ("new", `--steps` timed appends) and for
 the writers as of git `--baseline` ("old": `common/replay/writers.py`, or `common/replay.py`
-before the layer folders, loaded from `git show`; in the short case
-only the first `--baseline_steps` of the same sequence), each on a fresh server, timed after
-`--warmup` steps,
+before the layer folders, loaded from `git show`; in the short case only the first
+`--baseline_steps` of the same sequence), each on a fresh server, timed after `--warmup` steps,
 `--repeats` times alternating old and new. It prints the median microseconds per batched append:
 wall clock (the final flush included; the items inserted in brackets) and the process's CPU time
 (all threads, the in-process server's included: steadier than wall clock on a busy machine).

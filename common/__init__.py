@@ -2,10 +2,10 @@
 from its own layer and the layers listed before it (`LAYERS`, lowest first; tests/test_layers.py
 checks the imports).
 
-Importing `common` sets TensorFlow's oneDNN default before TensorFlow loads: TensorFlow 2.15
-turns its oneDNN kernels on by itself only on CPUs with AVX-512-class features, and they are
-faster on AVX2 CPUs too (benchmarks/throughput.py, docs/results/throughput/summary.md), so every process of this
-project (learner, actors and evaluator are spawned and inherit the environment) asks for them.
+Importing `common` sets TensorFlow's oneDNN default before TensorFlow loads: TensorFlow 2.15 turns
+its oneDNN kernels on by itself only on CPUs with AVX-512-class features, and they are faster on
+AVX2 CPUs too (benchmarks/throughput.py, docs/results/throughput/summary.md), so every process of
+this project (learner, actors and evaluator are spawned and inherit the environment) asks for them.
 A user's own choice wins: `TF_ENABLE_ONEDNN_OPTS=0` turns them off. Entry points import `common`
 before anything that imports TensorFlow (Reverb does).
 

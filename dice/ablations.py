@@ -27,8 +27,8 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
 }
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §4.3 on Fig. 2:
-# "random" is worst on both games (Adaptive Trade-off is critical). DiCE against "entropy" is
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §4.3 on Fig.
+# 2: "random" is worst on both games (Adaptive Trade-off is critical). DiCE against "entropy" is
 # left out: the paper finds no significant difference and draws no conclusion.
 ORDERINGS = (
     ("dice", "random", "§4.3, Fig. 2"),

@@ -9,11 +9,10 @@ docs/papers/dice.md#hyperparameters. Field names are also the flag names.
 
 The fields DiCE shares with GDI and LBC are declared, with their defaults (Table 5's where DiCE
 prints them) and checks, in `common.settings.config`'s `ProcessSettings`, `BurnInLearnerSettings`
-and
-`BanditSettings`; this module declares DiCE's own fields and the shared ones whose default is
-DiCE's own. Every `bandit_<arg>` field is the argument `<arg>` of
-`dice.controller.DiceController`; `bandit_kwargs()` passes them through. This module imports
-nothing heavy (no TensorFlow, no gymnasium), so flags are validated in milliseconds.
+and `BanditSettings`; this module declares DiCE's own fields and the shared ones whose default is
+DiCE's own. Every `bandit_<arg>` field is the argument `<arg>` of `dice.controller.DiceController`;
+`bandit_kwargs()` passes them through. This module imports nothing heavy (no TensorFlow, no
+gymnasium), so flags are validated in milliseconds.
 """
 
 import dataclasses
@@ -143,18 +142,19 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
         return self
 
 
-# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE); Table 5's
-# loss, weights and gamma stay, so that `--env=CartPole` runs the paper's agent (it does not learn
-# CartPole). Measured (docs/guides/dice.md, "A Retrace weight of 0.1"): --reward_shaping=fourth_root
-# --q_loss_scale=0.1 --q_centering=policy_mean --eval_policy=greedy --total_frames=2000000 has
-# 16-game evaluation rounds >= 450 on three seeds of three (a training mean of 450 on two), still
-# with falls to one-action play; flags, not defaults: they leave Table 5's loss (and the CartPole
-# tables of docs/guides/dice.md were measured without them).
+# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE);
+# Table 5's loss, weights and gamma stay, so that `--env=CartPole` runs the paper's agent (it does
+# not learn CartPole). Measured (docs/guides/dice.md, "A Retrace weight of 0.1"):
+# --reward_shaping=fourth_root --q_loss_scale=0.1 --q_centering=policy_mean --eval_policy=greedy
+# --total_frames=2000000 has 16-game evaluation rounds >= 450 on three seeds of three (a training
+# mean of 450 on two), still with falls to one-action play; flags, not defaults: they leave Table
+# 5's loss (and the CartPole tables of docs/guides/dice.md were measured without them).
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and the
-# warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
+# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and
+# the warm-up at the same share of the run's updates as the table's on Atari, whatever the run's
+# budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
     warmup_steps=scaled_warmup(DiceConfig, ACTION_REPEAT),

@@ -237,13 +237,14 @@ class GdiConfig(BanditSettings, BurnInLearnerSettings):
         return eta_blocks, eta_blocks, math.ceil(1 / self.bandit_epsilon_acc - 1e-9)
 
 
-# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE) and a
-# dynamics MLP to match; Table 6's loss, weights and gamma stay.
+# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE) and
+# a dynamics MLP to match; Table 6's loss, weights and gamma stay.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, aux_hidden=64)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and the
-# warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
+# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and
+# the warm-up at the same share of the run's updates as the table's on Atari, whatever the run's
+# budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
     warmup_steps=scaled_warmup(GdiConfig, ACTION_REPEAT),

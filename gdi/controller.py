@@ -35,8 +35,7 @@ class GdiController(controllers.AxisController):
 
     Readings (docs/papers/gdi.md#departures-from-the-paper):
     - `space="log1p"` (default): x = log(1 + eta) over [0, ln 51] in 50 equal blocks; `"inv_tau"`
-      and
-      `"exp_literal"` as in `bandits.eta_axis`. eps is its own coordinate (App. G: x_3 = eps).
+      and `"exp_literal"` as in `bandits.eta_axis`. eps is its own coordinate (App. G: x_3 = eps).
     - `factorized=True` (default): three independent 1-D ensembles (Algorithm 4 run per
       coordinate), each updated with (x_d, G). `factorized=False` is App. G literally: every bandit
       works on the 50 x 50 x 10 = 25,000-block product grid, with the z-score and UCB over all

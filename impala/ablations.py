@@ -53,15 +53,15 @@ ABLATIONS.update(
 
 
 # The orderings the paper claims among these variants, (better, worse, where), for the grid's
-# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §5.2.2, Table 2:
-# "V-trace performs best on 3 out of 5 tasks, followed by 1-step importance sampling,
-# ε-correction and No-correction" (1-step IS won the other two tasks); with replay V-trace is
-# best on 4 of 5. The pairs are that order's neighbours and V-trace against each. Without replay
-# the paper expects V-trace and 1-step IS close (Table 2's caption: "both ... perform similarly
-# well"; V-trace's third win is 43.8 to 43.7), so that pair is the weakest claim. And "V-trace is
-# the only variant that consistently benefits from adding experience replay" (5 of 5 tasks).
-# App. E.1: as the policy lag grows, "learning with V-trace is more robust compared to
-# ε-correction and pure on-policy learning" (Fig. E.1's caption), tested at the sweep's largest lag.
+# probability of improvement (`python -m benchmarks.minatar`, docs/guides/minatar.md). §5.2.2, Table
+# 2: "V-trace performs best on 3 out of 5 tasks, followed by 1-step importance sampling,
+# ε-correction and No-correction" (1-step IS won the other two tasks); with replay V-trace is best
+# on 4 of 5. The pairs are that order's neighbours and V-trace against each. Without replay the
+# paper expects V-trace and 1-step IS close (Table 2's caption: "both ... perform similarly well";
+# V-trace's third win is 43.8 to 43.7), so that pair is the weakest claim. And "V-trace is the only
+# variant that consistently benefits from adding experience replay" (5 of 5 tasks). App. E.1: as the
+# policy lag grows, "learning with V-trace is more robust compared to ε-correction and pure
+# on-policy learning" (Fig. E.1's caption), tested at the sweep's largest lag.
 ORDERINGS = tuple(
     (
         f"{better}{suffix}",

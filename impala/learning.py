@@ -3,9 +3,8 @@
 The generic loop (sampling, publishing, checkpoints, logging) is `common.runtime.learning`; this
 module supplies what is IMPALA's: the optimiser with TF1 semantics (our choice,
 docs/papers/impala.md#departures-from-the-paper) and the step itself (the §4.2 loss of
-`impala.losses`). The shared pieces it uses live in `common`: the linear learning-rate anneal
-(Table G.1) in `common.equations.schedules`, discounts from episode starts and truncation bootstraps
-in
+`impala.losses`). The shared pieces it uses live in `common`: the linear learning-rate anneal (Table
+G.1) in `common.equations.schedules`, discounts from episode starts and truncation bootstraps in
 `common.equations.sequences`.
 """
 

@@ -234,17 +234,18 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
         return len(self.discounts)
 
 
-# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE), with heads
-# and a dynamics MLP to match. The population keeps Table 3's h_i = (gamma_i, RS_i), so that the
-# Reducing H ablations (h_1 of Table 3) train a member of the same population. Measured
+# choice: the burn-in agents' CartPole sizes (common.settings.burn_in_settings.BURN_IN_CARTPOLE),
+# with heads and a dynamics MLP to match. The population keeps Table 3's h_i = (gamma_i, RS_i), so
+# that the Reducing H ablations (h_1 of Table 3) train a member of the same population. Measured
 # (docs/guides/lbc.md): --learning_rate=3e-4 avoids the falls to one-action play of long runs at
 # 1e-3, but rises more slowly; the default stays the shared 1e-3 that docs/guides/lbc.md's CartPole
 # tables used.
 CARTPOLE_OVERRIDES: dict[str, Any] = dict(BURN_IN_CARTPOLE, head_hidden=64, aux_hidden=64)
 
 # choice: MinAtar with the published agents' torso under this paper's core and heads, its batch,
-# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and the
-# warm-up at the same share of the run's updates as the table's on Atari, whatever the run's budget.
+# sequence, burn-in, reuse and environments (common.settings.burn_in_settings.BURN_IN_MINATAR), and
+# the warm-up at the same share of the run's updates as the table's on Atari, whatever the run's
+# budget.
 MINATAR_OVERRIDES: dict[str, Any] = dict(
     BURN_IN_MINATAR,
     warmup_steps=scaled_warmup(LbcConfig, ACTION_REPEAT),

@@ -4,8 +4,8 @@ Eq. (10); `params = {"eta": [N], "omega": [N], "omega_unnormalised": [N]}` (LBC'
 the logits, so it is an inverse temperature and is returned as `eta`; LBC §4.1).
 
 Built from the shared bandit parts of `common.control.bandits` (the interface, the conventions, the
-checkpoint layout: that module's docstring): `common.control.bandit_populations.BanditPopulation`s, one per
-coordinate or one on the joint grid.
+checkpoint layout: that module's docstring): `common.control.bandit_populations.BanditPopulation`s,
+one per coordinate or one on the joint grid.
 """
 
 from __future__ import annotations
@@ -35,13 +35,11 @@ class LbcController(controllers.AxisController):
     """LBC's meta-controller (LBC §4.2, App. E, Algorithm 1) over psi = (tau_1..tau_N,
     omega_1..omega_N).
 
-    `propose()` returns {"eta": [N], "omega": [N], "omega_unnormalised": [N]}: the actor plays
-    sum_i omega_i softmax(eta_i * A_i) (Eq. (10); LBC's tau_i multiplies the logits, so it is
-    `eta`).
+    `propose()` returns {"eta": [N], "omega": [N], "omega_unnormalised": [N]}: the actor plays sum_i
+    omega_i softmax(eta_i * A_i) (Eq. (10); LBC's tau_i multiplies the logits, so it is `eta`).
     `omega` sums to 1; `omega_unnormalised` is the draw the bandits credit and must be passed back
-    to
-    `update()` with the rest of `params`. With `num_policies=1` there is no omega bandit and omega =
-    [1].
+    to `update()` with the rest of `params`. With `num_policies=1` there is no omega bandit and
+    omega = [1].
 
     Defaults (LBC Table 3): N = 3 policies, population of 7 bandits, c ~ U[0.5, 1.5], top-D with D =
     4, replacement interval 50, range of tau_i [0, exp 4] at accuracy 0.2, omega_i in [0, 1] at

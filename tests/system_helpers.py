@@ -1,8 +1,8 @@
 """What several test modules share to drive real processes: `python -m <paper>.main` runs and
 their checkpoints and logs (the papers' system tests, tests/common/test_multihost.py), the quick
 flag checks of every `<paper>/test_main.py`, waiting on processes, and the children of
-`common.launchers.supervisor.Supervisor` (tests/common/launchers/test_launch.py; module-level here so
-that spawned processes import them without importing a test module).
+`common.launchers.supervisor.Supervisor` (tests/common/launchers/test_launch.py; module-level here
+so that spawned processes import them without importing a test module).
 
 Not a test module: pytest collects nothing here, and no test module imports another."""
 

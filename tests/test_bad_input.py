@@ -1,8 +1,8 @@
 """Bad input, tried systematically: every flag of every paper's command line given a value of the
 wrong type and every out-of-range value its rule refuses, and unknown games and ablations. Each is
-refused with one line that names the flag (`common.experiments.cli.FlagError`, which `main` prints
-as
-`error: ...` and exits 2 with, before anything is written: the last test runs the real commands).
+refused with one line that names the flag (`common.experiments.dataclass_flags.FlagError`, which
+`main` prints as `error: ...` and exits 2 with, before anything is written: the last test runs the
+real commands).
 
 A flag's rule is its config field's `check` (`common.settings.config.field`), or, for a field
 without one, the rule `RULES` gives here: a new field of a type with values to refuse needs one or

@@ -20,7 +20,8 @@ SUFFIXES = {".py", ".md", ".sh", ".toml", ".txt", ".cfg"}
 
 OUTSIDE = re.compile(r"\.\./shared|/work/shared|\bDESIGN(?:\.md\b| §)")
 # A paper's note or guide named without its folder (`dice.md §4.3`): allowed only inside a path
-# (`docs/guides/dice.md`, `papers/dice.md`) or a markdown link (`[dice.md](..)`, relative to its file).
+# (`docs/guides/dice.md`, `papers/dice.md`) or a markdown link (`[dice.md](..)`, relative to its
+# file).
 BARE_NOTE = re.compile(r"(?<!/)(?<!\]\()(?<!\[`)(?<!\[)\b(?:impala|reactor|dice|gdi|lbc)\.md\b")
 # A link into a markdown file: `docs/papers/dice.md#errata`, `](papers/dice.md#errata)`,
 # `](../architecture.md)`.

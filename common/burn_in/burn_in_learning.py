@@ -18,8 +18,8 @@ A paper supplies its loss on the trained part of the items; this module supplies
   (`split_point`), each cut after its own last real step (`cut_padding`): short games do not
   pay for the padding a long game in the batch needs.
 
-The config is the paper's, a `common.settings.burn_in_settings.BurnInLearnerSettings`: its replay, AdamW and
-`jit_compile` fields, and the `gradient_updates` and `frames_per_learner_step` it derives.
+The config is the paper's, a `common.settings.burn_in_settings.BurnInLearnerSettings`: its replay,
+AdamW and `jit_compile` fields, and the `gradient_updates` and `frames_per_learner_step` it derives.
 """
 
 import functools
@@ -145,8 +145,8 @@ def trained_steps(batch: dict, burn_in: int) -> dict:
     return tf.nest.map_structure(lambda x: x[burn_in:], steps)
 
 
-# choice: a step of an unroll, forward and backward, costs about as much as 12 more items do on
-# the 2-core AVX2 CPU of docs/guides/minatar.md (DiCE's LSTM over 81 steps: 83 ms for 8 items, 313 ms
+# choice: a step of an unroll, forward and backward, costs about as much as 12 more items do on the
+# 2-core AVX2 CPU of docs/guides/minatar.md (DiCE's LSTM over 81 steps: 83 ms for 8 items, 313 ms
 # for 64): what `split_point` weighs a part's positions against its items with.
 STEP_COST_IN_ITEMS = 12.0
 

@@ -22,19 +22,18 @@ from common.control.bandits import (
 class BanditPopulation:
     """LBC Algorithm 1 (population-based MAB, actor-wise) on one grid of arms.
 
-    Bandit m keeps visit counts N_m (Eq. (22)) and return sums per arm, so its value is the empirical mean
-    return V_m = S_m / N_m (Eq. (23), read as (1/N) * sum R; the printed N * sum R is a typo,
-    docs/papers/lbc.md#errata).
-    The M bandits differ only in their UCB coefficient c_m ~ U[ucb_range] (App. E.4.1). Each episode every
-    bandit votes for its top-D arms by `ucb_scores` (Eq. (25); ties at random), the most-voted arm wins
-    (ties uniform) and psi is drawn uniformly inside it (App. E.4.2). Every bandit is updated once with
-    (arm, G) (the second update printed in Algorithm 1 is a typo, docs/papers/lbc.md#errata).
-    After every
-    `replace_every`-th episode one bandit, chosen uniformly, is replaced by a fresh one with a new c and
-    zero counts (App. E.4.4). `pick="softmax"` makes each bandit draw its D arms with softmax(score)
-    probabilities instead (Sec. 4.2 samples the arm from softmax(Score); with M = D = 1 this is exactly
-    Sec. 4.2, and `pick="top"` with M = D = 1 is the single argmax bandit of App. E.2-E.3).
-    The population is stored as [M, arms] arrays, one row per bandit.
+    Bandit m keeps visit counts N_m (Eq. (22)) and return sums per arm, so its value is the
+    empirical mean return V_m = S_m / N_m (Eq. (23), read as (1/N) * sum R; the printed N * sum R is
+    a typo, docs/papers/lbc.md#errata). The M bandits differ only in their UCB coefficient c_m ~
+    U[ucb_range] (App. E.4.1). Each episode every bandit votes for its top-D arms by `ucb_scores`
+    (Eq. (25); ties at random), the most-voted arm wins (ties uniform) and psi is drawn uniformly
+    inside it (App. E.4.2). Every bandit is updated once with (arm, G) (the second update printed in
+    Algorithm 1 is a typo, docs/papers/lbc.md#errata). After every `replace_every`-th episode one
+    bandit, chosen uniformly, is replaced by a fresh one with a new c and zero counts (App. E.4.4).
+    `pick="softmax"` makes each bandit draw its D arms with softmax(score) probabilities instead
+    (Sec. 4.2 samples the arm from softmax(Score); with M = D = 1 this is exactly Sec. 4.2, and
+    `pick="top"` with M = D = 1 is the single argmax bandit of App. E.2-E.3). The population is
+    stored as [M, arms] arrays, one row per bandit.
     """
 
     def __init__(

@@ -2,25 +2,26 @@
 are built from (numpy, no TensorFlow).
 
 This module holds the parts: coordinates (`Axis`, `eta_axis`, `Grid`), scores and selection
-(`ucb_scores`, `top_k`, `gumbel_top_k`, `most_voted`), tile codings (`NeighbourTiling` of DiCE
-Eq. (9), `OffsetTiling` of GDI Eq. (13)), the tile-coded bandit ensembles of DiCE Algorithm 2 /
-GDI Algorithm 4 (`TileCodedBandit`, `BanditEnsemble`), the bandit populations of LBC Algorithm 1
-(`common.control.bandit_populations`), and the controllers built from them (`common.control.controllers`:
-`UniformSelector`, `FixedController` for parameters that never change, and `AxisController`, the
-base of the learning controllers). Each paper's controller lives in its own package
-(`<paper>/controller.py`): a subclass of `AxisController` that names the paper's parameters,
-builds its selectors from these parts and maps params <-> coordinates.
+(`ucb_scores`, `top_k`, `gumbel_top_k`, `most_voted`), tile codings (`NeighbourTiling` of DiCE Eq.
+(9), `OffsetTiling` of GDI Eq. (13)), the tile-coded bandit ensembles of DiCE Algorithm 2 / GDI
+Algorithm 4 (`TileCodedBandit`, `BanditEnsemble`), the bandit populations of LBC Algorithm 1
+(`common.control.bandit_populations`), and the controllers built from them
+(`common.control.controllers`: `UniformSelector`, `FixedController` for parameters that never
+change, and `AxisController`, the base of the learning controllers). Each paper's controller lives
+in its own package (`<paper>/controller.py`): a subclass of `AxisController` that names the paper's
+parameters, builds its selectors from these parts and maps params <-> coordinates.
 
 Conventions:
 - Inverse temperatures `eta = 1/tau` (docs/architecture.md#conventions); `eta = 0` is the uniform
   policy.
 - The bandits work on a coordinate x per behaviour parameter (an `Axis`): x = log(1 + eta) for the
-  temperatures in the default readings, x = eps or x = omega for weights. An axis is a box [lo, hi] cut
-  into blocks ("tiles" in DiCE, "blocks" in GDI, "arms"/"regions" in LBC) of width `acc`; block i is
-  [lo + i*acc, lo + (i+1)*acc), the last block is closed and ends at hi.
+  temperatures in the default readings, x = eps or x = omega for weights. An axis is a box [lo, hi]
+  cut into blocks ("tiles" in DiCE, "blocks" in GDI, "arms"/"regions" in LBC) of width `acc`; block
+  i is [lo + i*acc, lo + (i+1)*acc), the last block is closed and ends at hi.
 - `update()` recomputes x from `params` (the papers' "receive (tau, g), transform tau to x"), so a
-  controller needs no memory of what it proposed. Points are drawn at least 1e-8 of a block width below
-  a block's upper edge so that the eta = expm1(x) -> log1p(eta) round trip credits the proposed block.
+  controller needs no memory of what it proposed. Points are drawn at least 1e-8 of a block width
+  below a block's upper edge so that the eta = expm1(x) -> log1p(eta) round trip credits the
+  proposed block.
 - Factorised (one bandit set per coordinate) vs joint (one bandit set on the product grid):
   `AxisController`'s `factorized`; each paper's controller says which is its default, and
   `factorized=False` is the papers' literal reading.
@@ -31,9 +32,9 @@ Conventions:
   over the box instead (DiCE's `random` ablation: the initial, never-updated bandits); on a log1p
   axis eta = e^x - 1 is then far from uniform (median about 6 of [0, 50]).
 - Determinism and checkpoints: `seed` fixes every random draw. `state_dict()` returns a flat
-  `dict[str, np.ndarray]` (bandit hyper-parameters, weights, counts and the PCG64 state as uint64 words)
-  that `np.savez` can store; `load_state_dict()` restores it into a controller built with the same
-  arguments, after which the two produce identical proposals.
+  `dict[str, np.ndarray]` (bandit hyper-parameters, weights, counts and the PCG64 state as uint64
+  words) that `np.savez` can store; `load_state_dict()` restores it into a controller built with the
+  same arguments, after which the two produce identical proposals.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ StateDict = dict[str, np.ndarray]
 # choice: floor((x - l)/acc) is computed with this slack, so that 0.3/0.1 = 2.9999999999999996
 # lands in block 3, not 2 (GDI Test 7 in docs/papers/gdi.md#worked-test-numbers).
 INDEX_TOLERANCE = 1e-9
-# choice: a proposed point keeps this fraction of a block width below the block's upper edge, so that
-# block_of (which adds INDEX_TOLERANCE) after update()'s eta = expm1(x) -> log1p(eta) round trip (a few ulp)
-# credits the block propose() drew from.
+# choice: a proposed point keeps this fraction of a block width below the block's upper edge, so
+# that block_of (which adds INDEX_TOLERANCE) after update()'s eta = expm1(x) -> log1p(eta) round
+# trip (a few ulp) credits the block propose() drew from.
 EDGE_MARGIN = 1e-8
 # The z-score is 0 when the std (ddof 0) is below this, e.g. at init, where DiCE Eq. (11) and
 # GDI Eq. (15) would divide by 0 (docs/papers/dice.md#departures-from-the-paper).
@@ -81,9 +82,9 @@ def check_positive_int(name: str, value: Any) -> None:
 class Axis:
     """One behaviour parameter as a bandit sees it.
 
-    The parameter p maps to the bandit coordinate x = log1p(p) when `log1p` is true (DiCE App. A and GDI
-    App. G: x = log(1 + 1/tau)), else x = p. The box [lo, hi] in x is cut into `num_blocks` blocks of
-    width `acc`; x is clipped into the box (DiCE App. A "each x is clipped"; GDI App. G).
+    The parameter p maps to the bandit coordinate x = log1p(p) when `log1p` is true (DiCE App. A and
+    GDI App. G: x = log(1 + 1/tau)), else x = p. The box [lo, hi] in x is cut into `num_blocks`
+    blocks of width `acc`; x is clipped into the box (DiCE App. A "each x is clipped"; GDI App. G).
     """
 
     name: str
@@ -144,15 +145,16 @@ class Axis:
 
 def eta_axis(name: str, space: str, eta_max: float, num_blocks: int) -> Axis:
     """An inverse-temperature axis under one of the three readings of DiCE Table 5 / GDI Table 6
-    ("search range for 1/tau [0, 50]") together with DiCE App. A / GDI App. G (tau = 1/(exp(x) - 1)).
+    ("search range for 1/tau [0, 50]") together with DiCE App. A / GDI App. G (tau = 1/(exp(x) -
+    1)).
 
     - "log1p" (default; the `bandit_space` rows of docs/papers/dice.md#departures-from-the-paper
       and docs/papers/gdi.md#departures-from-the-paper): x = log(1 + eta) on
       [0, log(1 + eta_max)] in `num_blocks` equal blocks; the printed range bounds eta, the
       printed transform gives x.
     - "inv_tau": x = eta on [0, eta_max] (the table read alone; GDI's acc 1.0 gives 50 blocks).
-    - "exp_literal": x on [0, eta_max] with eta = exp(x) - 1 (range and transform both taken literally;
-      eta then reaches e^50 and most blocks are effectively greedy; GDI Test 7 in
+    - "exp_literal": x on [0, eta_max] with eta = exp(x) - 1 (range and transform both taken
+      literally; eta then reaches e^50 and most blocks are effectively greedy; GDI Test 7 in
       docs/papers/gdi.md#worked-test-numbers lists the block edges).
     """
     check_choice("space", space, SPACES)
@@ -178,7 +180,8 @@ class Grid:
 
     def sample_in(self, blocks, rng: np.random.Generator) -> np.ndarray:
         """One point drawn uniformly inside each flat block ("sample d candidates from these blocks,
-        one uniformly from a block", DiCE App. A / GDI App. G; "uniformly sample psi from the region",
+        one uniformly from a block", DiCE App. A / GDI App. G; "uniformly sample psi from the
+        region",
         LBC Algorithm 1). Shape [len(blocks), len(axes)]."""
         multi = np.unravel_index(np.asarray(blocks), self.shape)
         points = []
@@ -287,9 +290,9 @@ class NeighbourTiling:
 
     width ~ Uniform(`widths`) per bandit (Table 5 "Bandit Tiling Width Uniform([1, 2, 3])"). Eq. (9)
     does not say what k out of range means: `edge="valid"` (default, the `bandit_edge` row of
-    docs/papers/dice.md#departures-from-the-paper) averages the weights
-    that exist, so the update moves V_i by exactly lr*(g - V_i) everywhere; `edge="zero_pad"` keeps the
-    printed 1/(2*width + 1), i.e. missing weights count as 0.
+    docs/papers/dice.md#departures-from-the-paper) averages the weights that exist, so the update
+    moves V_i by exactly lr*(g - V_i) everywhere; `edge="zero_pad"` keeps the printed 1/(2*width +
+    1), i.e. missing weights count as 0.
     """
 
     widths: tuple[int, ...] = (1, 2, 3)  # DiCE Table 5
@@ -317,12 +320,13 @@ class OffsetTiling:
     """GDI's tile codings (App. G, Eq. (13)); docs/papers/gdi.md#departures-from-the-paper says how
     we read Table 6's tiling entries.
 
-    Each bandit has K ~ Uniform(`num_tilings`) tilings (Table 6 "Bandit Tiling Width Uniform([2, 3, 4])");
-    tiling k has tiles of ta_k ~ Uniform(`tile_sizes`) blocks per dimension (Table 6 "Accuracy of Tile
-    coding Uniform([2, 3, 4])") shifted by to_k = o_k * ta_k blocks with o_k ~ U[0, 60] % (Table 6
-    "Offset of Tile coding Uniform([0, 60])", read as a percentage of the tile). A block's tiles are the
-    K tiles holding its centre, x -> floor((min(max(x - to_k, l), r) - l)/ta_k) (App. G), so
-    len(M_btt(block)) = K and V_block is the mean of those K weights (Eq. (13)).
+    Each bandit has K ~ Uniform(`num_tilings`) tilings (Table 6 "Bandit Tiling Width Uniform([2, 3,
+    4])"); tiling k has tiles of ta_k ~ Uniform(`tile_sizes`) blocks per dimension (Table 6
+    "Accuracy of Tile coding Uniform([2, 3, 4])") shifted by to_k = o_k * ta_k blocks with o_k ~
+    U[0, 60] % (Table 6 "Offset of Tile coding Uniform([0, 60])", read as a percentage of the tile).
+    A block's tiles are the K tiles holding its centre, x -> floor((min(max(x - to_k, l), r) -
+    l)/ta_k) (App. G), so len(M_btt(block)) = K and V_block is the mean of those K weights (Eq.
+    (13)).
     """
 
     num_tilings: tuple[int, ...] = (2, 3, 4)  # GDI Table 6
@@ -362,13 +366,15 @@ class TileCodedBandit:
     """One bandit of DiCE's BVA (App. A) / GDI's Bandits Controller (App. G) on a grid of blocks.
 
     - value (DiCE Eq. (9), GDI Eq. (13)): V_b = mean of the weights of block b's tiles;
-    - update with (x, g) (DiCE Eq. (10), GDI Eq. (14)): b = block(x), w_j += lr*(g - V_b) for the tiles j
-      of b (V_b computed once, before the loop), N_b += 1. GDI's Eq. (14) finds x's tile in each tiling
-      directly; snapping x to its block first makes the update move exactly the tiles V_b reads
-      (docs/papers/gdi.md#departures-from-the-paper), and N counts blocks, the N_i of Eq. (15);
+    - update with (x, g) (DiCE Eq. (10), GDI Eq. (14)): b = block(x), w_j += lr*(g - V_b) for the
+      tiles j of b (V_b computed once, before the loop), N_b += 1. GDI's Eq. (14) finds x's tile in
+      each tiling directly; snapping x to its block first makes the update move exactly the tiles
+      V_b reads (docs/papers/gdi.md#departures-from-the-paper), and N counts blocks, the N_i of Eq.
+      (15);
     - score: `ucb_scores` over all blocks (DiCE Eq. (11), GDI Eq. (15));
-    - candidates: mode `argmax` takes the top-d blocks (ties at random), mode `random` draws d distinct
-      blocks with softmax(score) probabilities (the papers' "scores as logits without replacement").
+    - candidates: mode `argmax` takes the top-d blocks (ties at random), mode `random` draws d
+      distinct blocks with softmax(score) probabilities (the papers' "scores as logits without
+      replacement").
 
     A `BanditEnsemble` computes the same for all its bandits at once (`_StackedBandits`).
     """
@@ -466,10 +472,10 @@ class _StackedBandits:
 class BanditEnsemble:
     """DiCE Algorithm 2 / GDI Algorithm 4: M tile-coded bandits on one grid.
 
-    Each bandit draws mode ~ U{argmax, random} (uniform: our reading of DiCE Algorithm 2's
-    "Sample mode"), lr ~ Uniform(learning_rates) and its
-    tile coding at construction; every episode each bandit offers d candidates and x is drawn uniformly
-    from the M*d candidates; every bandit is updated with every (x, g).
+    Each bandit draws mode ~ U{argmax, random} (uniform: our reading of DiCE Algorithm 2's "Sample
+    mode"), lr ~ Uniform(learning_rates) and its tile coding at construction; every episode each
+    bandit offers d candidates and x is drawn uniformly from the M*d candidates; every bandit is
+    updated with every (x, g).
     """
 
     def __init__(

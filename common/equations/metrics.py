@@ -20,13 +20,13 @@ The papers do not all normalise with the same reference scores, so every referen
   Rainbow / Agent57 / MuZero / Go-Explore rows GDI recomputes, and IMPALA's own Atari medians.
 * `agent57_lbc`: the same table exactly as printed (Crazy Climber 36829.4, Time Pilot 5229.2), which
   LBC's aggregates use (LBC Test 14 in docs/papers/lbc.md#worked-test-numbers).
-* `reactor_noop`: Reactor Table 5 random / human, an older table that differs in 8 games; no records.
-  Reproduces Reactor Table 2's medians.
+* `reactor_noop`: Reactor Table 5 random / human, an older table that differs in 8 games; no
+  records. Reproduces Reactor Table 2's medians.
 * `dmlab30`: IMPALA Table B.1 DMLab-30 random / human; no records. Reproduces Table B.1 to 0.1 pp.
 
-Game names may be written as in the papers ("chopper command", "Ms. Pac-Man", "Q*bert"), as ale-py ids
-("ChopperCommand", "chopper_command", "ALE/ChopperCommand-v5") or, for DMLab-30, as level names with or
-without the "contributed/dmlab30/" prefix.
+Game names may be written as in the papers ("chopper command", "Ms. Pac-Man", "Q*bert"), as ale-py
+ids ("ChopperCommand", "chopper_command", "ALE/ChopperCommand-v5") or, for DMLab-30, as level names
+with or without the "contributed/dmlab30/" prefix.
 """
 
 import dataclasses
@@ -44,7 +44,8 @@ HNS_CAP = 100.0
 
 # game: (random, average human, human world record), as printed in DiCE App. D, GDI Table 8 (random,
 # human) and Table 12 (record) and LBC Tables 4 and 8; the three papers print identical numbers.
-# Names are the ale-py ROM ids. Random and human come from Agent57, records from Toromanoff et al. 2019.
+# Names are the ale-py ROM ids. Random and human come from Agent57, records from Toromanoff et al.
+# 2019.
 _ATARI57_AS_PRINTED = {
     "alien": (227.8, 7127.8, 251916),
     "amidar": (5.8, 1719.5, 104159),
@@ -110,9 +111,9 @@ _ATARI57_AS_PRINTED = {
 # docs/papers/gdi.md#errata).
 _DICE_GDI_HUMAN = {"crazy_climber": 35829.4, "time_pilot": 5229.1}
 
-# Reactor Table 5 (30 random no-op starts) prints the older DQN-era random / human scores; they differ
-# from the Agent57 table in these games only (its Crazy Climber human is 35829.4 and its Time Pilot
-# human 5229.2, as in the printed Agent57 table).
+# Reactor Table 5 (30 random no-op starts) prints the older DQN-era random / human scores; they
+# differ from the Agent57 table in these games only (its Crazy Climber human is 35829.4 and its Time
+# Pilot human 5229.2, as in the printed Agent57 table).
 _REACTOR_RANDOM_HUMAN = {
     "alien": (227.8, 7127.7),
     "asteroids": (719.1, 47388.7),

@@ -6,10 +6,9 @@ and return a scalar tensor. They compute in float64, so a frame count of 10^9 lo
 cast the result to `dtype`.
 
 - `linear_anneal`: v0 · max(0, 1 − step / total), IMPALA's "anneal linearly to 0" (Table G.1).
-- `warmup_linear_decay`: 0 → peak linearly over `warmup_steps`, then linearly to 0 at
-  `total_steps` (DiCE Table 5, GDI Table 6, LBC Table 3: warm-up 4000, then "Anneal linearly to
-  0"; the horizon is ours, docs/papers/dice.md#departures-from-the-paper). With `warmup_steps = 0`
-  it is
+- `warmup_linear_decay`: 0 → peak linearly over `warmup_steps`, then linearly to 0 at `total_steps`
+  (DiCE Table 5, GDI Table 6, LBC Table 3: warm-up 4000, then "Anneal linearly to 0"; the horizon is
+  ours, docs/papers/dice.md#departures-from-the-paper). With `warmup_steps = 0` it is
   `linear_anneal`; the weight decay of DiCE / GDI / LBC (0.01 annealed linearly to 0) is that case.
 
 `AdamW` is the optimiser of DiCE Table 5, GDI Table 6 and LBC Table 3 ("Adam weight decay", β1 0.9,

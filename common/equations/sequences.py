@@ -9,8 +9,7 @@ burn-in padding at the start of an episode's first item, the real steps, then ze
 
 - `discounts_from_resets`: gamma_t = gamma (1 − reset_{t+1}), cut where the sequence is padding;
   a scalar, per-step or per-env gamma, or one gamma per value head (LBC's gamma_i, Table 3).
-- `bootstrapped_rewards`: a time-limit truncation bootstraps (docs/architecture.md#conventions):
-  the
+- `bootstrapped_rewards`: a time-limit truncation bootstraps (docs/architecture.md#conventions): the
   reward of the truncated step becomes f_k(r_t) + gamma_k V_k(x_final) for every value head k.
 - `masked_mean`, `masked_sum`: loss reductions over the valid steps only (DiCE, GDI and LBC print
   only the loss weights; the mean over real steps is ours:

@@ -2,9 +2,10 @@
 `<logdir>/curves.png` (`write_reports`), from run directories `<logdir>/<variant>/seed<seed>` that
 `common.experiments.ablation_runner` or anything else wrote.
 
-A run's directory holds `episodes.csv` with the header `frames,episode_return,episode_length,wall_time`
-(training episodes; frames = environment frames consumed when the episode ended; wall_time = seconds
-since the run started), and may hold `eval.csv` with the header `frames,episode_return,hns,wall_time`.
+A run's directory holds `episodes.csv` with the header
+`frames,episode_return,episode_length,wall_time` (training episodes; frames = environment frames
+consumed when the episode ended; wall_time = seconds since the run started), and may hold `eval.csv`
+with the header `frames,episode_return,hns,wall_time`.
 
 Choices (the papers compare final scores and learning curves but fix no procedure for seeds):
 

@@ -6,8 +6,9 @@ The runner knows nothing about a paper's training stack. Its whole contract with
   --logdir=<logdir>/<variant>/seed<seed> <extra argv>`, run with this interpreter
   (`sys.executable`); the budget (frames) goes in the extra argv, so every variant and seed gets the
   same one;
-* a finished run has written `<run logdir>/episodes.csv` and may have written `<run logdir>/eval.csv`
-  (`common.experiments.ablation_reports` reads them and writes the study's table and plot).
+* a finished run has written `<run logdir>/episodes.csv` and may have written
+  `<run logdir>/eval.csv` (`common.experiments.ablation_reports` reads them and writes the study's
+  table and plot).
 
 Command line (absl flags, see `--help`; the arguments after `--` go to every run):
 
@@ -314,8 +315,8 @@ def parse_tool_command_line(
     argv: Sequence[str], command_line: type, module: str, doc: str
 ) -> tuple[Any, list[str]]:
     """A runner tool's flags (the dataclass `command_line`) before `--` and the arguments after
-    it (they go to every run); dataclass_flags.FlagError with one line on a bad flag. `--help` prints `doc`
-    and the flags, and exits."""
+    it (they go to every run); dataclass_flags.FlagError with one line on a bad flag. `--help`
+    prints `doc` and the flags, and exits."""
     own, extra = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )

@@ -2,9 +2,8 @@
 
     python -m common.experiments.compare --agents=impala,reactor,dice,gdi.gdi_i3,lbc --env=Pong \\
         --seeds=0,1 --total_frames=2000000 --logdir=runs/compare_pong
-    python -m common.experiments.compare --agents=impala,dice --env=CartPole --total_frames=300000
-    \\
-        --logdir=runs/compare_cartpole -- --eval_interval_s=0
+    python -m common.experiments.compare --agents=impala,dice --env=CartPole \\
+        --total_frames=300000 --logdir=runs/compare_cartpole -- --eval_interval_s=0
 
 An agent is a paper (`dice`: its defaults) or `<paper>.<ablation>` (`gdi.gdi_i3`: one of the
 paper's named variants). Each run is `python -m <paper>.main [--ablation=<ablation>] --env=...

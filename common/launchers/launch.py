@@ -9,8 +9,7 @@
 | `replay`  | Reverb server only, until Ctrl-C              |                           |
 | `learner` | learner on a remote `--replay_address`        | evaluator                 |
 | `actor`   | supervisor of actors on `--replay_address`    | actors `--first_actor`..  |
-| `evaluate`| the final evaluation protocol on the latest checkpoint, into `<logdir>/evaluate/` |
-|
+| `evaluate`| the final evaluation protocol on the latest checkpoint, into `<logdir>/evaluate/` |    |
 
 Children are started with the multiprocessing 'spawn' context (never fork after TensorFlow is
 imported), ignore Ctrl-C (the parent shuts them down in order), and exit on their own when their
@@ -83,12 +82,11 @@ def experiment_from_config(
     evaluate: bool = True,
 ) -> Experiment:
     """The `Experiment` of a paper config (`common.experiments.builder.build_experiment` calls it
-    with the pieces of the paper's builder) with the run fields every paper's config has (env,
-    seed, num_actors, envs_per_actor, params_pull_interval, total_frames, batch_size,
-    publish_interval, eval_episodes and `common.settings.config.ProcessSettings`'s). The evaluator
-    plays
-    `eval_protocol` (default: the training protocol) and finds a behaviour selector's saved
-    state under `logdir`; it runs during training when eval_interval_s > 0, and on a checkpoint
+    with the pieces of the paper's builder) with the run fields every paper's config has (env, seed,
+    num_actors, envs_per_actor, params_pull_interval, total_frames, batch_size, publish_interval,
+    eval_episodes and `common.settings.config.ProcessSettings`'s). The evaluator plays
+    `eval_protocol` (default: the training protocol) and finds a behaviour selector's saved state
+    under `logdir`; it runs during training when eval_interval_s > 0, and on a checkpoint
     with `--role=evaluate`; `evaluate=False`: the paper has none."""
     evaluator = None
     if evaluate:

@@ -10,9 +10,10 @@ process of the run (learner, Reverb server, actors, evaluator) is its child and 
 reach each other on `localhost`, and the server's port exists in no network another process can
 reach. The run's files are the same files; only its sockets are private.
 
-Where the kernel refuses (no user namespaces for this user, a seccomp profile), `enter` returns
-the reason, and the launcher says on one line that the port is open (`common.launchers.launch`).
-`--open_port` skips all this, for a local run that actor hosts join (docs/guides/several_machines.md).
+Where the kernel refuses (no user namespaces for this user, a seccomp profile), `enter` returns the
+reason, and the launcher says on one line that the port is open (`common.launchers.launch`).
+`--open_port` skips all this, for a local run that actor hosts join
+(docs/guides/several_machines.md).
 """
 
 import ctypes

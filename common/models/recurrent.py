@@ -1,8 +1,9 @@
 """The LSTM core of the agents' networks: one step with its reset mask, a sequence unrolled with a
 hand-written gradient (`lstm_unroll`), and several networks' cores unrolled together.
 
-The core is Keras' LSTM cell's equations on a projected input, with the state zeroed where an episode
-starts (`keep` = 0); `ActorCriticNet` (`common.models.networks`) and the papers' networks call it.
+The core is Keras' LSTM cell's equations on a projected input, with the state zeroed where an
+episode starts (`keep` = 0); `ActorCriticNet` (`common.models.networks`) and the papers' networks
+call it.
 """
 
 from __future__ import annotations

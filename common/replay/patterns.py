@@ -3,20 +3,15 @@
 Each pattern is a small frozen (picklable) description that builds three things from the
 per-step record of the agent (`common.runtime.acting.step_spec` plus its extras) and the core state
 stored at each item's first step: the Reverb tables, the actor's writer (one writer family of
-`common.replay.replay`, configured by length, period, padding at episode end and priority) and the
+`common.replay.writers`, configured by length, period, padding at episode end and priority) and the
 learner's batches.
 
-| pattern            | papers                          | tables                            | writer
-         |
+| pattern            | papers                          | tables                            | writer           |
 |--------------------|---------------------------------|-----------------------------------|------------------|
-| `Queue`            | IMPALA                          | queue                             |
-`UnrollWriter`   |
-| `QueueWithReplay`  | IMPALA Table 2 "with replay"    | queue + uniform replay, one item  |
-`UnrollWriter`   |
-| `Prioritized`      | Reactor                         | prioritised, priorities written   |
-`SequenceWriter` |
-| `SampleK`          | DiCE, GDI, LBC                  | uniform, each item sampled k times|
-`BurnInSequenceWriter` |
+| `Queue`            | IMPALA                          | queue                             | `UnrollWriter`   |
+| `QueueWithReplay`  | IMPALA Table 2 "with replay"    | queue + uniform replay, one item  | `UnrollWriter`   |
+| `Prioritized`      | Reactor                         | prioritised, priorities written   | `SequenceWriter` |
+| `SampleK`          | DiCE, GDI, LBC                  | uniform, each item sampled k times| `BurnInSequenceWriter` |
 
 Batches are `reverb.ReplaySample(info, data)` with time-major steps (`replay.unroll_dataset`);
 `QueueWithReplay` concatenates a fresh and a replayed part along the batch axis.

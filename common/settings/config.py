@@ -4,11 +4,10 @@ objects they configure.
 
 A config is a frozen dataclass whose field names are the absl flag names (`common.experiments.cli`).
 Each field is made with `field(default, help, check)`: the help text is the flag's, and `check`
-(e.g.
-`positive`, `unit_interval`, `one_of(TORSOS)`) is the rule the field's value must follow on its
-own. `Config.validate()` checks every field by its rule, raising an error that names the flag
-(`--batch_size=0 must be > 0`); a config's own `validate()` adds only the rules that relate
-several fields, after `super().validate()`.
+(e.g. `positive`, `unit_interval`, `one_of(TORSOS)`) is the rule the field's value must follow on
+its own. `Config.validate()` checks every field by its rule, raising an error that names the flag
+(`--batch_size=0 must be > 0`); a config's own `validate()` adds only the rules that relate several
+fields, after `super().validate()`.
 
 The parts: `ProcessSettings` (every paper: how the processes run on this machine),
 `RunSettings` (every paper: the game, budget, actors, batch, weight transfer, evaluation and
@@ -216,8 +215,8 @@ def prefixed_kwargs(config, prefix: str) -> dict[str, Any]:
 
 def atari_protocol_overrides(config) -> dict[str, Any]:
     """`common.environments.protocols.AtariProtocol` fields set by a config's `full_action_set`,
-    `noop_max`,
-    `max_episode_frames` and `sticky_action_probability` (training and evaluation share them)."""
+    `noop_max`, `max_episode_frames` and `sticky_action_probability` (training and evaluation
+    share them)."""
     return dict(
         full_action_space=config.full_action_set,
         noop_max=config.noop_max,

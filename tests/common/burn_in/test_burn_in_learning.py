@@ -1,11 +1,11 @@
 """`common.burn_in.burn_in_learning.make_train_step`'s micro-batches run one after the other, and
 their weighted gradients add up to the whole batch's.
 
-The slices of a batch share no data, so nothing but an explicit edge keeps TensorFlow from
-running their forward passes together and holding every slice's activations (it did: GDI-I3's
-Atari learner peaked at 12.2 GiB with four slices, 4.9 GiB once they were ordered; docs/guides/gdi.md).
-The test runs the compiled step and records when each slice's forward pass starts and when its
-gradient reaches the weights. The exact-gradient side is also tested per agent (tests/dice and
+The slices of a batch share no data, so nothing but an explicit edge keeps TensorFlow from running
+their forward passes together and holding every slice's activations (it did: GDI-I3's Atari learner
+peaked at 12.2 GiB with four slices, 4.9 GiB once they were ordered; docs/guides/gdi.md). The test
+runs the compiled step and records when each slice's forward pass starts and when its gradient
+reaches the weights. The exact-gradient side is also tested per agent (tests/dice and
 tests/gdi test_learning)."""
 
 import time

@@ -1,8 +1,7 @@
 """`common.environments.minatar_games`: the batched Space Invaders against MinAtar's own objects
 where random play seldom goes, a wave shot clear and the faster waves that follow (difficulty
-ramping).
-`tests/common/environments/test_envs.py::test_minatar_equals_the_library` plays every game through
-`common.environments.envs` beside the library for thousands of random steps."""
+ramping). `tests/common/environments/test_envs.py::test_minatar_equals_the_library` plays every
+game through `common.environments.envs` beside the library for thousands of random steps."""
 
 import numpy as np
 import pytest
