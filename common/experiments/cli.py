@@ -512,6 +512,10 @@ def run_one(paper: Paper, plan: Plan) -> None:
 
         refused = private_network.enter()
         open_because = refused and f"no network of its own here: {refused}"
+    # Reverb's routine C++ lines off the console, as TensorFlow's are (TF_CPP_MIN_LOG_LEVEL=0
+    # brings both back); started after the private network, so that every process of the run,
+    # the filter too, is in it.
+    stderr_filter.filter_reverb_lines()
     from common.launchers import actor_range
     from common.launchers import launch
 
@@ -583,8 +587,5 @@ def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
     # the cores, and a process that is still single-threaded when its run starts can enter a
     # network of its own as an unprivileged user (common/launchers/private_network.py).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # Reverb's routine C++ lines off the console, as TensorFlow's are (TF_CPP_MIN_LOG_LEVEL=0
-    # brings both back); a process, not a thread, so the run stays single-threaded here.
-    stderr_filter.filter_reverb_lines()
     define_flags(paper, module_name=sys.argv[0])
     app.run(functools.partial(_main, paper), argv=argv, flags_parser=_parse_or_exit)
