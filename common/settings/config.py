@@ -269,6 +269,7 @@ class RunSettings(ProcessSettings):
     )
     # IMPALA §5.3.2, Reactor §4.1, DiCE Table 5, GDI Table 6: 200M (LBC declares its own).
     seed: int = field(0, "Seed of environments, networks and behaviour controllers.", non_negative)
+    # choice: 0, every paper's (Reactor §4.1: "a fixed random seed across all games").
     num_actors: int = field(2, "Actor processes.", positive)
     # choice: one per core on 2 cores, every paper's.
     envs_per_actor: int = field(
