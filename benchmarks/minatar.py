@@ -522,3 +522,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f.read())
     figures = ", ".join(report.figure(g) for g in report.games)
     print(f"wrote {report.curves_csv}, {report.evaluations_csv}, {report.summary_md} and {figures}")
+
+
+if __name__ == "__main__":
+    main()

@@ -288,6 +288,8 @@ def main(argv):
         if subprocess.run(command).returncode > 0:  # a run failed (not a signal: a stop)
             print(f"[protocol] trial {index}: the grid stopped; its unfinished runs score 0")
             failed = [index]
+        elif not trial_returns(FLAGS.logdir, FLAGS.agent, index):
+            sys.exit(f"[protocol] trial {index}: the grid exited 0 but started no run: {command}")
         report(FLAGS.agent, FLAGS.logdir, path, references, failed)
     report(FLAGS.agent, FLAGS.logdir, path, references)
 

@@ -5,6 +5,8 @@ import csv
 import math
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -215,3 +217,21 @@ def test_rows_of_trials_run_elsewhere_are_kept_and_count_in_the_choice(tmp_path,
     assert sorted(rows) == [0, 1]
     assert rows[0][-1] == "0.9000" and float(rows[1][-1]) == pytest.approx(0.3, abs=1e-4)
     assert "best so far trial 0" in capsys.readouterr().out
+
+
+def test_a_grid_that_exits_0_without_starting_a_run_stops_the_protocol(tmp_path):
+    # The grid tool once did nothing and exited 0 (its `__main__` block lost); the protocol must
+    # stop on that, not score nothing and go on to the next trial.
+    code = f"""
+import subprocess
+from absl import app
+from benchmarks import protocol
+protocol.subprocess.run = lambda command: subprocess.CompletedProcess(command, 0)
+protocol.define_flags()
+app.run(protocol.main, argv=["protocol", "--agent=dice", "--trials=0-1",
+        "--logdir={tmp_path / "runs"}", "--results_dir={tmp_path / "results"}"])
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "trial 0: the grid exited 0 but started no run" in result.stderr
+    assert "trial 1" not in result.stdout + result.stderr
