@@ -82,7 +82,7 @@ class ProducedFrames:
 class _CountingReports:
     """A learner's report reader that counts the reports it hands over."""
 
-    def __init__(self, reader: reports.ReportReader):
+    def __init__(self, reader: reports.ReportSource) -> None:
         self._reader = reader
         self.count = 0
 
@@ -206,7 +206,9 @@ class _ProfilingStop:
     def __init__(self, event, warmup_s: float, seconds: float, profiler: cProfile.Profile):
         self._event, self._warmup_s, self._seconds = event, warmup_s, seconds
         self._profiler = profiler
-        self._first = self.start = self.end = None
+        self._first: float | None = None
+        self.start: float | None = None
+        self.end: float | None = None
         self.polls = 0
 
     def is_set(self) -> bool:
@@ -235,7 +237,7 @@ def profiled_actor(result_path: str, warmup_s: float, seconds: float, stop, **ac
     profiler = cProfile.Profile()
     window = _ProfilingStop(stop, warmup_s, seconds, profiler)
     acting.run_actor(stop=window, **actor_kwargs)
-    if window.end is None:
+    if window.start is None or window.end is None:
         raise RuntimeError("the actor stopped before its profiling window ended")
     calls = top_level_calls(profiler)
     with open(result_path, "w") as f:
@@ -249,10 +251,9 @@ def top_level_calls(profiler: cProfile.Profile) -> dict[str, float]:
     calls when it was enabled inside the loop), by name (`ACTOR_CALLS`, else file:function). A
     function that the loop calls and that a profiled call also calls has callers, so it is left
     out whole (its time counts only inside its callers')."""
-    calls = {}
-    for (filename, _, function), (_, _, _, cumulative, callers) in pstats.Stats(
-        profiler
-    ).stats.items():
+    calls: dict[str, float] = {}
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]  # typeshed omits it
+    for (filename, _, function), (_, _, _, cumulative, callers) in stats.items():
         if callers:  # called by another profiled call: inside a top-level one
             continue
         name = ACTOR_CALLS.get(

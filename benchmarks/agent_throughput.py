@@ -71,7 +71,6 @@ It prints figures; it asserts nothing.
 import common  # noqa: F401  (first: TensorFlow's oneDNN default, common/__init__.py)
 
 import contextlib
-import importlib
 import json
 import math
 import os
@@ -150,25 +149,26 @@ def measure_agent(
     """The rows of one agent (its paper's main imported, flags parsed); a failed row is an error
     entry, the other rows are still measured."""
     from common.runtime import acting
+    from common.experiments import builder as builder_lib
     from common.experiments import cli
     from common.experiments import dataclass_flags
     from common.environments import protocols
 
     paper_name, _, ablation = agent.partition(".")
-    paper = importlib.import_module(f"{paper_name}.builder").PAPER
+    paper = builder_lib.paper_builder(paper_name)
     config = cli.make_config(
         paper, dataclass_flags.given_values(paper.config_class), ablation or None
     )
     config = throughput.run_overrides(config)
     result: dict = dict(agent=agent, env=config.env, errors={})
     with tempfile.TemporaryDirectory() as logdir:
-        experiment = paper.build_experiment(config, logdir)
+        experiment = builder_lib.build_experiment(paper(config), logdir)
         acting.configure_threads(experiment.learner_threads)  # before TensorFlow starts
         spec = throughput.env_spec(experiment)
         frames_per_step = protocols.frames_per_step(experiment.actor.env, experiment.actor.protocol)
         steps_per_update = trained_steps_per_update(experiment, config)
         result.update(
-            describe=paper.describe(config),
+            describe=paper(config).describe(),
             tensorflow=throughput.tensorflow_line(experiment),
             frames_per_update=experiment.learner.frames_per_learner_step,
             trained_steps_per_update=steps_per_update,
@@ -470,8 +470,9 @@ def baseline_worktree(revision: str | None):
 if __name__ == "__main__":
     paper = worker_paper(sys.argv)
     if paper is not None:  # the paper's flags, --env among them
+        from common.experiments import builder as builder_lib
         from common.experiments import cli
 
-        cli.define_flags(importlib.import_module(f"{paper}.builder").PAPER)
+        cli.define_flags(builder_lib.paper_builder(paper))
     define_flags(worker=paper is not None)
     app.run(main)

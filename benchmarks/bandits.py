@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from common.control import controllers  # noqa: E402
 from dice import controller as dice_controller  # noqa: E402
 from gdi import controller as gdi_controller  # noqa: E402
 from lbc import controller as lbc_controller  # noqa: E402
@@ -108,7 +109,7 @@ LBC_3D = three_d(
 @dataclasses.dataclass(frozen=True)
 class Case:
     name: str
-    make: Callable[..., object]  # make(seed=..., selection=...) -> controller
+    make: Callable[..., controllers.AxisController]  # make(seed=..., selection=...)
     objective: Objective
 
 
@@ -132,10 +133,11 @@ def cases(with_joint: bool) -> list[Case]:
     return [case for case in listed if with_joint or "joint" not in case.name]
 
 
-def run(case: Case, seed: int, episodes: int):
+def run(case: Case, seed: int, episodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Features chosen and returns received over one run."""
     controller, rng = case.make(seed=seed), np.random.default_rng(1000 + seed)
-    features, returns = [], []
+    features: list[np.ndarray] = []
+    returns: list[float] = []
     for _ in range(episodes):
         params = controller.propose()
         features.append(case.objective.features(params))

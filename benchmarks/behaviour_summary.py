@@ -142,7 +142,7 @@ def main(argv: Sequence[str]) -> None:
                 raise app.UsageError(f"--returns_by={FLAGS.returns_by}: {logdir} has no `{tag}`")
         runs[logdir] = scalars
     print(table(runs, FLAGS.prefixes))
-    if FLAGS.returns_by:
+    if edges is not None:  # --returns_by given
         print()
         print(returns_table(runs, FLAGS.returns_by, edges))
 

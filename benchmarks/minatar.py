@@ -254,8 +254,8 @@ class Progress:
         basis = f"frames/s per run: {measured}"
         unmeasured = {a for a, _ in left} - rates.keys()
         if unmeasured:
-            frames, seconds = map(sum, zip(*gains.values()))
-            pooled = frames / seconds
+            gained_frames, gained_seconds = map(sum, zip(*gains.values()))
+            pooled = gained_frames / gained_seconds
             basis += f"; {', '.join(sorted(unmeasured))} at all runs' {runlog.format_count(pooled)}"
             rates.update(dict.fromkeys(unmeasured, pooled))
         if not left:
@@ -323,7 +323,7 @@ def run_grid(
     if len(finished) == len(before):
         return before
     if check_flags:
-        checked = {}
+        checked: dict[str, GridRun] = {}
         for run in runs.values():
             # choice: one game per agent: its runs' flags differ only in the MinAtar env id.
             checked.setdefault(run.name, run)

@@ -403,7 +403,7 @@ def write_reports(
         normaliser(table, game)  # every game has its references
     elsewhere = read_curves(curves_from)
     evaluations = read_evaluations(curves_from)
-    results = []
+    found: list[RunResult] = []
     for s in seeds:
         for g in games:
             for a in agents:
@@ -414,13 +414,13 @@ def write_reports(
                     _last_row_frames(os.path.join(directory, ablation_reports.EPISODES_CSV))
                     is not None
                 ):
-                    results.append(read_result(logdir, a, g, s, budgets[a]))
+                    found.append(read_result(logdir, a, g, s, budgets[a]))
                 elif not os.path.isdir(directory):  # a run directory here wins over the file
                     result = finished_elsewhere(elsewhere, a, g, s, budgets[a])
                     if result:
                         evaluation = evaluations.get((a, g, s), math.nan)
-                        results.append(dataclasses.replace(result, evaluation=evaluation))
-    results = tuple(results)
+                        found.append(dataclasses.replace(result, evaluation=evaluation))
+    results = tuple(found)
     if not results:
         raise ValueError(
             f"no {ablation_reports.EPISODES_CSV} of the grid under {logdir!r}; expected "

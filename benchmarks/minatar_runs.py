@@ -183,6 +183,7 @@ def frame_budgets(
             raise dataclass_flags.FlagError(f"--agent_frames names {agent} twice")
         try:
             frames = dataclass_flags.parse_scalar(int, text)  # as --total_frames is parsed
+            assert isinstance(frames, int)  # parse_scalar(int, ...) is an int or ValueError
         except ValueError:
             raise dataclass_flags.FlagError(
                 f"--agent_frames: {entry!r}: {text} is not an integer"
@@ -361,7 +362,9 @@ def trained_frames(directory: str) -> int:
 
 
 def last_games_curve(
-    episodes: ablation_reports.Episodes, at_frames: np.ndarray, games: int = LAST_GAMES
+    episodes: ablation_reports.Episodes,
+    at_frames: np.ndarray | Sequence[float],
+    games: int = LAST_GAMES,
 ) -> np.ndarray:
     """At each of `at_frames`, the mean return of the last `games` games that ended at or before
     it (fewer if fewer had ended; nan if none)."""

@@ -91,12 +91,12 @@ class GridReport:
         return os.path.join(self.logdir, f"{game}.png")
 
 
-def mean_and_standard_error(values: Sequence[float]) -> tuple[float, float]:
+def mean_and_standard_error(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """Mean and standard error (sample standard deviation, ddof 1, over sqrt(n); nan for n = 1)."""
-    values = np.asarray(values, dtype=float)
-    if values.size > 1:
-        return float(values.mean()), float(values.std(ddof=1) / math.sqrt(values.size))
-    return float(values.mean()), math.nan
+    array = np.asarray(values, dtype=float)
+    if array.size > 1:
+        return float(array.mean()), float(array.std(ddof=1) / math.sqrt(array.size))
+    return float(array.mean()), math.nan
 
 
 def bootstrap_interval(
@@ -133,7 +133,9 @@ def bootstrap_interval(
     return float(points["x"][0]), float(intervals["x"][0, 0]), float(intervals["x"][1, 0])
 
 
-def interquartile_mean(scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED):
+def interquartile_mean(
+    scores: np.ndarray, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float, float]:
     """(IQM, CI low, CI high) of a [runs, games] score matrix: rliable's `aggregate_iqm` and its
     stratified-bootstrap 95% confidence interval (`bootstrap_interval`)."""
     from rliable import metrics as rly_metrics
@@ -241,19 +243,19 @@ def orderings(report: "GridReport") -> list[OrderingResult]:
     results = []
     for paper in dict.fromkeys(paper for paper, _ in named):
         for better, worse, source in paper_ablations(paper).ORDERINGS:
-            agents = named.get((paper, better)), named.get((paper, worse))
-            if None in agents:
+            better_agent, worse_agent = named.get((paper, better)), named.get((paper, worse))
+            if better_agent is None or worse_agent is None:
                 continue
-            aggregates = [report.aggregates[a] for a in agents]
-            if None in aggregates:
+            x, y = report.aggregates[better_agent], report.aggregates[worse_agent]
+            if x is None or y is None:
                 continue
-            x, y = (a.scores for a in aggregates)
             results.append(
                 OrderingResult(
-                    *agents,
+                    better_agent,
+                    worse_agent,
                     f"{paper} {source}",
-                    *probability_of_improvement(x, y),
-                    min(len(a.seeds) for a in aggregates),
+                    *probability_of_improvement(x.scores, y.scores),
+                    min(len(x.seeds), len(y.seeds)),
                 )
             )
     return results
@@ -291,7 +293,7 @@ def _orderings_markdown(results: Sequence[OrderingResult]) -> list[str]:
     return lines
 
 
-def _cell_text(values: Sequence[float], short: bool, digits: int = 2) -> str:
+def _cell_text(values: Sequence[float] | np.ndarray, short: bool, digits: int = 2) -> str:
     if not len(values):
         return "—"
     mean, se = mean_and_standard_error(values)

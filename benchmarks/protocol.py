@@ -238,7 +238,7 @@ def recorded_rows(path: str) -> dict[int, list[str]]:
 
 def parse_trials(text: str, count: int) -> list[int]:
     """'0-3,7' -> [0, 1, 2, 3, 7]; ValueError naming the flag on a bad or out-of-range index."""
-    indices = []
+    indices: list[int] = []
     for part in text.split(","):
         low, _, high = part.strip().partition("-")
         try:

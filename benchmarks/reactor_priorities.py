@@ -283,7 +283,7 @@ def run(stream: Stream) -> dict[str, list[float]]:
     ]
     at_insert = Estimated("tree_at_insert", stream, num_keys, pull, "lazy")
     designs.append(at_insert)
-    rows = {d.name: [] for d in designs}
+    rows: dict[str, list[float]] = {d.name: [] for d in designs}
     rows.update({"interleaved tree": [], "balanced tree": [], "unassigned share": []})
     next_step = np.zeros(stream.num_streams, int)
     lo = hi = 0  # the replay holds keys lo..hi-1 (FIFO)
@@ -351,9 +351,10 @@ def measure(rows, designs, forest, interleaved, assigned, stream_of, lo, hi, str
 
 def define_flags() -> dict:
     """One flag per `Stream` field, defined only when run as a program (tests import `run`)."""
+    defaults = dataclasses.asdict(Stream())
     return {
         f.name: (flags.DEFINE_integer if f.type == "int" else flags.DEFINE_float)(
-            f.name, f.default, f"Stream.{f.name} (module docstring)."
+            f.name, defaults[f.name], f"Stream.{f.name} (module docstring)."
         )
         for f in dataclasses.fields(Stream)
     }

@@ -59,7 +59,7 @@ import ctypes
 import gc
 import multiprocessing
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, NoReturn
 
 import numpy as np
 import tensorflow as tf
@@ -214,12 +214,17 @@ def default_patterns() -> list[tuple[str, str, patterns.Pattern]]:
     ]
 
 
+def _never_built(*args: object) -> NoReturn:
+    raise AssertionError("the replay's memory needs no policy and no learner")
+
+
 def make_agent(pattern: patterns.Pattern, record: Record) -> agent_lib.Agent:
+    """The replay side of an agent (signature, tables): it acts and learns nothing."""
     return agent_lib.Agent(
         replay=pattern,
-        make_policy=None,
+        make_policy=_never_built,
         policy_extras=record.policy_extras,
-        make_learner=None,
+        make_learner=_never_built,
         core_state_spec=record.core_state,
     )
 

@@ -181,6 +181,7 @@ def synthetic_batch(experiment: launch.Experiment, spec: agent_lib.EnvSpec, seed
         name = path[-1]
         shape = (item_spec.shape[0], batch_size, *item_spec.shape[1:])
         dtype = item_spec.dtype.as_numpy_dtype
+        value: np.ndarray
         if name in ("action", "prev_action"):
             value = rng.integers(0, num_actions, shape)
         elif name == replay.MASK:
@@ -269,8 +270,9 @@ def measure_learner(
 # Full training
 
 
-def peak_resident_gib(pid: int | str = "self") -> float:
-    """The peak resident set size of a process (Linux VmHWM), in GiB; NaN where unknown."""
+def peak_resident_gib(pid: int | str | None = "self") -> float:
+    """The peak resident set size of a process (Linux VmHWM), in GiB; NaN where unknown (a
+    process not started has no `pid`)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
@@ -374,7 +376,8 @@ def measure_training(
         supervisor.stop()
         server.stop()
     start, end = marks["start"], marks["end"]
-    return Training(*(b - a for a, b in zip(start, end)), actors)
+    seconds, updates, frames, actor_frames, reports = (b - a for a, b in zip(start, end))
+    return Training(seconds, updates, frames, actor_frames, reports, actors)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -401,7 +404,7 @@ def define_flags() -> None:
     from common.experiments import cli
     from impala import builder as impala_builder
 
-    cli.define_flags(impala_builder.PAPER)
+    cli.define_flags(impala_builder.ImpalaBuilder)
 
     flags.DEFINE_float("seconds", 40.0, "Measured seconds per row.")
     flags.DEFINE_float("warmup_s", 15.0, "Seconds before measuring (compilation...).")
@@ -420,15 +423,16 @@ def define_flags() -> None:
 
 def main(argv):
     del argv
+    from common.experiments import builder as builder_lib
     from common.experiments import cli
     from impala import builder as impala_builder
 
-    paper = impala_builder.PAPER
+    paper = impala_builder.ImpalaBuilder
     acting.configure_threads(2)  # the learner's, before TensorFlow starts
     warmup_s, seconds, wanted = FLAGS.warmup_s, FLAGS.seconds, FLAGS.rows
     base = run_overrides(cli.config_from_flags(paper))
     logdir = tempfile.mkdtemp()
-    experiment = paper.build_experiment(base, logdir)
+    experiment = builder_lib.build_experiment(paper(base), logdir)
     spec = env_spec(experiment)
     header = [
         cpu_line(),
@@ -446,7 +450,9 @@ def main(argv):
         learner = float("nan")
         if "learner" in wanted:
             config = dataclasses.replace(base, jit_compile=jit == "on").validate()
-            rate = measure_learner(paper.build_experiment(config, logdir), spec, warmup_s, seconds)
+            rate = measure_learner(
+                builder_lib.build_experiment(paper(config), logdir), spec, warmup_s, seconds
+            )
             learner = rate.frames_per_s
             rows.append(("learner alone (batches in memory), L", jit, "-", learner))
             print(f"learner jit={jit}: {learner:.0f} frames/s", flush=True)
@@ -458,7 +464,7 @@ def main(argv):
             config = dataclasses.replace(
                 base, jit_compile=jit == "on", actor_precision=precision
             ).validate()
-            experiment = paper.build_experiment(config, tempfile.mkdtemp())
+            experiment = builder_lib.build_experiment(paper(config), tempfile.mkdtemp())
             fleet = float("nan")
             if "fleet" in wanted:
                 fleet = measure_fleet(experiment, spec, warmup_s, seconds)

@@ -98,6 +98,7 @@ def load_baseline(revision: str):
     path = Path(tempfile.mkdtemp()) / "replay_baseline.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("replay_baseline", path)
+    assert spec is not None and spec.loader is not None  # a .py file's
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -123,7 +124,7 @@ def batched_steps(num_envs: int, count: int, rng: np.random.Generator):
                 "eps": rng.random(num_envs, dtype=np.float32),
             },
         }
-        core = {
+        core: dict | None = {
             "core_state": (
                 rng.standard_normal((num_envs, CORE), dtype=np.float32),
                 rng.standard_normal((num_envs, CORE), dtype=np.float32),
@@ -140,22 +141,23 @@ def batched_steps(num_envs: int, count: int, rng: np.random.Generator):
 def time_writer(module, steps, episode_ends, warmup: int, timed: int) -> tuple[float, float, int]:
     """Wall and CPU microseconds per batched append of `module.BurnInSequenceWriter` (or
     `UnrollWriter`), and the items inserted."""
-    specs = [
-        None
-        if part is None
-        else replay.tf.nest.map_structure(
+
+    def spec_of(part: dict) -> dict:
+        return replay.tf.nest.map_structure(
             lambda x: replay.tf.TensorSpec(x.shape[1:], x.dtype), part
         )
-        for part in steps[0]
-    ]
+
+    step, core = steps[0]
+    step_spec, core_spec = spec_of(step), None if core is None else spec_of(core)
     num_envs = len(episode_ends[0])
+    pattern: patterns.Pattern
     if FLAGS.writer == "unroll":
         pattern = patterns.Queue(length=UNROLL, capacity=100_000)
     else:
         pattern = patterns.SampleK(
             length=LENGTH, burn_in=BURN_IN, capacity=100_000, error_buffer=1e9
         )
-    server = replay.start_server(pattern.tables(pattern.signature(*specs)))
+    server = replay.start_server(pattern.tables(pattern.signature(step_spec, core_spec)))
     try:
         client = replay.connect(replay.address_of(server))
         if FLAGS.writer == "unroll":
@@ -174,6 +176,8 @@ def time_writer(module, steps, episode_ends, warmup: int, timed: int) -> tuple[f
             else:
                 writer.append(step, end, first_step_extras=core)
         writer.flush()
+        if start is None:
+            raise ValueError(f"{len(episode_ends)} steps: none after the {warmup} warm-up ones")
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         writer.close()
         items = client.server_info()[patterns.EXPERIENCE_TABLE].current_size

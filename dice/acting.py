@@ -5,6 +5,7 @@ each step was played with."""
 
 import dataclasses
 import functools
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -17,14 +18,16 @@ from dice import controller
 from dice import networks
 
 
-def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+def behaviour_mixture(params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The mixture hook of `common.burn_in.advantage_policy`: the games' eta [B] as a one-component
     mixture, etas [B, 1] and weights [B, 1] = 1."""
     eta = np.asarray(params["eta"], np.float32)[:, None]
     return eta, np.ones_like(eta)
 
 
-def make_policy(config):
+def make_policy(
+    config: config_lib.DiceConfig,
+) -> Callable[..., advantage_policy.AdvantageMixturePolicy]:
     """The actors' `common.runtime.acting.PolicyFactory` of `config`: one network, one component."""
     return advantage_policy.policy_factory(
         functools.partial(networks.make_network_list, config),
@@ -36,6 +39,7 @@ def make_policy(config):
 
 def behaviour_spec(config: config_lib.DiceConfig) -> behaviour.BehaviourSpec:
     """The bandits vote (§3.3) per env, or eta fixed (`baseline`, §4.3)."""
+    make: Callable[..., controllers.Controller]
     if config.fixed_behaviour:
         make = functools.partial(controllers.FixedController, {"eta": config.fixed_eta})
     else:

@@ -1,13 +1,14 @@
-"""DiCE on the shared stack: `DiceBuilder` (`common.experiments.builder.BurnInBuilder`) and the
-command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+"""DiCE on the shared stack: `DiceBuilder` (`common.experiments.builder.BurnInBuilder`),
+which is the paper the command line runs. Imports TensorFlow only inside the methods that
+build something."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder, cli
-from dice import ablations
+from common.experiments import builder
+from dice import ablations as ablations_lib
 from dice import config as config_lib
 
 if TYPE_CHECKING:
@@ -22,6 +23,16 @@ if TYPE_CHECKING:
 class DiceBuilder(builder.BurnInBuilder[config_lib.DiceConfig]):
     """DiCE's pieces: burn-in sequences each sampled twice (Table 5), softmax(eta · A) with eta
     from each environment's bandits vote (§3.3, Algorithm 1), the tau-free learner (Eq. (8))."""
+
+    name = "dice"
+    config_class = config_lib.DiceConfig
+    ablations = ablations_lib.ABLATIONS
+    default_ablation = "dice"
+    env_defaults = {
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    }
+    cartpole = True
 
     config: config_lib.DiceConfig
 
@@ -56,7 +67,7 @@ class DiceBuilder(builder.BurnInBuilder[config_lib.DiceConfig]):
         --eval_policy=greedy."""
         return builder.Evaluation(greedy=self.config.eval_policy == "greedy")
 
-    def name(self) -> str:
+    def run_name(self) -> str:
         return f"dice {self.config.env}"
 
     def describe(self) -> str:
@@ -71,17 +82,3 @@ class DiceBuilder(builder.BurnInBuilder[config_lib.DiceConfig]):
             f"{behaviour}, batch {config.batch_size}x({config.burn_in}+{config.sequence_length}) "
             f"x{config.times_sampled}, {config.total_frames:,} frames"
         )
-
-
-PAPER = cli.Paper(
-    name="dice",
-    config_class=config_lib.DiceConfig,
-    builder=DiceBuilder,
-    ablations=ablations.ABLATIONS,
-    default_ablation="dice",
-    env_defaults={
-        "CartPole": config_lib.CARTPOLE_OVERRIDES,
-        "MinAtar": config_lib.MINATAR_OVERRIDES,
-    },
-    cartpole=True,
-)

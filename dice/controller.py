@@ -44,7 +44,7 @@ class DiceController(controllers.AxisController):
     def __init__(
         self,
         *,
-        seed=None,
+        seed: int | None = None,
         space: str = "log1p",
         eta_max: float = 50.0,
         num_blocks: int = 50,
@@ -55,7 +55,7 @@ class DiceController(controllers.AxisController):
         widths: Sequence[int] = (1, 2, 3),
         edge: str = "valid",
         selection: str = "bandits",
-    ):
+    ) -> None:
         # eta_max: Table 5 "Bandit Search Range for 1/tau [0.0, 50.0]"; num_bandits: "Num. Bandits
         # 7"; num_candidates: "Num. Bandit Candidates 7"; ucb_scale: "Bandit UCB Scaling 1.0";
         # learning_rates: "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])";
@@ -63,7 +63,7 @@ class DiceController(controllers.AxisController):
         # docs/papers/dice.md#departures-from-the-paper.
         tiling = bandits.NeighbourTiling(tuple(widths), edge)
 
-        def make(axes, rng):
+        def make(axes: list[bandits.Axis], rng: np.random.Generator) -> bandits.BanditEnsemble:
             return bandits.BanditEnsemble(
                 axes,
                 rng,

@@ -4,13 +4,14 @@ trained steps, then `dice.losses.dice_loss` with each step's own eta, Table 5's 
 the discounts of episode ends and padding; AdamW with Table 5's schedules.
 """
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import tensorflow as tf
 
 from common.burn_in import advantage_policy
 from common.burn_in import burn_in_learning
 from common.runtime import learning as common_learning
+from common.models import networks as networks_lib
 from common.replay import replay
 from common.equations import sequences
 from common.equations import transforms
@@ -18,10 +19,15 @@ from dice import config as config_lib
 from dice import losses
 from dice import networks
 
+if TYPE_CHECKING:
+    from common.runtime.agent import EnvSpec
+
 make_optimizer = burn_in_learning.make_optimizer
 
 
-def make_loss_fn(network, config: config_lib.DiceConfig) -> Callable[[dict], tuple]:
+def make_loss_fn(
+    network: networks_lib.ActorCriticNet, config: config_lib.DiceConfig
+) -> Callable[[dict], tuple]:
     """batch -> (loss, stats): steps 1-8 for one batch of sample-k items."""
     hparams = losses.LossHyperparameters.from_config(config)
     shaping = transforms.reward_transform(config.reward_shaping)
@@ -47,14 +53,20 @@ def make_loss_fn(network, config: config_lib.DiceConfig) -> Callable[[dict], tup
     return loss_fn
 
 
-def make_train_step(network, optimizer, config: config_lib.DiceConfig):
+def make_train_step(
+    network: networks_lib.ActorCriticNet,
+    optimizer: burn_in_learning.Optimizer,
+    config: config_lib.DiceConfig,
+) -> Callable[[dict, tf.Tensor], dict]:
     """The compiled learner step `step(batch, frames) -> stats`."""
     return burn_in_learning.make_train_step(
         make_loss_fn(network, config), network.trainable_variables, optimizer, config
     )
 
 
-def make_learner_parts(config: config_lib.DiceConfig, spec):
+def make_learner_parts(
+    config: config_lib.DiceConfig, spec: "EnvSpec"
+) -> common_learning.LearnerParts:
     """Network, compiled train step and AdamW of the learner process."""
     tf.random.set_seed(config.seed)
     network = networks.make_network(config, spec.num_actions)

@@ -23,14 +23,14 @@ class LossHyperparameters(critics.CriticHyperparameters):
 
 def dice_loss(
     hparams: LossHyperparameters,
-    advantages,
-    values,
-    etas,
-    actions,
-    behaviour_log_probs,
-    rewards,
-    discounts,
-    mask,
+    advantages: tf.Tensor,
+    values: tf.Tensor,
+    etas: tf.Tensor,
+    actions: tf.Tensor,
+    behaviour_log_probs: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    mask: tf.Tensor,
 ) -> tuple[tf.Tensor, dict]:
     """The total loss xi L_V + alpha L_Q + beta L_pi (− entropy_cost H) and its parts.
 

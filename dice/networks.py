@@ -30,7 +30,7 @@ def make_network_list(config: config_lib.DiceConfig, num_actions: int) -> list:
     return [make_network(config, num_actions)]
 
 
-def core_state_spec(config: config_lib.DiceConfig):
+def core_state_spec(config: config_lib.DiceConfig) -> tuple:
     """Per-env state stored at each item's first step (Table 5 "Burn-in Stored Recurrent State"):
     one (h, c) per network of `common.burn_in.advantage_policy` (DiCE has one)."""
     lstm = tf.TensorSpec([config.lstm_units], tf.float32)

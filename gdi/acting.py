@@ -9,6 +9,7 @@ lambda and log mu(a_t|x_t) are stored with every step; the raw game return feeds
 
 import dataclasses
 import functools
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -22,14 +23,16 @@ from gdi import losses
 from gdi import networks
 
 
-def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+def behaviour_mixture(params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The mixture hook of `common.burn_in.advantage_policy`: the games' lambda ({name: [B]}) as
     Eq. (2)'s (etas [B, 2], weights [B, 2])."""
-    params = {name: np.asarray(value, np.float32) for name, value in params.items()}
-    return losses.lambda_mixture(params, np.stack)
+    arrays = {name: np.asarray(value, np.float32) for name, value in params.items()}
+    return losses.lambda_mixture(arrays, np.stack)
 
 
-def make_policy(config):
+def make_policy(
+    config: config_lib.GdiConfig,
+) -> Callable[..., advantage_policy.AdvantageMixturePolicy]:
     """The actors' `common.runtime.acting.PolicyFactory` of `config`: Eq. (2) over one (I3) or two
     (H3) networks."""
     return advantage_policy.policy_factory(
@@ -42,6 +45,7 @@ def make_policy(config):
 
 def behaviour_spec(config: config_lib.GdiConfig) -> behaviour.BehaviourSpec:
     """The bandits controller per env (App. G), or lambda fixed ("Fix Selection", App. K.1)."""
+    make: Callable[..., controllers.Controller]
     if config.fixed_behaviour:
         make = functools.partial(controllers.FixedController, config.fixed_params)
     else:

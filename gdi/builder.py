@@ -1,13 +1,14 @@
-"""GDI on the shared stack: `GdiBuilder` (`common.experiments.builder.BurnInBuilder`) and the
-command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+"""GDI on the shared stack: `GdiBuilder` (`common.experiments.builder.BurnInBuilder`),
+which is the paper the command line runs. Imports TensorFlow only inside the methods that
+build something."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder, cli
-from gdi import ablations
+from common.experiments import builder
+from gdi import ablations as ablations_lib
 from gdi import config as config_lib
 
 if TYPE_CHECKING:
@@ -23,6 +24,16 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
     """GDI's pieces: burn-in sequences each sampled twice, Eq. (2)'s mixture over one (GDI-I3)
     or two (GDI-H3) networks with lambda from each environment's bandits (App. G), each network's
     V-trace / Retrace / policy-gradient learner with its dynamics heads (App. B, Table 6)."""
+
+    name = "gdi"
+    config_class = config_lib.GdiConfig
+    ablations = ablations_lib.ABLATIONS
+    default_ablation = "gdi_i3"
+    env_defaults = {
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    }
+    cartpole = True
 
     config: config_lib.GdiConfig
 
@@ -64,7 +75,7 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
         never updated (--eval_policy=best_region); never an argmax (`gdi.acting.behaviour_spec`)."""
         return builder.Evaluation()
 
-    def name(self) -> str:
+    def run_name(self) -> str:
         return f"gdi-{self.config.variant} {self.config.env}"
 
     def describe(self) -> str:
@@ -82,17 +93,3 @@ class GdiBuilder(builder.BurnInBuilder[config_lib.GdiConfig]):
             f"{config.batch_size}x({config.burn_in}+{config.sequence_length}) "
             f"x{config.times_sampled}, {config.total_frames:,} frames"
         )
-
-
-PAPER = cli.Paper(
-    name="gdi",
-    config_class=config_lib.GdiConfig,
-    builder=GdiBuilder,
-    ablations=ablations.ABLATIONS,
-    default_ablation="gdi_i3",
-    env_defaults={
-        "CartPole": config_lib.CARTPOLE_OVERRIDES,
-        "MinAtar": config_lib.MINATAR_OVERRIDES,
-    },
-    cartpole=True,
-)

@@ -53,7 +53,7 @@ class GdiController(controllers.AxisController):
     def __init__(
         self,
         *,
-        seed=None,
+        seed: int | None = None,
         held: Mapping[str, float] | None = None,
         space: str = "log1p",
         factorized: bool = True,
@@ -68,7 +68,7 @@ class GdiController(controllers.AxisController):
         tile_sizes: Sequence[int] = (2, 3, 4),
         tile_offset_percent: tuple[float, float] = (0.0, 60.0),
         selection: str = "bandits",
-    ):
+    ) -> None:
         # Table 6: "Bandit Search Range for 1/tau_1, 1/tau_2 [0.0, 50.0]", "for eps [0.0, 1.0]";
         # "Accuracy of Search Range for [1/tau_1, 1/tau_2, eps] [1.0, 1.0, 0.1]"; "Num. Bandits 7";
         # "Num. Bandit Candidates 3"; "Bandit UCB Scaling 1.0"; "Bandit Learning Rate Uniform([0.05,
@@ -88,11 +88,10 @@ class GdiController(controllers.AxisController):
                 f"{sorted(self.held)}"
             )
         axes = [axis for axis in axes if axis.name not in self.held]
-        tiling = bandits.OffsetTiling(
-            tuple(num_tilings), tuple(tile_sizes), tuple(tile_offset_percent)
-        )
+        offset_range = (tile_offset_percent[0], tile_offset_percent[1])
+        tiling = bandits.OffsetTiling(tuple(num_tilings), tuple(tile_sizes), offset_range)
 
-        def make(group, rng):
+        def make(group: list[bandits.Axis], rng: np.random.Generator) -> bandits.BanditEnsemble:
             return bandits.BanditEnsemble(
                 group,
                 rng,
@@ -117,11 +116,10 @@ class GdiController(controllers.AxisController):
         ensemble's played block of best mean value (factorised: each coordinate's block has
         been played, by the games that ensemble learned from), or the best played 3-D block
         (joint); `bandits.BanditEnsemble.propose_best`."""
-        if not all(isinstance(selector, bandits.BanditEnsemble) for selector in self._selectors):
+        ensembles = [s for s in self._selectors if isinstance(s, bandits.BanditEnsemble)]
+        if len(ensembles) != len(self._selectors):
             raise ValueError("propose_best needs selection='bandits'")
-        return self._params(
-            np.concatenate([selector.propose_best() for selector in self._selectors])
-        )
+        return self._params(np.concatenate([ensemble.propose_best() for ensemble in ensembles]))
 
     def summary(self) -> dict[str, float]:
         """What the bandits have learned, for TensorBoard: per ensemble (one per learned

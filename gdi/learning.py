@@ -6,7 +6,7 @@ each network (Table 6; their form: docs/papers/gdi.md#departures-from-the-paper)
 Table 6's schedules. GDI-H3 trains both networks on the same batch in one compiled step.
 """
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import tensorflow as tf
 
@@ -21,6 +21,9 @@ from common.equations import transforms
 from gdi import config as config_lib
 from gdi import losses
 from gdi import networks as gdi_networks
+
+if TYPE_CHECKING:
+    from common.runtime.agent import EnvSpec
 
 make_optimizer = burn_in_learning.make_optimizer
 
@@ -82,14 +85,21 @@ def trainable_variables(nets: Sequence, heads: Sequence) -> list[tf.Variable]:
     )
 
 
-def make_train_step(nets: Sequence, heads: Sequence, optimizer, config: config_lib.GdiConfig):
+def make_train_step(
+    nets: Sequence,
+    heads: Sequence,
+    optimizer: burn_in_learning.Optimizer,
+    config: config_lib.GdiConfig,
+) -> Callable[[dict, tf.Tensor], dict]:
     """The compiled learner step `step(batch, frames) -> stats`."""
     return burn_in_learning.make_train_step(
         make_loss_fn(nets, heads, config), trainable_variables(nets, heads), optimizer, config
     )
 
 
-def make_learner_parts(config: config_lib.GdiConfig, spec):
+def make_learner_parts(
+    config: config_lib.GdiConfig, spec: "EnvSpec"
+) -> common_learning.LearnerParts:
     """Networks, dynamics heads, compiled train step and AdamW of the learner process."""
     tf.random.set_seed(config.seed)
     nets = gdi_networks.make_networks(config, spec.num_actions)
@@ -97,7 +107,7 @@ def make_learner_parts(config: config_lib.GdiConfig, spec):
         net.create_variables(spec.observation_shape, spec.observation_dtype)
     heads = gdi_networks.make_dynamics(config, spec.num_actions, nets)
     optimizer = make_optimizer(config)
-    checkpointables = {"optimizer": optimizer}
+    checkpointables: dict[str, Any] = {"optimizer": optimizer}
     for i, net in enumerate(nets, start=1):
         checkpointables[f"network_{i}"] = net  # a shared torso is saved once, restored to both
     for i, head in enumerate(heads, start=1):

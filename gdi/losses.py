@@ -24,7 +24,7 @@ Pure functions of tensors, as `dice.losses`; each mean is over the real steps (m
 """
 
 import dataclasses
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import tensorflow as tf
 
@@ -38,7 +38,7 @@ class LossHyperparameters(critics.CriticHyperparameters):
     pg_mode: str  # PG_LOSSES
 
 
-def lambda_mixture(behaviour, stack: Callable = tf.stack):
+def lambda_mixture(behaviour: Mapping[str, Any], stack: Callable = tf.stack) -> tuple[Any, Any]:
     """Eq. (2)'s (etas [..., 2], weights [..., 2]) from lambda {"eta1", "eta2", "epsilon"}:
     inverse temperatures (1/tau_1, 1/tau_2) and weights (eps, 1 − eps). `stack` is tf.stack or
     np.stack (the actor's numpy parameters)."""
@@ -47,7 +47,13 @@ def lambda_mixture(behaviour, stack: Callable = tf.stack):
     return etas, stack([epsilon, 1.0 - epsilon], -1)
 
 
-def log_mixture_policy_gradient_loss(component_logits, etas, weights, actions, advantages):
+def log_mixture_policy_gradient_loss(
+    component_logits: tf.Tensor,
+    etas: tf.Tensor,
+    weights: tf.Tensor,
+    actions: tf.Tensor,
+    advantages: tf.Tensor,
+) -> tf.Tensor:
     """−sum_n sg(Â_n) sg(w_n(a)) log pi_n(a) (`pg_mode="log_mixture"`, module docstring); same
     arguments as `common.equations.policies.mixture_tau_free_policy_gradient_loss`."""
     log_components = policies.inverse_temperature_log_softmax(component_logits, etas)
@@ -69,13 +75,13 @@ def gdi_loss(
     advantages: Sequence[tf.Tensor],
     values: Sequence[tf.Tensor],
     components: Sequence[int],
-    etas,
-    weights,
-    actions,
-    behaviour_log_probs,
+    etas: tf.Tensor,
+    weights: tf.Tensor,
+    actions: tf.Tensor,
+    behaviour_log_probs: tf.Tensor,
     rewards: Sequence[tf.Tensor],
-    discounts,
-    mask,
+    discounts: tf.Tensor,
+    mask: tf.Tensor,
 ) -> tuple[tf.Tensor, dict]:
     """The RL part of the loss (module docstring) and its statistics.
 

@@ -19,4 +19,4 @@ from common.experiments import cli
 from gdi import builder
 
 if __name__ == "__main__":
-    cli.main(builder.PAPER)
+    cli.main(builder.GdiBuilder)

@@ -12,6 +12,8 @@ docs/papers/gdi.md#options-and-readings-that-are-not-departures) network 2 is bu
 1's torso: one torso, one set of dynamics heads, two LSTMs and two head sets.
 """
 
+from typing import Sequence
+
 import tensorflow as tf
 
 from common.burn_in import dynamics
@@ -25,10 +27,10 @@ def component_networks(config: config_lib.GdiConfig) -> tuple[int, int]:
     return (0, 1) if config.variant == "h3" else (0, 0)
 
 
-def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list:
+def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list[networks.ActorCriticNet]:
     """One `ActorCriticNet` per reward shaping of `config.reward_shapings` (1 for I3, 2 for H3),
     all on the first one's torso with `config.shared_torso`."""
-    nets = []
+    nets: list[networks.ActorCriticNet] = []
     for shaping in config.reward_shapings:
         torso = nets[0].torso if nets and config.shared_torso else config.network
         nets.append(
@@ -45,7 +47,9 @@ def make_networks(config: config_lib.GdiConfig, num_actions: int) -> list:
     return nets
 
 
-def make_dynamics(config: config_lib.GdiConfig, num_actions: int, nets) -> list:
+def make_dynamics(
+    config: config_lib.GdiConfig, num_actions: int, nets: Sequence[networks.ActorCriticNet]
+) -> list[dynamics.DynamicsHeads]:
     """The auxiliary dynamics heads of each torso (Table 6 "Yes"; their form is ours,
     docs/papers/gdi.md#departures-from-the-paper): one per network, or one on the shared torso
     (paired with network 1's outputs by the loss)."""
@@ -56,7 +60,7 @@ def make_dynamics(config: config_lib.GdiConfig, num_actions: int, nets) -> list:
     ]
 
 
-def core_state_spec(config: config_lib.GdiConfig):
+def core_state_spec(config: config_lib.GdiConfig) -> tuple:
     """Per-env state stored at each item's first step (Table 6 "Burn-in Stored Recurrent State
     Yes"): one (h, c) per network."""
     lstm = tf.TensorSpec([config.lstm_units], tf.float32)

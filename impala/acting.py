@@ -6,6 +6,9 @@ The behaviour policy is mu = softmax(logits) of the actor's (possibly stale) cop
 """
 
 import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from common.runtime import acting
 from common.environments import protocols
@@ -13,12 +16,15 @@ from common.models import networks as common_networks
 from impala import config as config_lib
 from impala import networks
 
+if TYPE_CHECKING:
+    from common.runtime.agent import EnvSpec
+
 
 def make_policy(
     config: config_lib.ImpalaConfig,
     num_actions: int,
     observation_shape: tuple,
-    observation_dtype,
+    observation_dtype: np.dtype,
     seed: int,
     greedy: bool,
 ) -> acting.CategoricalPolicy:
@@ -36,7 +42,7 @@ def make_policy(
     )
 
 
-def policy_extras(spec) -> dict:
+def policy_extras(spec: "EnvSpec") -> dict:
     """What IMPALA's actors store besides the action: the behaviour logits of mu (§4.1)."""
     return acting.CategoricalPolicy.extras_spec(spec.num_actions)
 

@@ -1,5 +1,6 @@
-"""IMPALA on the shared stack: `ImpalaBuilder` (`common.experiments.builder.Builder`) and the
-command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+"""IMPALA on the shared stack: `ImpalaBuilder` (`common.experiments.builder.Builder`),
+which is the paper the command line runs. Imports TensorFlow only inside the methods that
+build something."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder, cli
-from impala import ablations
+from common.experiments import builder
+from impala import ablations as ablations_lib
 from impala import config as config_lib
 
 if TYPE_CHECKING:
@@ -23,6 +24,16 @@ if TYPE_CHECKING:
 class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
     """IMPALA's pieces: the queue (§3) or another pattern, the V-trace learner, the
     softmax(logits) behaviour policy (§4.1) and Table G.1's protocols."""
+
+    name = "impala"
+    config_class = config_lib.ImpalaConfig
+    ablations = ablations_lib.ABLATIONS
+    default_ablation = "vtrace"
+    env_defaults = {
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    }
+    cartpole = True
 
     config: config_lib.ImpalaConfig
 
@@ -68,7 +79,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
 
         return functools.partial(acting.make_policy, self.config)
 
-    def policy_extras(self, spec) -> dict:
+    def policy_extras(self, spec: EnvSpec) -> dict:
         from impala import acting
 
         return acting.policy_extras(spec)
@@ -115,7 +126,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
     def publish_lag(self) -> int:
         return self.config.publish_lag
 
-    def name(self) -> str:
+    def run_name(self) -> str:
         return f"impala {self.config.env}"
 
     def describe(self) -> str:
@@ -125,17 +136,3 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
             f"{config.correction}, batch {config.batch_size}x{config.unroll_length}, "
             f"{config.total_frames:,} frames"
         )
-
-
-PAPER = cli.Paper(
-    name="impala",
-    config_class=config_lib.ImpalaConfig,
-    builder=ImpalaBuilder,
-    ablations=ablations.ABLATIONS,
-    default_ablation="vtrace",
-    env_defaults={
-        "CartPole": config_lib.CARTPOLE_OVERRIDES,
-        "MinAtar": config_lib.MINATAR_OVERRIDES,
-    },
-    cartpole=True,
-)

@@ -12,6 +12,7 @@ This module imports nothing heavy (no TensorFlow), so flags are validated in mil
 
 import dataclasses
 import typing
+from typing import Any
 
 from common.settings.config import (
     PRECISIONS,
@@ -252,7 +253,7 @@ MINATAR_OVERRIDES: dict[str, typing.Any] = dict(
 )
 
 
-def default_config(env: str = ImpalaConfig.env, **overrides) -> ImpalaConfig:
+def default_config(env: str = ImpalaConfig.env, **overrides: Any) -> ImpalaConfig:
     """The paper defaults, with the CartPole choices for `env="CartPole"`, then `overrides`."""
     base = dict(CARTPOLE_OVERRIDES) if env == "CartPole" else {}
     base.update(overrides)

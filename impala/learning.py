@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
+from common.models import networks as common_networks
 from common.equations import instruments
 from common.replay import replay
 from common.equations import schedules
@@ -40,7 +41,7 @@ class RMSProp(tf.Module):
         epsilon: float,
         initial_mean_square: float = 1.0,
         name: str = "rmsprop",
-    ):
+    ) -> None:
         super().__init__(name=name)
         self.decay = decay
         self.momentum = momentum
@@ -97,7 +98,7 @@ def make_optimizer(config: config_lib.ImpalaConfig) -> RMSProp:
 
 
 def make_train_step(
-    network, optimizer: RMSProp, config: config_lib.ImpalaConfig
+    network: common_networks.ActorCriticNet, optimizer: RMSProp, config: config_lib.ImpalaConfig
 ) -> Callable[[dict, tf.Tensor], dict]:
     """The compiled learner step `step(batch, frames) -> stats` (one tf.function).
 

@@ -23,4 +23,4 @@ from common.experiments import cli
 from impala import builder
 
 if __name__ == "__main__":
-    cli.main(builder.PAPER)
+    cli.main(builder.ImpalaBuilder)

@@ -17,7 +17,7 @@ def make_network(config: config_lib.ImpalaConfig, num_actions: int) -> networks.
     )
 
 
-def core_state_spec(config: config_lib.ImpalaConfig):
+def core_state_spec(config: config_lib.ImpalaConfig) -> tuple | None:
     """Per-env spec of the LSTM state (h, c) the actors store at each unroll start (§3), or None
     for the feed-forward Atari nets."""
     if not config.use_lstm:

@@ -12,6 +12,7 @@ every component reads A_1, and "Reducing H and Psi" is one component on A_1.
 
 import dataclasses
 import functools
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from lbc import controller
 from lbc import networks
 
 
-def behaviour_mixture(params) -> tuple[np.ndarray, np.ndarray]:
+def behaviour_mixture(params: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The mixture hook of `common.burn_in.advantage_policy`: the games' psi [B, N] each as the
     mixture's (inverse temperatures tau, weights omega). LBC's tau_i multiplies the logits
     (§4.1, softmax_tau(Phi)), so it is an `eta` as it stands."""
@@ -37,7 +38,9 @@ def component_networks(config: config_lib.LbcConfig) -> list[int]:
     return list(range(config.bandit_num_policies))
 
 
-def make_policy(config):
+def make_policy(
+    config: config_lib.LbcConfig,
+) -> Callable[..., advantage_policy.AdvantageMixturePolicy]:
     """The actors' `common.runtime.acting.PolicyFactory` of `config`: all networks at every step
     (Eq. (10) mixes every A_i), each bootstrapping a truncation with its own V_i."""
     return advantage_policy.policy_factory(

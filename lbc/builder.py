@@ -1,13 +1,14 @@
-"""LBC on the shared stack: `LbcBuilder` (`common.experiments.builder.BurnInBuilder`) and the
-command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+"""LBC on the shared stack: `LbcBuilder` (`common.experiments.builder.BurnInBuilder`),
+which is the paper the command line runs. Imports TensorFlow only inside the methods that
+build something."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder, cli
-from lbc import ablations
+from common.experiments import builder
+from lbc import ablations as ablations_lib
 from lbc import config as config_lib
 
 if TYPE_CHECKING:
@@ -24,6 +25,16 @@ class LbcBuilder(builder.BurnInBuilder[config_lib.LbcConfig]):
     mapping sum_i omega_i softmax(tau_i A_i) (Eq. (10)) with psi from each environment's bandit
     population (Algorithm 1), one V-trace / Retrace / policy-gradient learner per network of the
     population (App. B)."""
+
+    name = "lbc"
+    config_class = config_lib.LbcConfig
+    ablations = ablations_lib.ABLATIONS
+    default_ablation = "lbc"
+    env_defaults = {
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    }
+    cartpole = True
 
     config: config_lib.LbcConfig
 
@@ -64,7 +75,7 @@ class LbcBuilder(builder.BurnInBuilder[config_lib.LbcConfig]):
         evaluator's behaviour is our reading: docs/papers/lbc.md#departures-from-the-paper)."""
         return builder.Evaluation(enabled=self.config.eval_policy != "training_episodes")
 
-    def name(self) -> str:
+    def run_name(self) -> str:
         return f"lbc {self.config.env}"
 
     def describe(self) -> str:
@@ -76,17 +87,3 @@ class LbcBuilder(builder.BurnInBuilder[config_lib.LbcConfig]):
             f"({config.burn_in}+{config.sequence_length}) x{config.times_sampled}, "
             f"{config.total_frames:,} frames"
         )
-
-
-PAPER = cli.Paper(
-    name="lbc",
-    config_class=config_lib.LbcConfig,
-    builder=LbcBuilder,
-    ablations=ablations.ABLATIONS,
-    default_ablation="lbc",
-    env_defaults={
-        "CartPole": config_lib.CARTPOLE_OVERRIDES,
-        "MinAtar": config_lib.MINATAR_OVERRIDES,
-    },
-    cartpole=True,
-)

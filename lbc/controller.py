@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from common.control import bandits
 
@@ -23,7 +24,7 @@ from common.control import controllers
 from common.control import bandit_populations
 
 
-def normalised_weights(raw) -> np.ndarray:
+def normalised_weights(raw: npt.ArrayLike) -> np.ndarray:
     """omega / sum(omega), and uniform weights when the draws sum to less than 1e-8 (our reading
     of LBC Table 3's omega_i in [0, 1], docs/papers/lbc.md#departures-from-the-paper)."""
     raw = np.asarray(raw, dtype=np.float64)
@@ -68,7 +69,7 @@ class LbcController(controllers.AxisController):
     def __init__(
         self,
         *,
-        seed=None,
+        seed: int | None = None,
         num_policies: int = 3,
         eta_space: str = "log1p",
         eta_max: float = math.exp(4.0),
@@ -83,7 +84,7 @@ class LbcController(controllers.AxisController):
         standardise: bool = True,
         ucb_sum: str = "all",
         selection: str = "bandits",
-    ):
+    ) -> None:
         # Table 3: "Range of tau_i [0, exp 4]", "Discrete Accuracy of tau_i 0.2", "Range of omega_i
         # [0, 1]", "Discrete Accuracy of omega_i 0.1", "Population Num. 7", "UCB c Uniformly sampled
         # from [0.5, 1.5]", "D of Top-D 4", "Replacement Interval T_replace 50"; N = 3 policies
@@ -101,7 +102,9 @@ class LbcController(controllers.AxisController):
                 bandits.Axis(f"omega{i + 1}", 0.0, 1.0, omega_acc) for i in range(num_policies)
             ]
 
-        def make(group, rng):
+        def make(
+            group: list[bandits.Axis], rng: np.random.Generator
+        ) -> bandit_populations.BanditPopulation:
             return bandit_populations.BanditPopulation(
                 group,
                 rng,
@@ -125,14 +128,20 @@ class LbcController(controllers.AxisController):
     def propose_best(self) -> bandits.Params:
         """Evaluation option (`--eval_policy=best_arm`): each population's greedy arm
         (`bandit_populations.BanditPopulation.propose_best`)."""
-        if not all(
-            isinstance(selector, bandit_populations.BanditPopulation)
-            for selector in self._selectors
-        ):
+        populations = self._populations()
+        if len(populations) != len(self._selectors):
             raise ValueError("propose_best needs selection='bandits'")
         return self._params(
-            np.concatenate([selector.propose_best() for selector in self._selectors])
+            np.concatenate([population.propose_best() for population in populations])
         )
+
+    def _populations(self) -> list[bandit_populations.BanditPopulation]:
+        """The selectors that are bandit populations (all of them, unless Random Selection)."""
+        return [
+            selector
+            for selector in self._selectors
+            if isinstance(selector, bandit_populations.BanditPopulation)
+        ]
 
     def summary(self) -> dict[str, float]:
         """What the factorised populations have learned, for TensorBoard: per coordinate
@@ -140,13 +149,11 @@ class LbcController(controllers.AxisController):
         mean return and the mean return over visited arms (counts and returns pooled over the
         population's bandits), and the games learned from. Empty for a joint grid or Random
         Selection."""
-        if len(self._selectors) != len(self.axes) or not all(
-            isinstance(selector, bandit_populations.BanditPopulation)
-            for selector in self._selectors
-        ):
+        populations = self._populations()
+        if len(self._selectors) != len(self.axes) or len(populations) != len(self._selectors):
             return {}
-        summary = {"games": float(self._selectors[0].episodes)}
-        for axis, population in zip(self.axes, self._selectors):
+        summary = {"games": float(populations[0].episodes)}
+        for axis, population in zip(self.axes, populations):
             counts, sums = population.counts.sum(0), population.return_sums.sum(0)
             arm = int(np.argmax(counts))
             low, high = axis.block_bounds(arm)

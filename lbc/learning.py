@@ -10,7 +10,7 @@ learner would. The step differentiates the sum of the networks' losses; since no
 reads another's weights, each network's gradient is that of its own loss.
 """
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import tensorflow as tf
 
@@ -18,6 +18,7 @@ from common.burn_in import advantage_policy
 from common.burn_in import burn_in_learning
 from common.burn_in import dynamics
 from common.runtime import learning as common_learning
+from common.models import networks as networks_lib
 from common.replay import replay
 from common.equations import sequences
 from common.equations import transforms
@@ -25,12 +26,17 @@ from lbc import config as config_lib
 from lbc import losses
 from lbc import networks
 
+if TYPE_CHECKING:
+    from common.runtime.agent import EnvSpec
+
 
 class PopulationOptimizer(tf.Module):
     """One Table 3 AdamW per network, behind the one-optimiser interface `make_train_step` uses
     (`build`, `apply`, `iterations`). `groups[i]` are the variables network i trains."""
 
-    def __init__(self, config: config_lib.LbcConfig, groups: Sequence[Sequence[tf.Variable]]):
+    def __init__(
+        self, config: config_lib.LbcConfig, groups: Sequence[Sequence[tf.Variable]]
+    ) -> None:
         super().__init__(name="population_optimizer")
         self.optimizers = [burn_in_learning.make_optimizer(config) for _ in groups]
         self._sizes = [len(group) for group in groups]
@@ -53,7 +59,12 @@ class PopulationOptimizer(tf.Module):
             optimizer.build(group)
 
     @tf.autograph.experimental.do_not_convert  # static Python only, as `make_loss_fn`'s
-    def apply(self, gradients, variables, schedule_step=None) -> dict:
+    def apply(
+        self,
+        gradients: Sequence[tf.Tensor | None],
+        variables: Sequence[tf.Variable],
+        schedule_step: tf.Tensor | None = None,
+    ) -> dict:
         """Each network's update; the schedules' values (equal for all) and each network's
         instruments, suffixed with its index."""
         stats = {}
@@ -67,7 +78,9 @@ class PopulationOptimizer(tf.Module):
         return stats
 
 
-def population_rewards_and_discounts(steps: dict, config: config_lib.LbcConfig):
+def population_rewards_and_discounts(
+    steps: dict, config: config_lib.LbcConfig
+) -> tuple[tf.Tensor, tf.Tensor]:
     """RS_i(r_t) with truncations bootstrapped by V_i, and gamma_i cut at episode ends and
     padding: two [T, B, K] tensors, one column per network (h_i of Table 3)."""
     gammas = tf.constant(config.discounts, tf.float32)
@@ -137,7 +150,12 @@ def trained_variables(
     ]
 
 
-def make_train_step(population, aux_heads, optimizer, config: config_lib.LbcConfig):
+def make_train_step(
+    population: Sequence[networks_lib.ActorCriticNet],
+    aux_heads: Sequence[dynamics.DynamicsHeads],
+    optimizer: burn_in_learning.Optimizer,
+    config: config_lib.LbcConfig,
+) -> Callable[[dict, tf.Tensor], dict]:
     """The compiled learner step `step(batch, frames) -> stats` for the whole population."""
     variables = [v for group in trained_variables(population, aux_heads, config) for v in group]
     return burn_in_learning.make_train_step(
@@ -145,7 +163,9 @@ def make_train_step(population, aux_heads, optimizer, config: config_lib.LbcConf
     )
 
 
-def make_learner_parts(config: config_lib.LbcConfig, spec):
+def make_learner_parts(
+    config: config_lib.LbcConfig, spec: "EnvSpec"
+) -> common_learning.LearnerParts:
     """The population, its auxiliary heads, the compiled train step and one AdamW per network."""
     tf.random.set_seed(config.seed)
     population = networks.make_population(config, spec.num_actions)
@@ -155,7 +175,7 @@ def make_learner_parts(config: config_lib.LbcConfig, spec):
         networks.make_dynamics_heads(config, network, i) for i, network in enumerate(population)
     ]
     optimizer = PopulationOptimizer(config, trained_variables(population, aux_heads, config))
-    checkpointables = {"optimizer": optimizer}
+    checkpointables: dict[str, Any] = {"optimizer": optimizer}
     for i, (network, heads) in enumerate(zip(population, aux_heads)):
         checkpointables.update({f"network_{i + 1}": network, f"dynamics_{i + 1}": heads})
     return common_learning.LearnerParts(

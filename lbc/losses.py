@@ -27,13 +27,13 @@ class LossHyperparameters(critics.CriticHyperparameters):
 
 def policy_loss(
     hparams: LossHyperparameters,
-    advantages,
-    values,
-    actions,
-    behaviour_log_probs,
-    rewards,
-    discounts,
-    mask,
+    advantages: tf.Tensor,
+    values: tf.Tensor,
+    actions: tf.Tensor,
+    behaviour_log_probs: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    mask: tf.Tensor,
 ) -> tuple[tf.Tensor, dict]:
     """xi L_V + alpha L_Q + beta L_pi of one network of the population, and its parts.
 

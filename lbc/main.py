@@ -16,4 +16,4 @@ from common.experiments import cli
 from lbc import builder
 
 if __name__ == "__main__":
-    cli.main(builder.PAPER)
+    cli.main(builder.LbcBuilder)

@@ -36,14 +36,16 @@ def make_population(config: config_lib.LbcConfig, num_actions: int) -> list:
     return [make_network(config, num_actions, i) for i in range(config.num_networks)]
 
 
-def core_state_spec(config: config_lib.LbcConfig):
+def core_state_spec(config: config_lib.LbcConfig) -> tuple:
     """Per-env state stored at each item's first step (Table 3 "Burn-in Stored Recurrent State"):
     one (h, c) per network, in population order (`common.burn_in.advantage_policy`)."""
     lstm = tf.TensorSpec([config.lstm_units], tf.float32)
     return ((lstm, lstm),) * config.num_networks
 
 
-def make_dynamics_heads(config: config_lib.LbcConfig, network, index: int):
+def make_dynamics_heads(
+    config: config_lib.LbcConfig, network: networks.ActorCriticNet, index: int
+) -> dynamics.DynamicsHeads:
     """Network `index`'s auxiliary heads (`common.burn_in.dynamics`; hidden 512 and MSE are our
     choices, docs/papers/lbc.md#departures-from-the-paper)."""
     return dynamics.DynamicsHeads(

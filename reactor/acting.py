@@ -9,6 +9,7 @@ Evaluation samples from pi as well unless `--eval_policy=greedy` (argmax of Q).
 """
 
 import dataclasses
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -20,10 +21,13 @@ from common.equations import policies
 from reactor import config as config_lib
 from reactor import networks
 
+if TYPE_CHECKING:
+    from common.runtime.agent import EnvSpec
+
 BEHAVIOUR_PROBS = "behaviour_probs"
 
 
-def policy_extras(spec) -> dict:
+def policy_extras(spec: "EnvSpec") -> dict:
     return {BEHAVIOUR_PROBS: tf.TensorSpec([spec.num_actions], tf.float32)}
 
 
@@ -32,14 +36,14 @@ class ReactorPolicy:
 
     def __init__(
         self,
-        network,
-        observation_shape,
-        observation_dtype,
-        seed,
-        greedy,
-        support,
+        network: networks.ReactorNet,
+        observation_shape: tuple,
+        observation_dtype: np.dtype,
+        seed: int,
+        greedy: bool,
+        support: tf.Tensor,
         jit_compile: bool = False,
-    ):
+    ) -> None:
         network.create_variables(observation_shape, observation_dtype)
         self.network = network
         self.greedy = greedy
@@ -48,7 +52,7 @@ class ReactorPolicy:
         self._step = acting.CompiledCall(self._step_graph, jit_compile)
         self._value = acting.CompiledCall(self._value_graph, jit_compile)
 
-    def initial_state(self, batch_size: int):
+    def initial_state(self, batch_size: int) -> tuple:
         return tuple(s.numpy() for s in self.network.initial_state(batch_size))
 
     def _step_graph(self, observation, reset, state):
@@ -66,7 +70,15 @@ class ReactorPolicy:
         q_values = self.network.q_values(outputs.q, self.support)
         return tf.reduce_sum(outputs.policy_probs * q_values, -1)
 
-    def step(self, observation, prev_action, prev_reward, reset, state, behaviour=None):
+    def step(
+        self,
+        observation: np.ndarray,
+        prev_action: np.ndarray,
+        prev_reward: np.ndarray,
+        reset: np.ndarray,
+        state: Any,
+        behaviour: Mapping[str, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], tuple]:
         """The LSTMs see only the frame (Table 3), not the previous action or reward."""
         del prev_action, prev_reward, behaviour
         actions, probs, new_state = self._step(observation, reset, state)
@@ -76,12 +88,14 @@ class ReactorPolicy:
             tuple(s.numpy() for s in new_state),
         )
 
-    def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
+    def bootstrap_value(
+        self, observation: np.ndarray, prev_action: np.ndarray, prev_reward: np.ndarray, state: Any
+    ) -> np.ndarray:
         """V(x) = sum_a pi(a|x) Q(x, a): the expected bootstrap of Eq. (3)."""
         del prev_action, prev_reward
         return self._value(observation, state).numpy()
 
-    def set_weights(self, weights) -> None:
+    def set_weights(self, weights: list[np.ndarray]) -> None:
         """The published weights: the network's, then the new-key priority estimate, which is
         the replay writer's (reactor.replay), not the policy's."""
         acting.assign_weights(self.network.variables, weights[: len(self.network.variables)])
@@ -91,7 +105,7 @@ def make_policy(
     config: config_lib.ReactorConfig,
     num_actions: int,
     observation_shape: tuple,
-    observation_dtype,
+    observation_dtype: np.dtype,
     seed: int,
     greedy: bool,
 ) -> ReactorPolicy:

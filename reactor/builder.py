@@ -1,5 +1,6 @@
-"""Reactor on the shared stack: `ReactorBuilder` (`common.experiments.builder.Builder`) and the
-command line's `PAPER`. Imports TensorFlow only inside the methods that build something."""
+"""Reactor on the shared stack: `ReactorBuilder` (`common.experiments.builder.Builder`),
+which is the paper the command line runs. Imports TensorFlow only inside the methods that
+build something."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
-from common.experiments import builder, cli
-from reactor import ablations
+from common.experiments import builder
+from reactor import ablations as ablations_lib
 from reactor import config as config_lib
 
 if TYPE_CHECKING:
@@ -25,6 +26,16 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
     eps-mixed policy of Table 3's network (App. 6.4), the distributional Retrace and beta-LOO
     learner with a target network (§3)."""
 
+    name = "reactor"
+    config_class = config_lib.ReactorConfig
+    ablations = ablations_lib.ABLATIONS
+    default_ablation = "reactor"
+    env_defaults = {
+        "CartPole": config_lib.CARTPOLE_OVERRIDES,
+        "MinAtar": config_lib.MINATAR_OVERRIDES,
+    }
+    cartpole = True
+
     config: config_lib.ReactorConfig
 
     def replay(self) -> Pattern:
@@ -37,7 +48,7 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
 
         return functools.partial(acting.make_policy, self.config)
 
-    def policy_extras(self, spec) -> dict:
+    def policy_extras(self, spec: EnvSpec) -> dict:
         from reactor import acting
 
         return acting.policy_extras(spec)
@@ -86,7 +97,7 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
         """The training protocol (§4.1), sampling pi unless --eval_policy=greedy (argmax Q)."""
         return builder.Evaluation(greedy=self.config.eval_policy == "greedy")
 
-    def name(self) -> str:
+    def run_name(self) -> str:
         return f"reactor {self.config.env}"
 
     def describe(self) -> str:
@@ -97,17 +108,3 @@ class ReactorBuilder(builder.Builder[config_lib.ReactorConfig]):
             f"{config.policy_gradient}, {config.prioritisation} replay, batch "
             f"{config.batch_size}x{config.sequence_length - 1}, {config.total_frames:,} frames"
         )
-
-
-PAPER = cli.Paper(
-    name="reactor",
-    config_class=config_lib.ReactorConfig,
-    builder=ReactorBuilder,
-    ablations=ablations.ABLATIONS,
-    default_ablation="reactor",
-    env_defaults={
-        "CartPole": config_lib.CARTPOLE_OVERRIDES,
-        "MinAtar": config_lib.MINATAR_OVERRIDES,
-    },
-    cartpole=True,
-)

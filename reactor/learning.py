@@ -20,7 +20,7 @@ from a replay of N sequences:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import tensorflow as tf
 
@@ -32,6 +32,9 @@ from common.equations import transforms
 from reactor import config as config_lib
 from reactor import losses
 from reactor import priorities as priorities_lib
+
+if TYPE_CHECKING:
+    from reactor import networks
 
 
 def make_optimizer(config: config_lib.ReactorConfig) -> tf.keras.optimizers.Optimizer:
@@ -51,7 +54,7 @@ class PriorityState(tf.Module):
     actors insert new keys with (published with the acting weights). All are checkpointed; a
     checkpoint written before the unassigned estimate existed resumes it from its initial value."""
 
-    def __init__(self, initial_priority: float = 1.0):
+    def __init__(self, initial_priority: float = 1.0) -> None:
         super().__init__(name="priority_state")
 
         def scalar(value):
@@ -110,15 +113,15 @@ def importance_weights(info: dict, exponent: float, normalise: bool) -> tf.Tenso
     return tf.cast(weights, tf.float32)
 
 
-def copy_variables(source, destination) -> None:
+def copy_variables(source: tf.Module, destination: tf.Module) -> None:
     for src, dst in zip(source.variables, destination.variables):
         dst.assign(src)
 
 
 def make_train_step(
-    network,
-    target_network,
-    optimizer,
+    network: networks.ReactorNet,
+    target_network: networks.ReactorNet,
+    optimizer: tf.keras.optimizers.Optimizer,
     priority_state: PriorityState,
     config: config_lib.ReactorConfig,
 ) -> Callable[[dict, tf.Tensor], dict]:

@@ -17,7 +17,7 @@ functions of tensors on `common.equations.distributional`, `common.equations.ret
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tensorflow as tf
 
@@ -25,6 +25,9 @@ from common.equations import distributional
 from common.equations import instruments
 from common.equations import policies
 from common.equations import returns
+
+if TYPE_CHECKING:
+    from reactor import networks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +42,7 @@ class LossHyperparameters:
     entropy_cost: float
 
     @classmethod
-    def from_config(cls, config) -> "LossHyperparameters":
+    def from_config(cls, config: Any) -> "LossHyperparameters":
         return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
 
 
@@ -56,15 +59,15 @@ def _taken(x: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
 
 def critic(
     hparams: LossHyperparameters,
-    online_q,
-    target_q,
-    trace_probs,
-    actions,
-    log_rhos,
-    rewards,
-    discounts,
-    support,
-):
+    online_q: tf.Tensor,
+    target_q: tf.Tensor,
+    trace_probs: tf.Tensor,
+    actions: tf.Tensor,
+    log_rhos: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    support: tf.Tensor | None,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """(per-step critic loss [T, B], per-step priority [T, B], Retrace return R [T, B]).
 
     online_q: [T, B, A, N] bin logits (ND: [T, B, A] values) of the online net on x_0..x_{T-1};
@@ -111,7 +114,14 @@ def critic(
     return loss, tf.stop_gradient(priority), retrace_return
 
 
-def actor(hparams: LossHyperparameters, policy_probs, q_values, actions, retrace_return, mu):
+def actor(
+    hparams: LossHyperparameters,
+    policy_probs: tf.Tensor,
+    q_values: tf.Tensor,
+    actions: tf.Tensor,
+    retrace_return: tf.Tensor,
+    mu: tf.Tensor,
+) -> tuple[tf.Tensor, tf.Tensor]:
     """(per-step policy loss [T, B], entropy [T, B]): beta-LOO or TISLR minus eta H(pi).
 
     policy_probs [T, B, A] online pi (eps-mixed), q_values [T, B, A] online critic (no gradient),
@@ -136,15 +146,15 @@ def actor(hparams: LossHyperparameters, policy_probs, q_values, actions, retrace
 
 def reactor_loss(
     hparams: LossHyperparameters,
-    online,
-    target,
-    trace_probs,
-    actions,
-    behaviour_probs,
-    rewards,
-    discounts,
-    importance_weights,
-    support,
+    online: networks.ReactorOutputs,
+    target: networks.ReactorOutputs,
+    trace_probs: tf.Tensor,
+    actions: tf.Tensor,
+    behaviour_probs: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    importance_weights: tf.Tensor,
+    support: tf.Tensor | None,
 ) -> LossOutputs:
     """The whole loss: critic, actor, importance weights and priorities (module docstring).
 

@@ -13,4 +13,4 @@ from common.experiments import cli
 from reactor import builder
 
 if __name__ == "__main__":
-    cli.main(builder.PAPER)
+    cli.main(builder.ReactorBuilder)

@@ -18,7 +18,7 @@ bins this has 908,235 parameters (Test 11 of docs/papers/reactor.md#worked-test-
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -62,8 +62,8 @@ class ReactorNet(tf.keras.Model):
         policy_epsilon: float = 0.01,
         torso: str = "table3",
         lstm_units: int = 128,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if torso not in TORSOS:
             raise ValueError(f"torso must be one of {TORSOS}, got {torso!r}")
@@ -156,14 +156,18 @@ class ReactorNet(tf.keras.Model):
     def _keep(reset) -> tf.Tensor:
         return 1.0 - tf.cast(reset, tf.float32)[..., None]
 
-    def step(self, observation, reset, state):
+    def step(
+        self, observation: tf.Tensor, reset: tf.Tensor, state: Sequence[tf.Tensor]
+    ) -> tuple[ReactorOutputs, tuple[tf.Tensor, ...]]:
         """One step of B envs: observation [B, ...], reset [B] bool -> (outputs [B, ...], state)."""
         inputs = self._core_inputs(self.features(observation))
         h, c = self._stacked(state)
         h, c = recurrent.lstm_step(inputs, self._keep(reset), h, c, self._recurrent_kernels())
         return self.heads(h[0], h[1]), self._unstacked(h, c)
 
-    def unroll(self, observation, reset, state):
+    def unroll(
+        self, observation: tf.Tensor, reset: tf.Tensor, state: Sequence[tf.Tensor]
+    ) -> tuple[ReactorOutputs, tuple[tf.Tensor, ...]]:
         """T steps: observation [T, B, ...], reset [T, B] -> (outputs [T, B, ...], final state);
         equals T calls of `step`. Fewer, larger ops than stepping the two Keras cells in the
         scan (the learner's step is op-bound): the input projections of all T steps hoisted out
@@ -175,7 +179,9 @@ class ReactorNet(tf.keras.Model):
         )
         return self.heads(hs[:, 0], hs[:, 1]), self._unstacked(hs[-1], cs[-1])
 
-    def create_variables(self, observation_shape, observation_dtype=tf.uint8) -> None:
+    def create_variables(
+        self, observation_shape: Sequence[int], observation_dtype: tf.DType = tf.uint8
+    ) -> None:
         self.step(
             tf.zeros([1, *observation_shape], observation_dtype),
             tf.ones([1], tf.bool),
@@ -205,7 +211,7 @@ def make_network(config: config_lib.ReactorConfig, num_actions: int) -> ReactorN
     )
 
 
-def core_state_spec(config: config_lib.ReactorConfig):
+def core_state_spec(config: config_lib.ReactorConfig) -> tuple:
     """(policy h, policy c, Q h, Q c) of one env (Table 3: 128 units each)."""
     del config
     return (tf.TensorSpec([128], tf.float32),) * 4

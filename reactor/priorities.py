@@ -43,7 +43,12 @@ m is only an estimate.
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import numpy as np
+
+Key = Any  # any ordered value: the replay's time steps
+Numeric = Any  # a float, a numpy array or a TensorFlow tensor (arithmetic operators only)
 
 
 class Node:
@@ -51,7 +56,7 @@ class Node:
 
     __slots__ = ("key", "priority", "left", "right", "height", "count", "mean")
 
-    def __init__(self, key, priority: float):
+    def __init__(self, key: Key, priority: float) -> None:
         self.key = key
         self.priority = float(priority)
         self.left: Node | None = None
@@ -95,6 +100,7 @@ def _height(node: Node | None) -> int:
 
 def _rotate_right(node: Node) -> Node:
     top = node.left
+    assert top is not None  # rotated only towards its taller side
     node.left, top.right = top.right, node
     node.summarise()
     top.summarise()
@@ -103,6 +109,7 @@ def _rotate_right(node: Node) -> Node:
 
 def _rotate_left(node: Node) -> Node:
     top = node.right
+    assert top is not None  # rotated only towards its taller side
     node.right, top.left = top.left, node
     node.summarise()
     top.summarise()
@@ -114,12 +121,16 @@ def _rebalance(node: Node) -> Node:
     node.summarise()
     balance = _height(node.left) - _height(node.right)
     if balance > 1:
-        if _height(node.left.left) < _height(node.left.right):
-            node.left = _rotate_left(node.left)
+        left = node.left
+        assert left is not None  # the taller side
+        if _height(left.left) < _height(left.right):
+            node.left = _rotate_left(left)
         return _rotate_right(node)
     if balance < -1:
-        if _height(node.right.right) < _height(node.right.left):
-            node.right = _rotate_right(node.right)
+        right = node.right
+        assert right is not None  # the taller side
+        if _height(right.right) < _height(right.left):
+            node.right = _rotate_right(right)
         return _rotate_left(node)
     return node
 
@@ -144,7 +155,7 @@ def _pop_min(node: Node) -> tuple[Node, Node | None]:
     return smallest, _rebalance(node)
 
 
-def _delete(node: Node | None, key) -> Node | None:
+def _delete(node: Node | None, key: Key) -> Node | None:
     if node is None:
         raise KeyError(f"key {key!r} is not in the tree")
     if key < node.key:
@@ -169,52 +180,54 @@ class ContextualPriorityTree:
     every known priority is 0 there is no mass to sample (the replay adds a floor).
     """
 
-    def __init__(self, root_estimate: float = 1.0):
+    def __init__(self, root_estimate: float = 1.0) -> None:
         self.root: Node | None = None
         # The estimate the root passes down is arbitrary; with nothing known every key gets it,
         # i.e. uniform sampling.
         self.root_estimate = root_estimate
 
     @classmethod
-    def balanced(cls, priorities, keys=None) -> ContextualPriorityTree:
+    def balanced(
+        cls, priorities: Sequence[float] | np.ndarray, keys: Sequence[Key] | None = None
+    ) -> ContextualPriorityTree:
         """The perfectly balanced tree over `keys` (default 0..n-1) in one pass: the node of the
         keys [lo, hi] is key (lo + hi + 1) // 2 (Test 13's tree in
         docs/papers/reactor.md#worked-test-numbers)."""
-        priorities = np.asarray(priorities, dtype=np.float64)
-        if priorities.ndim != 1 or len(priorities) == 0:
-            raise ValueError(f"priorities must be a non-empty vector, got {priorities.shape}")
-        for priority in priorities:
+        values = np.asarray(priorities, dtype=np.float64)
+        if values.ndim != 1 or len(values) == 0:
+            raise ValueError(f"priorities must be a non-empty vector, got {values.shape}")
+        for priority in values:
             _check_priority(priority)
-        keys = list(range(len(priorities)) if keys is None else keys)
-        if len(keys) != len(priorities) or any(a >= b for a, b in zip(keys, keys[1:])):
+        ordered = list(range(len(values)) if keys is None else keys)
+        if len(ordered) != len(values) or any(a >= b for a, b in zip(ordered, ordered[1:])):
             raise ValueError("keys must be strictly increasing, one per priority")
 
         def build(lo: int, hi: int) -> Node | None:
             if lo > hi:
                 return None
             middle = (lo + hi + 1) // 2
-            node = Node(keys[middle], priorities[middle])
+            node = Node(ordered[middle], values[middle])
             node.left, node.right = build(lo, middle - 1), build(middle + 1, hi)
             node.summarise()
             return node
 
         tree = cls()
-        tree.root = build(0, len(keys) - 1)
+        tree.root = build(0, len(ordered) - 1)
         return tree
 
     def __len__(self) -> int:
         return 0 if self.root is None else self.root.count
 
-    def insert(self, key, priority: float = np.nan) -> None:
+    def insert(self, key: Key, priority: float = np.nan) -> None:
         """Add `key`; a new sequence enters with its priority unknown (§3.3)."""
         _check_priority(priority)
         self.root = _insert(self.root, Node(key, priority))
 
-    def delete(self, key) -> None:
+    def delete(self, key: Key) -> None:
         """Remove `key` (the replay's eviction of its oldest sequence)."""
         self.root = _delete(self.root, key)
 
-    def set_priority(self, key, priority: float) -> None:
+    def set_priority(self, key: Key, priority: float) -> None:
         """Set or update `key`'s priority after the learner saw it. App. 6.3: the key is removed
         and placed back so that it becomes a leaf, next to the keys whose estimates it should
         inform. Inserting makes it a leaf; when that insertion needs a double rotation, the
@@ -223,7 +236,7 @@ class ContextualPriorityTree:
         self.delete(key)
         self.insert(key, priority)
 
-    def _locate(self, key) -> tuple[float, float]:
+    def _locate(self, key: Key) -> tuple[float, float]:
         """(key's estimated priority, its tree probability): the walk from the root to it, with
         the product of the branch probabilities along the path."""
         node, inherited, probability = self.root, self.root_estimate, 1.0
@@ -236,33 +249,36 @@ class ContextualPriorityTree:
             node, inherited = (node.left if branch == 0 else node.right), estimate
         raise KeyError(f"key {key!r} is not in the tree")
 
-    def estimate(self, key) -> float:
+    def estimate(self, key: Key) -> float:
         """p_hat: the key's priority if known, else the estimate its context gives (§3.3)."""
         return self._locate(key)[0]
 
-    def probability(self, key, uniform_epsilon: float = 0.0) -> float:
+    def probability(self, key: Key, uniform_epsilon: float = 0.0) -> float:
         """P(k) = eps / N + (1 - eps) * tree probability of k (§3.3)."""
         return uniform_epsilon / len(self) + (1.0 - uniform_epsilon) * self._locate(key)[1]
 
-    def sample(self, rng: np.random.Generator, uniform_epsilon: float = 0.0):
+    def sample(self, rng: np.random.Generator, uniform_epsilon: float = 0.0) -> Key:
         """One key: uniformly with probability eps, else by walking down from the root choosing
         left subtree / own key / right subtree in proportion to their estimated masses."""
         if self.root is None:
             raise ValueError("cannot sample from an empty tree")
         if rng.random() < uniform_epsilon:
             return self._select(int(rng.integers(len(self))))
-        node, inherited = self.root, self.root_estimate
+        node: Node | None = self.root
+        inherited = self.root_estimate
         while True:
+            assert node is not None  # an empty subtree has no mass to be chosen
             estimate, masses = node.masses(inherited)
             branch = rng.choice(3, p=masses / masses.sum())
             if branch == 1:
                 return node.key
             node, inherited = (node.left if branch == 0 else node.right), estimate
 
-    def _select(self, rank: int):
+    def _select(self, rank: int) -> Key:
         """The key with `rank` earlier keys (subtree counts make this O(log n))."""
         node = self.root
         while True:
+            assert node is not None  # rank < len(self)
             before = 0 if node.left is None else node.left.count
             if rank == before:
                 return node.key
@@ -302,7 +318,10 @@ def _check_priority(priority: float) -> None:
 
 
 def importance_weights(
-    probabilities, table_size, exponent: float = 1.0, normalise: bool = True
+    probabilities: np.ndarray | Sequence[float],
+    table_size: int | np.ndarray,
+    exponent: float = 1.0,
+    normalise: bool = True,
 ) -> np.ndarray:
     """w_k = (1 / (N P(k))) ** exponent (Eq. (2), §3.3: exponent 1), divided by the batch
     maximum when `normalise` (our choice, PER's convention)."""
@@ -310,14 +329,20 @@ def importance_weights(
     return weights / weights.max() if normalise else weights
 
 
-def horvitz_thompson_mean(values, probabilities, table_size) -> float:
+def horvitz_thompson_mean(
+    values: np.ndarray | Sequence[float],
+    probabilities: np.ndarray | Sequence[float],
+    table_size: int | np.ndarray,
+) -> float:
     """sum_k w_k v_k / sum_k w_k with w_k = 1 / (N P(k)) over sampled keys: an estimate of the
     mean of v over all N keys that does not favour the keys sampled more often."""
     weights = importance_weights(probabilities, table_size, normalise=False)
     return float(np.sum(weights * np.asarray(values)) / np.sum(weights))
 
 
-def sampling_priorities(priorities, mean_weight, uniform_epsilon: float, exponent: float):
+def sampling_priorities(
+    priorities: Numeric, mean_weight: Numeric, uniform_epsilon: float, exponent: float
+) -> Numeric:
     """The priority to write to Reverb so that its `priority ** exponent` sampling is the §3.3
     mixture eps * uniform + (1 - eps) * proportional to priority ** exponent, given
     `mean_weight`, the mean of priority ** exponent over the table (module docstring).
@@ -351,7 +376,9 @@ class PriorityEstimates:
     sample leave the unassigned mean where it was.
     """
 
-    def __init__(self, prioritisation: str, epsilon: float, rate: float, exponent: float = 1.0):
+    def __init__(
+        self, prioritisation: str, epsilon: float, rate: float, exponent: float = 1.0
+    ) -> None:
         if prioritisation not in PRIORITISATIONS:
             raise ValueError(f"prioritisation must be one of {PRIORITISATIONS}")
         self.prioritisation, self.epsilon, self.rate = prioritisation, epsilon, rate
@@ -365,7 +392,13 @@ class PriorityEstimates:
         """The uniform share folded into every priority ** alpha (`sampling_priorities`)."""
         return self.epsilon / (1.0 - self.epsilon) * self.mean_weight
 
-    def update(self, priorities, probabilities, table_size, first) -> np.ndarray:
+    def update(
+        self,
+        priorities: np.ndarray | Sequence[float],
+        probabilities: np.ndarray | Sequence[float],
+        table_size: int | np.ndarray,
+        first: np.ndarray | Sequence[bool],
+    ) -> np.ndarray:
         p = np.asarray(priorities, np.float64)
         alpha = self.exponent
         if self.prioritisation == "uniform" or alpha == 0:
@@ -393,23 +426,23 @@ class ReplayModel:
     the oldest evicted beyond `capacity`, each sampled with probability priority ** exponent /
     sum over the table; a write to a key no longer held is ignored (`common.replay.replay`)."""
 
-    def __init__(self, capacity: int, exponent: float):
+    def __init__(self, capacity: int, exponent: float) -> None:
         self.capacity, self.exponent = capacity, exponent
-        self.priorities: dict = {}  # insertion-ordered
+        self.priorities: dict[Key, float] = {}  # insertion-ordered
 
     def __len__(self) -> int:
         return len(self.priorities)
 
-    def insert(self, key, priority: float) -> None:
+    def insert(self, key: Key, priority: float) -> None:
         self.priorities[key] = float(priority)
         if len(self.priorities) > self.capacity:
             del self.priorities[next(iter(self.priorities))]
 
-    def update(self, keys, priorities) -> None:
+    def update(self, keys: Sequence[Key], priorities: np.ndarray | Sequence[float]) -> None:
         for key, priority in zip(keys, priorities):
             if key in self.priorities:
                 self.priorities[key] = float(priority)
 
-    def probabilities(self, keys) -> np.ndarray:
+    def probabilities(self, keys: Sequence[Key]) -> np.ndarray:
         weights = np.array(list(self.priorities.values())) ** self.exponent
         return np.array([self.priorities[k] ** self.exponent for k in keys]) / weights.sum()

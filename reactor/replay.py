@@ -10,11 +10,18 @@ written so far instead (PER, App. 6.5), and "uniform" samples with priority ** 0
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import reverb
 
 from common.runtime import acting
 from common.replay import patterns
 from common.replay import parameters
 from common.replay import writers
+
+if TYPE_CHECKING:
+    from reactor import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,10 +33,12 @@ class EstimatedPrioritized(patterns.Prioritized):
     stride: int = 1
 
     @property
-    def period(self):
+    def period(self) -> int:
         return self.stride
 
-    def writer(self, client, num_envs, flush_timeout_ms):
+    def writer(
+        self, client: reverb.Client, num_envs: int, flush_timeout_ms: int
+    ) -> EstimatedPriorityWriter:
         sequences = writers.SequenceWriter(
             client,
             patterns.EXPERIENCE_TABLE,
@@ -49,7 +58,12 @@ class EstimatedPrioritized(patterns.Prioritized):
 class EstimatedPriorityWriter:
     """A `writers.SequenceWriter` whose `initial_priority` follows the published estimate."""
 
-    def __init__(self, writer: writers.SequenceWriter, subscriber, pull_interval: int):
+    def __init__(
+        self,
+        writer: writers.SequenceWriter,
+        subscriber: parameters.ParamsSubscriber,
+        pull_interval: int,
+    ) -> None:
         self._writer = writer
         self._subscriber = subscriber
         self._pull_interval = pull_interval
@@ -59,7 +73,12 @@ class EstimatedPriorityWriter:
     def initial_priority(self) -> float:
         return self._writer.initial_priority
 
-    def append(self, step, first_step_extras=None, episode_end=None) -> None:
+    def append(
+        self,
+        step: Mapping[str, Any],
+        first_step_extras: Any = None,
+        episode_end: np.ndarray | None = None,
+    ) -> None:
         if self._appends % self._pull_interval == 0:
             latest = self._subscriber.latest(timeout_ms=1000)
             if latest is not None:
@@ -67,14 +86,14 @@ class EstimatedPriorityWriter:
         self._appends += 1
         self._writer.append(step, first_step_extras=first_step_extras, episode_end=episode_end)
 
-    def flush(self, timeout_ms=None) -> None:
+    def flush(self, timeout_ms: int | None = None) -> None:
         self._writer.flush(timeout_ms)
 
-    def close(self, timeout_ms=None) -> None:
+    def close(self, timeout_ms: int | None = None) -> None:
         self._writer.close(timeout_ms)
 
 
-def make_pattern(config) -> patterns.Prioritized:
+def make_pattern(config: config_lib.ReactorConfig) -> patterns.Prioritized:
     """The replay of `config` (§3.3, §3.4; reactor/priorities.py maps it onto Reverb)."""
     pattern = EstimatedPrioritized(
         length=config.sequence_length - 1,

@@ -27,11 +27,11 @@ from tests.system_helpers import assert_one_line_error
 PAPERS = {
     paper.name: paper
     for paper in (
-        impala_builder.PAPER,
-        reactor_builder.PAPER,
-        dice_builder.PAPER,
-        gdi_builder.PAPER,
-        lbc_builder.PAPER,
+        impala_builder.ImpalaBuilder,
+        reactor_builder.ReactorBuilder,
+        dice_builder.DiceBuilder,
+        gdi_builder.GdiBuilder,
+        lbc_builder.LbcBuilder,
     )
 }
 

@@ -1,7 +1,7 @@
 """Every paper is built the same way (docs/architecture.md#what-a-paper-supplies): its package has
 the same files with the same roles, its `builder.py` implements `common.experiments.builder.Builder`
-and holds its `PAPER`, its `main.py` only runs `common.experiments.cli.main(PAPER)`, and all five
-papers' mains and builders import into one process without defining a flag. Each builder makes its
+in the one class that is the paper, its `main.py` only runs `common.experiments.cli.main` on that
+class, and all five papers' mains and builders import into one process without defining a flag. Each builder makes its
 CartPole agent (signature, tables, learner parts) and experiment in this process, without starting
 one."""
 
@@ -46,6 +46,14 @@ BUILDERS = dict(
     lbc=lbc_builder,
 )
 MAINS = dict(impala=impala_main, reactor=reactor_main, dice=dice_main, gdi=gdi_main, lbc=lbc_main)
+# The paper's Builder class in each builder module.
+PAPER_BUILDERS = dict(
+    impala=impala_builder.ImpalaBuilder,
+    reactor=reactor_builder.ReactorBuilder,
+    dice=dice_builder.DiceBuilder,
+    gdi=gdi_builder.GdiBuilder,
+    lbc=lbc_builder.LbcBuilder,
+)
 
 # The files of every paper package, and the paper's own extras.
 FILES = {
@@ -73,8 +81,8 @@ CARTPOLE = EnvSpec(2, (4,), np.dtype(np.float32))
 
 
 def cartpole_builder(paper: str, ablation: str | None = None) -> builder_lib.Builder:
-    paper_spec = BUILDERS[paper].PAPER
-    return paper_spec.builder(cli.make_config(paper_spec, {"env": "CartPole"}, ablation))
+    paper_builder = PAPER_BUILDERS[paper]
+    return paper_builder(cli.make_config(paper_builder, {"env": "CartPole"}, ablation))
 
 
 def protocol_methods() -> dict[str, inspect.Signature]:
@@ -89,7 +97,7 @@ def test_importing_every_main_and_builder_defines_no_flag():
     modules = flags.FLAGS.flags_by_module_dict()
     assert not [m for m in modules if m.endswith((".main", ".builder"))], list(modules)
     for paper in PAPERS:
-        assert "config_class" not in vars(MAINS[paper])  # PAPER lives in the builder
+        assert "config_class" not in vars(MAINS[paper])  # the paper lives in the builder
         assert MAINS[paper].builder is BUILDERS[paper]
 
 
@@ -101,7 +109,8 @@ def test_each_main_only_runs_the_paper_s_command_line(paper):
     assert own == {"cli", "builder"}
     with open(main.__file__) as f:
         source = f.read()
-    assert source.rstrip().endswith('if __name__ == "__main__":\n    cli.main(builder.PAPER)')
+    name = PAPER_BUILDERS[paper].__name__
+    assert source.rstrip().endswith(f'if __name__ == "__main__":\n    cli.main(builder.{name})')
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -114,11 +123,12 @@ def test_each_package_has_the_same_files_with_the_same_roles(paper):
     assert FILES <= names, FILES - names
     assert names - FILES == EXTRAS[paper]
     module = {name: importlib.import_module(f"{paper}.{name}") for name in FILES - {"__init__"}}
-    paper_spec = module["builder"].PAPER
-    assert paper_spec.name == paper and paper_spec.module == f"{paper}.main"
-    assert paper_spec.config_class.__module__ == f"{paper}.config"
-    assert paper_spec.ablations is module["ablations"].ABLATIONS
-    assert paper_spec.builder.__module__ == f"{paper}.builder"
+    paper_builder = PAPER_BUILDERS[paper]
+    assert builder_lib.paper_builder(paper) is paper_builder
+    assert paper_builder.name == paper and paper_builder.module() == f"{paper}.main"
+    assert paper_builder.config_class.__module__ == f"{paper}.config"
+    assert paper_builder.ablations is module["ablations"].ABLATIONS
+    assert paper_builder.__module__ == f"{paper}.builder"
     assert callable(module["networks"].core_state_spec)  # the recurrent state's spec
     assert callable(module["acting"].make_policy)  # the actors' policy
     assert callable(module["acting"].protocol)  # the training protocol
@@ -138,7 +148,7 @@ def _proposals(paper: str, batch: int) -> dict:
 def test_each_builder_implements_the_protocol(paper):
     builder = cartpole_builder(paper)
     assert isinstance(builder, builder_lib.Builder)
-    assert type(builder) is BUILDERS[paper].PAPER.builder
+    assert type(builder) is PAPER_BUILDERS[paper]
     assert [f.name for f in dataclasses.fields(builder)] == ["config"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         builder.config = None
@@ -193,14 +203,13 @@ def test_each_builder_makes_its_cartpole_agent_and_experiment(paper, tmp_path):
     policy = agent.make_policy(2, (4,), np.float32, 0, False)
     policy.set_weights([np.asarray(v.numpy()) for v in parts.acting_variables])
 
-    experiment = BUILDERS[paper].PAPER.build_experiment(builder.config, str(tmp_path))
+    experiment = builder_lib.build_experiment(builder, str(tmp_path))
     assert experiment.agent.replay == agent.replay
-    assert experiment.actor.env == "CartPole" and builder.name().endswith(" CartPole")
-    assert experiment.learner.name == builder.name()
+    assert experiment.actor.env == "CartPole" and builder.run_name().endswith(" CartPole")
+    assert experiment.learner.name == builder.run_name()
     assert experiment.learner.frames_per_learner_step == builder.frames_per_learner_step()
     assert experiment.learner.publish_lag == builder.publish_lag()
     evaluation = builder.evaluation()
     assert (experiment.evaluator is not None) == evaluation.enabled
     if experiment.evaluator is not None:
         assert experiment.evaluator.greedy == evaluation.greedy
-    assert BUILDERS[paper].PAPER.describe(builder.config) == builder.describe()

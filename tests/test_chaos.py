@@ -135,3 +135,55 @@ def test_a_run_killed_three_times_at_random_finishes_counting_each_game_once(pat
         evaluated = [float(line.split(",")[0]) for line in f.readlines()[1:]]
     assert evaluated == sorted(evaluated) and evaluated[-1] >= budget
     assert np.isfinite(runlog.read_scalars(logdir)["loss/total"][-1][1])
+
+
+STOP_MOMENTS = ("starting", "waiting", "training")
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether process `pid` has a handler for SIGTERM (its SigCgt mask in /proc): a paper's
+    main installs one first thing. Before it, in the imports of a few light modules, SIGTERM
+    ends the process at once, with nothing started and nothing to save."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = next(line for line in f if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+@pytest.mark.parametrize("moment", STOP_MOMENTS)
+def test_a_sigterm_at_any_moment_ends_with_the_clean_line_and_a_checkpoint(moment, tmp_path):
+    # `kill <pid>` on a DiCE run (sample-k replay, bandits): while it starts (TensorFlow importing,
+    # the learner maybe not built yet), while its learner waits inside Reverb's sampler for the
+    # replay to fill, and while it trains. Each ends as Ctrl-C does: one clean line, no
+    # traceback, exit status 0, no process left, and a checkpoint once the learner exists.
+    module, flags, budget, _ = PATTERNS["sample_k"]
+    flags = [*COMMON, *flags, f"--total_frames={budget * 100}"]
+    logdir = str(tmp_path)
+    rng = random.Random(f"sigterm {moment}")
+    process, output_path = run_main(logdir, flags=flags, module=module, start_new_session=True)
+    try:
+        if moment == "starting":  # once its main has begun, while TensorFlow imports
+            wait_until(lambda: catches_sigterm(process.pid), 60, "the main to begin")
+            time.sleep(rng.uniform(0.0, 2.0))
+        elif moment == "waiting":
+            wait_until(
+                lambda: "waiting for experience" in open(output_path).read(),
+                300,
+                "the learner to wait for experience",
+            )
+        else:
+            wait_until(lambda: checkpoint_step(logdir) > 0, 300, "a checkpoint of training")
+            time.sleep(rng.uniform(0.0, 1.0))
+        assert process.poll() is None, open(output_path).read()
+        process.send_signal(signal.SIGTERM)
+        output = finish(process, output_path, timeout_s=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    wait_until(lambda: not process_group(process.pid), 30, "every process of the run gone")
+    assert process.returncode == 0, output
+    clean = ["[launch] local interrupted; shut down", "[dice] interrupted; shut down"]
+    assert any(line in output.splitlines() for line in clean), output
+    assert "Traceback" not in output, output
+    saved = re.findall(rf"checkpoint {re.escape(logdir)}/checkpoints/ckpt-(\d+) \(step", output)
+    if moment != "starting":
+        assert saved and int(saved[-1]) == checkpoint_step(logdir), output

@@ -20,7 +20,7 @@ with one entry per network.
 """
 
 import functools
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -28,6 +28,9 @@ import tensorflow as tf
 from common.runtime import acting
 from common.models import networks as networks_lib
 from common.equations import policies
+
+if TYPE_CHECKING:
+    from common.runtime.agent import EnvSpec
 
 BEHAVIOUR_LOG_PROB = "behaviour_log_prob"
 
@@ -46,11 +49,11 @@ class AdvantageMixturePolicy:
         mixture: Mixture,
         component_networks: Sequence[int],
         observation_shape: tuple,
-        observation_dtype,
+        observation_dtype: np.dtype,
         seed: int,
         greedy: bool = False,
         jit_compile: bool = False,
-    ):
+    ) -> None:
         if not networks:
             raise ValueError("AdvantageMixturePolicy needs at least one network")
         if any(not 0 <= i < len(networks) for i in component_networks):
@@ -80,7 +83,7 @@ class AdvantageMixturePolicy:
         `set_weights` takes."""
         return networks_lib.unique_variables(v for net in self.networks for v in net.variables)
 
-    def initial_state(self, batch_size: int):
+    def initial_state(self, batch_size: int) -> tuple:
         return tuple(
             tf.nest.map_structure(lambda x: x.numpy(), network.initial_state(batch_size))
             for network in self.networks
@@ -116,10 +119,20 @@ class AdvantageMixturePolicy:
         ]
         return values[0] if len(values) == 1 else tf.stack(values, -1)
 
-    def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
+    def bootstrap_value(
+        self, observation: np.ndarray, prev_action: np.ndarray, prev_reward: np.ndarray, state: Any
+    ) -> np.ndarray:
         return self._value(observation, prev_action, prev_reward, state).numpy()
 
-    def step(self, observation, prev_action, prev_reward, reset, state, behaviour=None):
+    def step(
+        self,
+        observation: np.ndarray,
+        prev_action: np.ndarray,
+        prev_reward: np.ndarray,
+        reset: np.ndarray,
+        state: Any,
+        behaviour: Mapping[str, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
         if behaviour is None:
             raise ValueError("AdvantageMixturePolicy acts with the game's behaviour parameters")
         etas, weights = self.mixture(behaviour)
@@ -142,14 +155,17 @@ class AdvantageMixturePolicy:
         acting.assign_weights(self.variables, weights)
 
 
-def policy_extras(spec) -> dict:
+def policy_extras(spec: "EnvSpec") -> dict:
     """`Agent.policy_extras` of every agent acting with `AdvantageMixturePolicy`."""
     del spec  # log mu(a|x) is one number whatever the env
     return AdvantageMixturePolicy.extras_spec()
 
 
 def policy_factory(
-    make_networks: Callable[[int], Sequence], mixture: Mixture, component_networks, jit_compile
+    make_networks: Callable[[int], Sequence],
+    mixture: Mixture,
+    component_networks: Sequence[int],
+    jit_compile: bool,
 ) -> Callable[..., AdvantageMixturePolicy]:
     """A picklable `common.runtime.acting.PolicyFactory`: `make_networks(num_actions)` builds the
     networks, the rest is `AdvantageMixturePolicy`'s."""

@@ -23,7 +23,7 @@ AdamW and `jit_compile` fields, and the `gradient_updates` and `frames_per_learn
 """
 
 import functools
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import tensorflow as tf
 
@@ -92,9 +92,9 @@ def unroll_trained(
     (`common.models.recurrent.unroll_together`)."""
     states = warmed_up_states(networks, batch, burn_in)
     features = networks_lib.torso_outputs(networks, batch[UNROLL_INPUTS[0]][burn_in:], True)
-    other_inputs = [batch[name][burn_in:] for name in UNROLL_INPUTS[1:]]
+    prev_action, prev_reward, reset = (batch[name][burn_in:] for name in UNROLL_INPUTS[1:])
     outputs, _ = recurrent.unroll_together(
-        networks, features, *other_inputs, states, return_features=return_features
+        networks, features, prev_action, prev_reward, reset, states, return_features=return_features
     )
     return outputs
 
@@ -199,10 +199,24 @@ def split_point(lengths: tf.Tensor) -> tf.Tensor:
     return tf.argmin(short + long, output_type=tf.int32)
 
 
+class Optimizer(Protocol):
+    """What `make_train_step` needs of an optimiser: `common.equations.schedules.AdamW`, or one
+    made of several (LBC's `lbc.learning.PopulationOptimizer`)."""
+
+    def build(self, variables: Sequence[tf.Variable]) -> None: ...
+
+    def apply(
+        self,
+        gradients: Sequence[tf.Tensor | None],
+        variables: Sequence[tf.Variable],
+        schedule_step: tf.Tensor | None = None,
+    ) -> dict[str, tf.Tensor]: ...
+
+
 def make_train_step(
     loss_fn: Callable[[dict], tuple],
     variables: Sequence[tf.Variable],
-    optimizer,
+    optimizer: Optimizer,
     config: burn_in_settings.BurnInLearnerSettings,
 ) -> Callable[[dict, tf.Tensor], dict]:
     """`step(batch, frames) -> stats` (one tf.function): `loss_fn(batch) -> (loss, stats)`,
@@ -272,7 +286,7 @@ def make_train_step(
             return tape.gradient(loss, variables), stats
         trained = tf.cast(batch[replay.MASK][config.burn_in : -1], tf.float32)
         total = tf.maximum(tf.reduce_sum(trained), 1.0)
-        summed = None
+        summed: tuple | None = None
         sort_burn_in = config.burn_in if cut_in_step else None
         for part in split_batch(batch, parts, sort_burn_in):
             # The slices share no data, so without this edge the graph may run their forward

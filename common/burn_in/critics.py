@@ -15,7 +15,7 @@ Each loss is returned per step [T, B]; the paper's module masks and weights them
 """
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, NamedTuple, Self
 
 import tensorflow as tf
 
@@ -32,7 +32,12 @@ from common.settings.config import Q_CENTERINGS
 # network's choice).
 
 
-def dueling_q(values, advantages, target_probs, centering: str = "policy_mean") -> tf.Tensor:
+def dueling_q(
+    values: tf.Tensor,
+    advantages: tf.Tensor,
+    target_probs: tf.Tensor,
+    centering: str = "policy_mean",
+) -> tf.Tensor:
     """Q(x, .) [..., A] from V [...] and A [..., A] (module docstring); `target_probs` pi(.|x)
     [..., A] is used by the two policy means only, under stop-gradient for "policy_mean"."""
     if centering not in Q_CENTERINGS:
@@ -59,13 +64,13 @@ class CriticOutputs(NamedTuple):
 
 
 def vtrace_retrace(
-    values,
-    q_values,
-    target_probs,
-    actions,
-    log_rhos,
-    rewards,
-    discounts,
+    values: tf.Tensor,
+    q_values: tf.Tensor,
+    target_probs: tf.Tensor,
+    actions: tf.Tensor,
+    log_rhos: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
     clip_rho_threshold: float,
     clip_c_threshold: float,
     retrace_form: str,
@@ -127,11 +132,11 @@ class CriticHyperparameters:
     q_centering: str
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Any) -> Self:
         return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
 
 
-def log_ratios(log_pi, actions, behaviour_log_probs) -> tf.Tensor:
+def log_ratios(log_pi: tf.Tensor, actions: tf.Tensor, behaviour_log_probs: tf.Tensor) -> tf.Tensor:
     """[T, B] log pi(a_t|x_t) − log mu(a_t|x_t) under stop-gradient, from the target policy's
     log-probabilities [T+1, B, A] and the log mu the actor stored [T+1, B]."""
     taken = tf.gather(log_pi, actions, batch_dims=2)
@@ -140,14 +145,14 @@ def log_ratios(log_pi, actions, behaviour_log_probs) -> tf.Tensor:
 
 def network_losses(
     hparams: CriticHyperparameters,
-    values,
-    advantages,
-    target_probs,
-    actions,
-    log_rhos,
-    rewards,
-    discounts,
-    mask,
+    values: tf.Tensor,
+    advantages: tf.Tensor,
+    target_probs: tf.Tensor,
+    actions: tf.Tensor,
+    log_rhos: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    mask: tf.Tensor,
     suffix: str = "",
 ) -> tuple[CriticOutputs, tf.Tensor, dict]:
     """One network's critic: (outputs, xi L_V + alpha L_Q as masked means, its statistics
@@ -180,14 +185,14 @@ def network_losses(
     return outputs, hparams.v_loss_scale * v_loss + hparams.q_loss_scale * q_loss, stats
 
 
-def target_entropy(log_pi, mask) -> tf.Tensor:
+def target_entropy(log_pi: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     """Masked mean of H[pi] over the trained steps, from log-probabilities [T+1, B, A]: where
     pi(a) underflows to 0 (eta 50 times a large advantage gap), p log p has an infinite
     gradient that would turn every weight into NaN through even a zero coefficient."""
     return sequences.masked_mean(-tf.reduce_sum(tf.exp(log_pi) * log_pi, -1)[:-1], mask)
 
 
-def ratio_stats(log_rhos, mask, clip_rho_threshold: float) -> dict:
+def ratio_stats(log_rhos: tf.Tensor, mask: tf.Tensor, clip_rho_threshold: float) -> dict:
     """Mean log ratio (a stale behaviour can give ratios beyond float32) and the share of steps
     whose ratio rho-bar clips."""
     clipped = tf.cast(log_rhos > tf.math.log(clip_rho_threshold), tf.float32)

@@ -15,6 +15,8 @@ are separate from the acting network: actors never need them, so they are traine
 with the learner only.
 """
 
+from typing import Any
+
 import tensorflow as tf
 
 from common.equations import sequences
@@ -39,8 +41,8 @@ class DynamicsHeads(tf.keras.Model):
         feature_units: int,
         hidden: int = 256,
         forward_loss: str = "half_sum_squares",
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if forward_loss not in FORWARD_LOSSES:
             raise ValueError(f"forward_loss={forward_loss!r} must be one of {FORWARD_LOSSES}")
@@ -49,7 +51,9 @@ class DynamicsHeads(tf.keras.Model):
         self.inverse_model = _mlp(hidden, num_actions, 2 * feature_units)
         self.forward_model = _mlp(hidden, feature_units, feature_units + num_actions)
 
-    def losses(self, features, actions, pair_mask, step_mask) -> tuple[tf.Tensor, tf.Tensor]:
+    def losses(
+        self, features: tf.Tensor, actions: tf.Tensor, pair_mask: tf.Tensor, step_mask: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor]:
         """(forward loss, inverse loss) per real step (module docstring).
 
         Args:
@@ -76,7 +80,7 @@ class DynamicsHeads(tf.keras.Model):
         )
 
 
-def pair_mask(resets, mask) -> tf.Tensor:
+def pair_mask(resets: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     """[T, B] 1 where (x_t, a_t, x_{t+1}) is a real transition: both steps real (mask [T+1, B])
     and x_{t+1} not the first step of a new episode (resets [T+1, B])."""
     mask = tf.cast(mask, tf.float32)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from common.control.bandits import (
     Axis,
@@ -48,7 +49,7 @@ class BanditPopulation:
         pick: str,
         standardise: bool,
         ucb_sum: str,
-    ):
+    ) -> None:
         check_positive_int("num_bandits", num_bandits)
         check_positive_int("top_d", top_d)
         check_choice("pick", pick, ("top", "softmax"))
@@ -62,7 +63,8 @@ class BanditPopulation:
         self.grid, self._rng = Grid(axes), rng
         if top_d > self.grid.size:
             raise ValueError(f"top_d={top_d} exceeds the {self.grid.size} arms")
-        self._top_d, self._ucb_range, self._replace_every = top_d, tuple(ucb_range), replace_every
+        self._ucb_range = (ucb_range[0], ucb_range[1])
+        self._top_d, self._replace_every = top_d, replace_every
         self._pick = pick
         self.ucb_scales = rng.uniform(*self._ucb_range, size=num_bandits)
         self.counts = np.zeros((num_bandits, self.grid.size))
@@ -118,7 +120,7 @@ class BanditPopulation:
         arm = most_voted(order[visited.any(-1), 0], self._rng)
         return self.grid.point_in(arm, self._rng)
 
-    def update(self, x, episode_return: float) -> None:
+    def update(self, x: npt.ArrayLike, episode_return: float) -> None:
         arm = self.grid.block_of(x)
         self.counts[:, arm] += 1.0
         self.return_sums[:, arm] += episode_return

@@ -44,9 +44,11 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 Params = dict[str, Any]
 StateDict = dict[str, np.ndarray]
+Tiles = tuple[np.ndarray, np.ndarray, np.ndarray, int]  # a tiling's `tiles(shape, spec)`
 
 # choice: floor((x - l)/acc) is computed with this slack, so that 0.3/0.1 = 2.9999999999999996
 # lands in block 3, not 2 (GDI Test 7 in docs/papers/gdi.md#worked-test-numbers).
@@ -107,7 +109,7 @@ class Axis:
         (LBC Test 11 in docs/papers/lbc.md#worked-test-numbers)."""
         return max(1, math.ceil((self.hi - self.lo) / self.acc - INDEX_TOLERANCE))
 
-    def block_of(self, x) -> np.ndarray:
+    def block_of(self, x: npt.ArrayLike) -> np.ndarray:
         """Block index floor((min(max(x, l), r) - l)/acc) (DiCE Eq. (10), GDI App. G), clamped to
         num_blocks - 1 so that x = r, which the printed index puts one past the last block, is
         the last block (docs/papers/dice.md#departures-from-the-paper)."""
@@ -121,17 +123,16 @@ class Axis:
         index = math.floor((min(max(x, self.lo), self.hi) - self.lo) / self.acc + INDEX_TOLERANCE)
         return min(index, self.num_blocks - 1)
 
-    def block_bounds(self, blocks) -> tuple[np.ndarray, np.ndarray]:
+    def block_bounds(self, blocks: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """[lower, upper] edges of blocks in x (the last block ends at hi)."""
-        blocks = np.asarray(blocks)
-        lower = self.lo + blocks * self.acc
+        lower = self.lo + np.asarray(blocks) * self.acc
         return lower, np.minimum(lower + self.acc, self.hi)
 
-    def to_param(self, x) -> np.ndarray:
+    def to_param(self, x: npt.ArrayLike) -> np.ndarray:
         """Behaviour parameter of a bandit coordinate: eta = exp(x) - 1 = 1/tau (DiCE App. A)."""
         return np.expm1(x) if self.log1p else np.asarray(x, dtype=np.float64)
 
-    def to_coordinate(self, value) -> np.ndarray:
+    def to_coordinate(self, value: npt.ArrayLike) -> np.ndarray:
         """Bandit coordinate of a behaviour parameter: x = log(1 + 1/tau) (DiCE App. A, GDI App. G)."""
         value = np.asarray(value, dtype=np.float64)
         if np.isnan(value).any():
@@ -166,19 +167,19 @@ def eta_axis(name: str, space: str, eta_max: float, num_blocks: int) -> Axis:
 class Grid:
     """The product of a few axes, with blocks numbered by a flat (C-order) index."""
 
-    def __init__(self, axes: Sequence[Axis]):
+    def __init__(self, axes: Sequence[Axis]) -> None:
         self.axes = tuple(axes)
         self.shape = tuple(axis.num_blocks for axis in self.axes)
         self.size = int(np.prod(self.shape))
 
-    def block_of(self, x) -> int:
+    def block_of(self, x: npt.ArrayLike) -> int:
         """Flat (C-order) block index of one point x (shape [len(axes)])."""
         block = 0
         for axis, xi in zip(self.axes, np.atleast_1d(x).tolist()):
             block = block * axis.num_blocks + axis.block_index(xi)
         return block
 
-    def sample_in(self, blocks, rng: np.random.Generator) -> np.ndarray:
+    def sample_in(self, blocks: npt.ArrayLike, rng: np.random.Generator) -> np.ndarray:
         """One point drawn uniformly inside each flat block ("sample d candidates from these blocks,
         one uniformly from a block", DiCE App. A / GDI App. G; "uniformly sample psi from the
         region",
@@ -211,7 +212,13 @@ class Grid:
 
 
 def ucb_scores(
-    values, counts, ucb_scale, *, standardise: bool = True, over=None, ucb_sum: str = "all"
+    values: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    ucb_scale: float | np.ndarray,
+    *,
+    standardise: bool = True,
+    over: npt.ArrayLike | None = None,
+    ucb_sum: str = "all",
 ) -> np.ndarray:
     """score_i = (V_i - mean V)/std V + c * sqrt(log(1 + sum_j N_j) / (1 + N_i)), along the last axis
     (leading axes, e.g. one row per bandit, are independent; `ucb_scale` broadcasts against them).
@@ -247,7 +254,7 @@ def _zscores(values: np.ndarray, over) -> np.ndarray:
     return np.where(over & (std >= STD_FLOOR), deviation / np.maximum(std, STD_FLOOR), 0.0)
 
 
-def top_k(scores, k: int, rng: np.random.Generator) -> np.ndarray:
+def top_k(scores: npt.ArrayLike, k: int, rng: np.random.Generator) -> np.ndarray:
     """Indices of the k largest scores (as a set), ties broken uniformly at random (at init all
     scores tie and a stable sort would always pick blocks 0..k-1;
     docs/papers/dice.md#departures-from-the-paper)."""
@@ -262,7 +269,7 @@ def top_k(scores, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate([above, rng.choice(tied, size=k - above.size, replace=False)])
 
 
-def gumbel_top_k(logits, k: int, rng: np.random.Generator) -> np.ndarray:
+def gumbel_top_k(logits: npt.ArrayLike, k: int, rng: np.random.Generator) -> np.ndarray:
     """k distinct indices drawn without replacement with probabilities softmax(logits), in draw order
     (DiCE/GDI `random` mode: "sample d blocks with scores as the logits without replacement")."""
     logits = np.asarray(logits, dtype=np.float64)
@@ -273,7 +280,7 @@ def gumbel_top_k(logits, k: int, rng: np.random.Generator) -> np.ndarray:
     return chosen[np.argsort(-perturbed[chosen])]
 
 
-def most_voted(votes, rng: np.random.Generator) -> int:
+def most_voted(votes: npt.ArrayLike, rng: np.random.Generator) -> int:
     """The arm with the most votes, ties drawn uniformly (LBC App. E.4.2 and its Remark)."""
     counts = np.bincount(votes)  # a counter per arm up to the largest vote: cheaper than sorting
     arms = (counts == counts.max()).nonzero()[0]
@@ -304,7 +311,7 @@ class NeighbourTiling:
     def draw(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([rng.choice(self.widths)], dtype=np.float64)
 
-    def tiles(self, shape: tuple[int, ...], spec: np.ndarray):
+    def tiles(self, shape: tuple[int, ...], spec: np.ndarray) -> Tiles:
         """(tiles [B, T] weight indices, mask [B, T], denominators [B], number of weights)."""
         if len(shape) != 1:
             raise ValueError(f"NeighbourTiling is 1-D (DiCE Eq. (9)); got a grid of shape {shape}")
@@ -340,7 +347,7 @@ class OffsetTiling:
         offsets = rng.uniform(self.offset_percent[0], self.offset_percent[1], size=count) / 100.0
         return np.stack([sizes.astype(np.float64), offsets], axis=1)
 
-    def tiles(self, shape: tuple[int, ...], spec: np.ndarray):
+    def tiles(self, shape: tuple[int, ...], spec: np.ndarray) -> Tiles:
         """(tiles [B, K] weight indices, mask [B, K], denominators [B], number of weights)."""
         blocks = np.indices(shape).reshape(len(shape), -1).T  # [B, D] multi-indices
         columns, num_weights = [], 0
@@ -382,16 +389,16 @@ class TileCodedBandit:
     def __init__(
         self,
         num_blocks: int,
-        tiles,
-        mask,
-        denominators,
+        tiles: np.ndarray,
+        mask: np.ndarray,
+        denominators: np.ndarray,
         num_weights: int,
         *,
         greedy: bool,
         lr: float,
         num_candidates: int,
         ucb_scale: float,
-    ):
+    ) -> None:
         if num_candidates > num_blocks:
             raise ValueError(f"num_candidates={num_candidates} exceeds the {num_blocks} blocks")
         self.tiles, self.mask, self.denominators = tiles, mask, denominators
@@ -434,7 +441,7 @@ class _StackedBandits:
     in the same order, and masked or padding slots read a zero column after the weights. With more
     than `_IN_ORDER_SUM` tiles per block, each bandit computes alone."""
 
-    def __init__(self, bandits: Sequence[TileCodedBandit]):
+    def __init__(self, bandits: Sequence[TileCodedBandit]) -> None:
         self._bandits, sizes = bandits, [bandit.weights.size for bandit in bandits]
         self.weights = np.zeros((len(bandits), max(sizes) + 1))  # the last column stays 0
         self.counts = np.array([bandit.counts for bandit in bandits])
@@ -488,7 +495,7 @@ class BanditEnsemble:
         num_candidates: int,
         ucb_scale: float,
         learning_rates: Sequence[float],
-    ):
+    ) -> None:
         check_positive_int("num_bandits", num_bandits)
         check_positive_int("num_candidates", num_candidates)
         self.grid, self.tiling, self._rng = Grid(axes), tiling, rng
@@ -524,7 +531,7 @@ class BanditEnsemble:
         candidates = self.candidates()
         return candidates[self._rng.integers(len(candidates))]
 
-    def update(self, x, target: float) -> None:
+    def update(self, x: npt.ArrayLike, target: float) -> None:
         self._stack.update(self.grid.block_of(x), target)
 
     def mean_values(self) -> np.ndarray:
@@ -581,7 +588,7 @@ class BanditEnsemble:
         self._specs, self.bandits, self._stack = specs, bandits, stack
 
 
-def copy_into(destination: np.ndarray, source, key: str) -> None:
+def copy_into(destination: np.ndarray, source: npt.ArrayLike, key: str) -> None:
     """Restores one `state_dict` entry into `destination`, in place; ValueError naming `key` if
     the shapes differ."""
     source = np.asarray(source)

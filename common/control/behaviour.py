@@ -13,7 +13,11 @@ game's. (DiCE, GDI and LBC do not end episodes at a life loss, so for them the t
 Controller state survives restarts: `Behaviour` saves every controller's `state_dict` to one
 `.npz` file per actor (atomically: a temporary file, then a rename) at most every
 `save_interval_s` and when the actor closes, and a new actor process with the same file loads
-it, so a restarted actor or a resumed run continues the bandits' statistics.
+it, so a restarted actor or a resumed run continues the bandits' statistics. A resumed run's
+bandits are its checkpoint's: the learner puts the checkpoint's files back (`restore_states`)
+and marks the folder with the resume (`mark_restored`); an actor that was running across the
+learner's restart (an actor host of a multi-host run, on storage every host mounts) finds the
+mark at its next save and rolls back to the checkpoint's state (`Behaviour.save`).
 
 The evaluator plays one of `EVALUATIONS` (`BehaviourSpec.evaluation`): "best" and "training"
 load the first actor's saved state (actor 0's on one machine, `first_actor_state`) and never
@@ -25,10 +29,12 @@ docs/papers/gdi.md#departures-from-the-paper, `eval_policy`).
 """
 
 import dataclasses
+import json
 import os
 import re
 import shutil
 import time
+import uuid
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -83,15 +89,17 @@ class Behaviour:
         state_path: str | None,
         evaluation: bool = False,
         save_interval_s: float = SAVE_INTERVAL_S,
-    ):
+    ) -> None:
         self.spec = spec
         self.num_envs = num_envs
         self.evaluation = evaluation
         self.state_path = state_path
+        self._seed = seed
         self._save_interval_s = save_interval_s
         self._last_save = time.monotonic()
-        count = num_envs if spec.scope == "per_env" else 1
-        self.controllers = [spec.make_controller(seed=seed + i) for i in range(count)]
+        # The resume this actor's state already reflects: it started after it (or before any).
+        self._resume = None if state_path is None else read_restored(os.path.dirname(state_path))[0]
+        self.controllers = self._new_controllers()
         if state_path is not None and os.path.exists(state_path):
             self.load(state_path)
         self.params = {
@@ -103,14 +111,18 @@ class Behaviour:
             self._choose(env)
         self.games_updated = 0
 
+    def _new_controllers(self) -> list[controllers.Controller]:
+        count = self.num_envs if self.spec.scope == "per_env" else 1
+        return [self.spec.make_controller(seed=self._seed + i) for i in range(count)]
+
     def controller_of(self, env: int) -> controllers.Controller:
         return self.controllers[env if self.spec.scope == "per_env" else 0]
 
     def _choose(self, env: int) -> None:
         controller = self.controller_of(env)
-        best = self.spec.evaluation == "best" and hasattr(controller, "propose_best")
-        if self.evaluation and best:
-            chosen = controller.propose_best()
+        propose_best = getattr(controller, "propose_best", None)  # where a controller has one
+        if self.evaluation and self.spec.evaluation == "best" and propose_best is not None:
+            chosen = propose_best()
         else:
             chosen = controller.propose()
         self._chosen[env] = chosen
@@ -168,14 +180,62 @@ class Behaviour:
             )
 
     def save(self) -> None:
-        """Writes every controller's state to `state_path` atomically."""
+        """Writes every controller's state to `state_path` atomically; first, if the run resumed
+        from a checkpoint since this actor started (`mark_restored`), the controllers become that
+        checkpoint's (fresh ones if it kept no file of this actor's), so that the bandits learn
+        on from what the resumed learner had, as the actors a resumed run starts do."""
         if self.state_path is None or self.evaluation:
             return
+        resume, kept = read_restored(os.path.dirname(self.state_path))
+        if resume != self._resume:
+            self._roll_back(kept)
+            self._resume = resume
         os.makedirs(os.path.dirname(self.state_path) or ".", exist_ok=True)
         temporary = f"{self.state_path}.tmp.npz"
         np.savez(temporary, **self.state_dict())
         os.replace(temporary, self.state_path)
         self._last_save = time.monotonic()
+
+    def _roll_back(self, kept: str | None) -> None:
+        assert self.state_path is not None
+        name = os.path.basename(self.state_path)
+        path = None if kept is None else os.path.join(kept, name)
+        self.controllers = self._new_controllers()
+        loaded = False
+        if path is not None and os.path.exists(path):
+            self.load(path)
+            loaded = True
+        print(
+            f"[behaviour] {name}: the run resumed from {os.path.basename(kept or 'its start')}; "
+            f"its bandits are that state's ({'kept' if loaded else 'none kept: new ones'})",
+            flush=True,
+        )
+
+
+RESTORED = "restored.json"  # the mark of the run's latest resume, in the state files' folder
+
+
+def mark_restored(directory: str, kept: str | None) -> None:
+    """Marks the behaviour state under the run directory `directory` as put back from `kept` (a
+    folder `keep_states` wrote; None: the run started over, with no state), with an id new to
+    this resume, atomically. Actors that started before it roll back at their next save."""
+    folder = os.path.dirname(state_path(directory, 0))
+    os.makedirs(folder, exist_ok=True)
+    mark = {"resume": uuid.uuid4().hex, "kept": None if kept is None else os.path.abspath(kept)}
+    temporary = os.path.join(folder, f"{RESTORED}.tmp")
+    with open(temporary, "w") as f:
+        json.dump(mark, f)
+    os.replace(temporary, os.path.join(folder, RESTORED))
+
+
+def read_restored(folder: str) -> tuple[str | None, str | None]:
+    """(id, kept folder) of the latest resume marked in `folder`; (None, None) before any."""
+    try:
+        with open(os.path.join(folder, RESTORED)) as f:
+            mark = json.load(f)
+    except FileNotFoundError:
+        return None, None
+    return mark["resume"], mark["kept"]
 
 
 _ACTOR_STATE = re.compile(r"actor_(\d+)\.npz")  # `state_path`'s file name
@@ -206,20 +266,23 @@ def keep_states(directory: str, into: str) -> None:
     os.replace(temporary, into)
 
 
-def restore_states(directory: str, kept: str) -> None:
+def restore_states(directory: str, kept: str | None) -> None:
     """Makes the behaviour state files under the run directory `directory` those `keep_states`
-    kept in `kept`: newer files are replaced, files the checkpoint did not have are removed.
-    Call it before any actor of the run starts."""
+    kept in `kept` (None: none, for a run that starts over): newer files are replaced, files the
+    checkpoint did not have are removed, and the folder is marked with the resume
+    (`mark_restored`). Call it before any actor of this machine starts."""
     folder = os.path.dirname(state_path(directory, 0))
     os.makedirs(folder, exist_ok=True)
-    wanted = set(os.listdir(kept))
+    wanted = set() if kept is None else set(os.listdir(kept))
     for name in os.listdir(folder):
         if name.endswith(".npz") and name not in wanted:
             os.remove(os.path.join(folder, name))
     for name in wanted:
+        assert kept is not None
         temporary = os.path.join(folder, f"{name}.tmp.npz")
         shutil.copyfile(os.path.join(kept, name), temporary)
         os.replace(temporary, os.path.join(folder, name))
+    mark_restored(directory, kept)
 
 
 def evaluator_state_path(directory: str) -> str:
@@ -228,7 +291,11 @@ def evaluator_state_path(directory: str) -> str:
 
 
 def evaluation_selector(
-    spec: BehaviourSpec, num_envs: int, seed: int, directory: str | None, current=None
+    spec: BehaviourSpec,
+    num_envs: int,
+    seed: int,
+    directory: str | None,
+    current: Behaviour | None = None,
 ) -> Behaviour:
     """The selector an evaluation round plays (module docstring). "own": `current` (the last
     round's) or, in the first round, the evaluator's controllers, restored from their file if a

@@ -15,13 +15,15 @@ for the uniform ablations, `UniformSelector`.
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from common.control.bandits import (
     SELECTIONS,
     Axis,
+    BanditEnsemble,
     Grid,
     Params,
     StateDict,
@@ -34,7 +36,7 @@ class UniformSelector:
     """No learning: each parameter uniform over its range (`in_params`, GDI/LBC "Random
     Selection"), or x uniform over the box (DiCE's `random` ablation); module docstring."""
 
-    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator, *, in_params: bool):
+    def __init__(self, axes: Sequence[Axis], rng: np.random.Generator, *, in_params: bool) -> None:
         self.grid, self._rng, self._in_params = Grid(axes), rng, in_params
 
     def propose(self) -> np.ndarray:
@@ -46,7 +48,7 @@ class UniformSelector:
             points.append(axis.to_coordinate(low + self._rng.random() * (high - low)))
         return np.array(points)
 
-    def update(self, x, episode_return: float) -> None:
+    def update(self, x: npt.ArrayLike, episode_return: float) -> None:
         del x, episode_return
 
     def state_dict(self) -> StateDict:
@@ -54,6 +56,10 @@ class UniformSelector:
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         del state
+
+
+# What `AxisController` selects with: the bandits, or the uniform ablations' `UniformSelector`.
+Selector = BanditEnsemble | BanditPopulation | UniformSelector
 
 
 # ----------------------------------------------------------------------------- controllers
@@ -78,7 +84,7 @@ class FixedController:
     Its state is the parameters themselves, so a saved file restores (and checks) them.
     """
 
-    def __init__(self, params: Mapping[str, Any], *, seed=None):
+    def __init__(self, params: Mapping[str, Any], *, seed: int | None = None) -> None:
         del seed  # nothing random; accepted so that every controller builds the same way
         self.params = {name: np.asarray(value, np.float64) for name, value in params.items()}
 
@@ -115,7 +121,7 @@ def _rng_words(rng: np.random.Generator) -> np.ndarray:
     return np.array(words + [state["has_uint32"], state["uinteger"]], dtype=np.uint64)
 
 
-def _set_rng_words(rng: np.random.Generator, words) -> None:
+def _set_rng_words(rng: np.random.Generator, words: npt.ArrayLike) -> None:
     words = [int(w) for w in np.asarray(words, dtype=np.uint64)]
     rng.bit_generator.state = {
         "bit_generator": "PCG64",
@@ -140,8 +146,14 @@ class AxisController:
     """
 
     def __init__(
-        self, axes: Sequence[Axis], make_selector, *, factorized: bool, selection: str, seed
-    ):
+        self,
+        axes: Sequence[Axis],
+        make_selector: Callable[[list[Axis], np.random.Generator], Selector],
+        *,
+        factorized: bool,
+        selection: str,
+        seed: int | None,
+    ) -> None:
         check_choice("selection", selection, SELECTIONS)
         self.axes = tuple(axes)
         self._rng = np.random.Generator(np.random.PCG64(seed))
@@ -151,10 +163,11 @@ class AxisController:
         self._selectors = [make_selector(group, self._rng) for group in groups]
         ends = np.cumsum([len(group) for group in groups]).tolist()
         self._parts = [slice(end - len(group), end) for group, end in zip(groups, ends)]
-        alike = {}  # e.g. LBC's N eta, and N omega, populations: each set scored in one call
+        # e.g. LBC's N eta, and N omega, populations: each set scored in one call
+        alike: dict[tuple, list[tuple[int, BanditPopulation]]] = {}
         for k, selector in enumerate(self._selectors):
             if isinstance(selector, BanditPopulation):
-                alike.setdefault(selector.scoring, []).append(k)
+                alike.setdefault(selector.scoring, []).append((k, selector))
         self._alike = list(alike.values())
 
     # Subclasses map the paper's variables to one coordinate per axis and back.
@@ -167,12 +180,15 @@ class AxisController:
 
     def propose(self) -> Params:
         """The behaviour parameters for the next episode."""
-        scores = {}  # populations' scores draw nothing: computing them first changes no draw
+        # populations' scores draw nothing: computing them first changes no draw
+        scores: dict[int, np.ndarray] = {}
         for members in self._alike:
-            populations = [self._selectors[k] for k in members]
-            scores.update(zip(members, BanditPopulation.scores_of(populations)))
+            populations = [population for _, population in members]
+            scores.update(zip([k for k, _ in members], BanditPopulation.scores_of(populations)))
         points = [
-            selector.propose(scores[k]) if k in scores else selector.propose()
+            selector.propose(scores[k])
+            if isinstance(selector, BanditPopulation) and k in scores
+            else selector.propose()
             for k, selector in enumerate(self._selectors)
         ]
         return self._params(np.concatenate(points))

@@ -86,8 +86,8 @@ def canonical_env(env: str) -> str | None:
     if minatar is not None:
         game, version = minatar
         return f"{MINATAR}/{MINATAR_GAMES[game]}-v{version}"
-    game = atari_game(env)
-    return None if game is None else rom_id_to_name(game)
+    rom = atari_game(env)
+    return None if rom is None else rom_id_to_name(rom)
 
 
 def env_family(env: str) -> str:

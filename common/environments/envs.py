@@ -144,10 +144,22 @@ class _Backend(Protocol):
     def close(self) -> None: ...
 
 
+def _num_actions(space: gymnasium.spaces.Space) -> int:
+    if not isinstance(space, gymnasium.spaces.Discrete):
+        raise ValueError(f"the env's actions must be discrete, got {space}")
+    return int(space.n)
+
+
+def _box(space: gymnasium.spaces.Space) -> gymnasium.spaces.Box:
+    if not isinstance(space, gymnasium.spaces.Box):
+        raise ValueError(f"the env's observations must be an array (a Box), got {space}")
+    return space
+
+
 class _AleVectorBackend:
     """ale-py's C++ vector env, with its own life-loss handling and reward clipping turned off."""
 
-    def __init__(self, game: str, num_envs: int, protocol: AtariProtocol):
+    def __init__(self, game: str, num_envs: int, protocol: AtariProtocol) -> None:
         self.num_envs = num_envs
         self._env = AtariVectorEnv(
             game,
@@ -169,8 +181,8 @@ class _AleVectorBackend:
             reward_clipping=False,  # raw rewards are needed for the reported score
             use_fire_reset=False,  # choice: no paper presses FIRE at reset
         )
-        self.num_actions = int(self._env.single_action_space.n)
-        self.observation_space = self._env.single_observation_space
+        self.num_actions = _num_actions(self._env.single_action_space)
+        self.observation_space = _box(self._env.single_observation_space)
 
     def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         obs, info = self._env.reset(seed=seed)  # env i is seeded with seed + i
@@ -192,11 +204,11 @@ class _AleVectorBackend:
 class _GymListBackend:
     """A list of gymnasium envs stepped in turn, each reset on the step its episode ends."""
 
-    def __init__(self, make_one: Callable[[], gymnasium.Env], num_envs: int):
+    def __init__(self, make_one: Callable[[], gymnasium.Env], num_envs: int) -> None:
         self.num_envs = num_envs
         self.envs = [make_one() for _ in range(num_envs)]
-        self.num_actions = int(self.envs[0].action_space.n)
-        self.observation_space = self.envs[0].observation_space
+        self.num_actions = _num_actions(self.envs[0].action_space)
+        self.observation_space = _box(self.envs[0].observation_space)
 
     def reset(self, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         results = [
@@ -267,13 +279,14 @@ class _MinAtarEnv:
 
     def __init__(
         self, game: str, num_envs: int, seed: int, minimal_actions: bool, protocol: MinAtarProtocol
-    ):
+    ) -> None:
         # Imported here: minatar imports matplotlib and seaborn (for its display) when imported.
         from minatar import Environment
 
         first = Environment(game)
         self.num_envs = num_envs
         sticky, ramping = protocol.sticky_action_prob, protocol.difficulty_ramping
+        self._games: minatar_games.BatchedSpaceInvaders | minatar_games.LibraryGames
         if game == "space_invaders":  # the one game whose step is a large share of an actor's
             self._games = minatar_games.BatchedSpaceInvaders(num_envs, sticky, ramping)
         else:
@@ -288,7 +301,7 @@ class _MinAtarEnv:
         self.observation_shape = tuple(first.state_shape())
         self.observation_dtype = np.dtype(np.uint8)
         self._shape = (num_envs, *self.observation_shape)
-        self._seed = seed
+        self._seed: int | None = seed  # None after the first reset
         self._reward_clip = protocol.reward_clip
         self._started = False
         self._game_return = np.zeros(num_envs)  # raw rewards of each env's game so far
@@ -379,9 +392,9 @@ class _ProtocolEnv:
         reward_clip: float | None,
         terminal_on_life_loss: bool,
         channels_last: bool,
-    ):
+    ) -> None:
         self._backend = backend
-        self._seed = seed
+        self._seed: int | None = seed  # None after the first reset
         self._reward_clip = reward_clip
         self._terminal_on_life_loss = terminal_on_life_loss
         self._channels_last = channels_last
@@ -503,8 +516,8 @@ def make_env(
             terminal_on_life_loss=False,
             channels_last=False,
         )
-    game = atari_game(env)
-    if game is None:
+    rom = atari_game(env)
+    if rom is None:
         raise ValueError(
             f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game (MinAtar/Breakout-v0, "
             f"breakout-minatar) or an Atari game, written "
@@ -515,12 +528,20 @@ def make_env(
         if protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}: use one of {sorted(PROTOCOLS)}")
         protocol = PROTOCOLS[protocol]
+    if isinstance(protocol, MinAtarProtocol):
+        raise ValueError(f"{env!r} is an Atari game: give it an Atari protocol, not {protocol}")
+    atari_protocol = protocol
+    batch: _Backend
     if backend == "vector":
-        atari = _AleVectorBackend(game, num_envs, protocol)
+        batch = _AleVectorBackend(rom, num_envs, atari_protocol)
     elif backend == "gym":
-        atari = _GymListBackend(lambda: _make_gym_atari(game, protocol), num_envs)
+        batch = _GymListBackend(lambda: _make_gym_atari(rom, atari_protocol), num_envs)
     else:
         raise ValueError(f"unknown backend {backend!r}: use one of {BACKENDS}")
     return _ProtocolEnv(
-        atari, seed, protocol.reward_clip, protocol.terminal_on_life_loss, channels_last=True
+        batch,
+        seed,
+        atari_protocol.reward_clip,
+        atari_protocol.terminal_on_life_loss,
+        channels_last=True,
     )

@@ -15,11 +15,13 @@ from typing import Sequence
 
 import numpy as np
 
+Indices = Sequence[int] | np.ndarray  # environments of the batch, or actions, one per env
+
 
 class LibraryGames:
     """`num_envs` of MinAtar's own `minatar.Environment` objects, one step each in turn."""
 
-    def __init__(self, game: str, num_envs: int, sticky_action_prob: float, ramping: bool):
+    def __init__(self, game: str, num_envs: int, sticky_action_prob: float, ramping: bool) -> None:
         # Imported here: minatar imports matplotlib and seaborn (for its display) when imported.
         from minatar import Environment
 
@@ -33,16 +35,16 @@ class LibraryGames:
         for i, env in enumerate(self._envs):
             env.seed(seed + i)
 
-    def reset(self, envs: Sequence[int]) -> None:
+    def reset(self, envs: Indices) -> None:
         for i in envs:
             self._envs[i].reset()
 
-    def act(self, actions: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def act(self, actions: Indices) -> tuple[np.ndarray, np.ndarray]:
         """Game actions (0-5) -> rewards [B] and terminal flags [B]."""
         rewards, terminal = zip(*[env.act(action) for env, action in zip(self._envs, actions)])
         return np.array(rewards, np.float32), np.array(terminal, bool)
 
-    def states(self, out: np.ndarray, envs: Sequence[int] | None = None) -> None:
+    def states(self, out: np.ndarray, envs: Indices | None = None) -> None:
         """Writes the states of `envs` (all by default) into `out` [len(envs), 10, 10, C]."""
         for row, i in enumerate(range(len(self._envs)) if envs is None else envs):
             out[row] = self._envs[i].state()
@@ -61,7 +63,7 @@ class BatchedSpaceInvaders:
     `Environment` wrapper, for `num_envs` environments as arrays: the same states, rewards and
     terminals as `LibraryGames("space_invaders", ...)` given the same seeds and actions."""
 
-    def __init__(self, num_envs: int, sticky_action_prob: float, ramping: bool):
+    def __init__(self, num_envs: int, sticky_action_prob: float, ramping: bool) -> None:
         self._sticky = sticky_action_prob
         self._ramping = ramping
         self._rows = np.arange(num_envs)
@@ -91,19 +93,19 @@ class BatchedSpaceInvaders:
         self._draws = np.empty((len(self._rows), 0))
         self._next_draw = 0
 
-    def reset(self, envs: Sequence[int]) -> None:
-        envs = np.asarray(envs, np.int64)
-        self._pos[envs] = 5
-        self._friendly[envs] = False
-        self._enemy[envs] = False
-        self._aliens[envs] = False
-        self._aliens[envs[:, None, None], np.arange(4)[:, None], np.arange(2, 8)] = True
-        self._direction[envs] = -1
-        self._move_interval[envs] = ENEMY_MOVE_INTERVAL
-        self._move_timer[envs] = ENEMY_MOVE_INTERVAL
-        self._alien_shot_timer[envs] = ENEMY_SHOT_INTERVAL
-        self._ramp_index[envs] = 0
-        self._shot_timer[envs] = 0
+    def reset(self, envs: Indices) -> None:
+        rows = np.asarray(envs, np.int64)
+        self._pos[rows] = 5
+        self._friendly[rows] = False
+        self._enemy[rows] = False
+        self._aliens[rows] = False
+        self._aliens[rows[:, None, None], np.arange(4)[:, None], np.arange(2, 8)] = True
+        self._direction[rows] = -1
+        self._move_interval[rows] = ENEMY_MOVE_INTERVAL
+        self._move_timer[rows] = ENEMY_MOVE_INTERVAL
+        self._alien_shot_timer[rows] = ENEMY_SHOT_INTERVAL
+        self._ramp_index[rows] = 0
+        self._shot_timer[rows] = 0
 
     def _sticky_draws(self) -> np.ndarray:
         if self._next_draw == self._draws.shape[1]:
@@ -112,7 +114,7 @@ class BatchedSpaceInvaders:
         self._next_draw += 1
         return self._draws[:, self._next_draw - 1]
 
-    def act(self, actions: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def act(self, actions: Indices) -> tuple[np.ndarray, np.ndarray]:
         """Game actions (0-5) -> rewards [B] and terminal flags [B], for games that are not over
         (`common.environments.envs` resets each game on the step it ends)."""
         rows, pos = self._rows, self._pos
@@ -182,17 +184,17 @@ class BatchedSpaceInvaders:
         row = np.where(in_column, columns, -1).max(axis=1)
         self._enemy[shooting, row, column] = True
 
-    def states(self, out: np.ndarray, envs: Sequence[int] | None = None) -> None:
+    def states(self, out: np.ndarray, envs: Indices | None = None) -> None:
         """Writes the states of `envs` (all by default) into `out` [len(envs), 10, 10, 6] (bool):
         `Env.state`'s channels, cannon, alien, alien_left, alien_right, friendly and enemy
         bullets."""
-        envs = self._rows if envs is None else np.asarray(envs, np.int64)
-        aliens = self._aliens[envs]
-        left = (self._direction[envs] < 0)[:, None, None]
+        rows = self._rows if envs is None else np.asarray(envs, np.int64)
+        aliens = self._aliens[rows]
+        left = (self._direction[rows] < 0)[:, None, None]
         out[...] = False
-        out[np.arange(len(envs)), 9, self._pos[envs], 0] = True
+        out[np.arange(len(rows)), 9, self._pos[rows], 0] = True
         out[..., 1] = aliens
         out[..., 2] = aliens & left
         out[..., 3] = aliens & ~left
-        out[..., 4] = self._friendly[envs]
-        out[..., 5] = self._enemy[envs]
+        out[..., 4] = self._friendly[rows]
+        out[..., 5] = self._enemy[rows]

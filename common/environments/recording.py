@@ -259,9 +259,9 @@ class GameRecorder:
         settings: RecordSettings,
         env_name: str,
         frames: int,
-        env,
+        env: envs_lib.BatchedEnv,
         log: Callable[[str], None] | None = print,
-    ):
+    ) -> None:
         check_env(env_name)
         self.settings = settings
         self.env_name = env_name
@@ -296,7 +296,7 @@ class GameRecorder:
         if self._game_number(i) is not None:
             self._recording[i] = [self._capture(i, observation)]
 
-    def begin(self, quotas: Sequence[int], observation: np.ndarray) -> None:
+    def begin(self, quotas: Sequence[int] | np.ndarray, observation: np.ndarray) -> None:
         """The evaluation's first observations, and how many games each env contributes."""
         self._quotas = np.asarray(quotas, np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(self._quotas)[:-1]]).astype(np.int64)
@@ -316,7 +316,9 @@ class GameRecorder:
                 stored = self._recording.pop(i)
                 if self._screens is None:  # the observation the game ended on
                     stored.append(self._capture(i, result.final_observation))
-                self._write(self._game_number(i), float(result.episode_return[i]), stored)
+                number = self._game_number(i)
+                assert number is not None  # a recorded game has one
+                self._write(number, float(result.episode_return[i]), stored)
             self._games_played[i] += 1
             self._start(i, result.observation)
 

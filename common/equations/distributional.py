@@ -36,7 +36,7 @@ def make_support(num_atoms: int = 51, v_min: float = -10.0, v_max: float = 10.0)
     return tf.constant(atoms, dtype=tf.float32)
 
 
-def categorical_projection(values, probs, support) -> tf.Tensor:
+def categorical_projection(values: tf.Tensor, probs: tf.Tensor, support: tf.Tensor) -> tf.Tensor:
     """Projects sum_j probs_j * delta(values_j) onto the grid `support` (Reactor §3.2's kernel h).
 
     Output atom i receives sum_j probs_j * h_{z_i}(values_j), where h is the triangular kernel
@@ -111,13 +111,13 @@ def _sum_by_index(values, indices, size):
 
 
 def distributional_retrace_target(
-    q_probs,
-    target_probs,
-    actions,
-    log_rhos,
-    rewards,
-    discounts,
-    support,
+    q_probs: tf.Tensor,
+    target_probs: tf.Tensor,
+    actions: tf.Tensor,
+    log_rhos: tf.Tensor,
+    rewards: tf.Tensor,
+    discounts: tf.Tensor,
+    support: tf.Tensor,
     lambda_: float = 1.0,  # Reactor §4.1: lambda = 1 in the 57-game runs
 ) -> tf.Tensor:
     """Distributional Retrace target q*(x_t, a_t) for t = 0..T-1 (Reactor §3.2).
@@ -229,7 +229,7 @@ def distributional_retrace_target(
     return tf.stop_gradient(target)
 
 
-def categorical_cross_entropy(target_distribution, logits) -> tf.Tensor:
+def categorical_cross_entropy(target_distribution: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
     """Per-element loss L = -sum_i stop_gradient(q*_i) log softmax(logits)_i (Reactor §3.2).
 
     Its gradient is Eq. (12), -sum_i q*_i grad log q_i, i.e. softmax(logits) - q* w.r.t. the

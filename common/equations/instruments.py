@@ -47,15 +47,15 @@ def clip_by_global_norm(
 ) -> tuple[list, dict[str, tf.Tensor]]:
     """The gradients rescaled together to a global norm of at most `max_norm` (None or ≤ 0: left
     as they are) and the clip's instruments: the norm before and after, and whether it clipped."""
-    gradients = list(gradients)
-    norm = tf.linalg.global_norm([g for g in gradients if g is not None])
+    rescaled = list(gradients)
+    norm = tf.linalg.global_norm([g for g in rescaled if g is not None])
     if max_norm is not None and max_norm > 0:
-        gradients, _ = tf.clip_by_global_norm(gradients, max_norm, use_norm=norm)
+        rescaled, _ = tf.clip_by_global_norm(rescaled, max_norm, use_norm=norm)
         clipped = tf.cast(norm > max_norm, tf.float32)
         after = tf.minimum(norm, tf.cast(max_norm, norm.dtype))
     else:
         clipped, after = tf.zeros([], tf.float32), norm
-    return gradients, {GRAD_NORM: norm, GRAD_NORM_CLIPPED: after, CLIPPED: clipped}
+    return rescaled, {GRAD_NORM: norm, GRAD_NORM_CLIPPED: after, CLIPPED: clipped}
 
 
 def snapshot(variables: Sequence[tf.Variable]) -> list[tf.Tensor]:

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 # GDI Table 4, DiCE §4.2's footnote 2: SABER caps the world-record-normalised score at 200%.
 SABER_CAP = 200.0
@@ -292,13 +293,17 @@ def get_normaliser(normaliser: str | Normaliser = DEFAULT_NORMALISER) -> Normali
     return NORMALISERS[normaliser]
 
 
-def _percent_of_range(score, low: float, high: float):
+def _percent_of_range(
+    score: npt.ArrayLike, low: float | np.ndarray, high: float | np.ndarray
+) -> float | np.ndarray:
     """100 (score - low) / (high - low): a float for a scalar score, an array for an array of scores."""
     value = 100.0 * (np.asarray(score, dtype=np.float64) - low) / (high - low)
     return float(value) if value.ndim == 0 else value
 
 
-def human_normalized_score(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
+def human_normalized_score(
+    game: str, score: npt.ArrayLike, normaliser: str | Normaliser = DEFAULT_NORMALISER
+) -> float | np.ndarray:
     """HNS in percent, 100 (G - random) / (human - random) (GDI Table 4; IMPALA App. B).
 
     `score` may be a number or an array of scores (e.g. a learning curve).
@@ -309,28 +314,30 @@ def human_normalized_score(game: str, score, normaliser: str | Normaliser = DEFA
 
 
 def capped_human_normalized_score(
-    game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
-):
+    game: str, score: npt.ArrayLike, normaliser: str | Normaliser = DEFAULT_NORMALISER
+) -> float | np.ndarray:
     """min(100, HNS) in percent: capped above only, no floor (IMPALA App. B)."""
     return np.minimum(HNS_CAP, human_normalized_score(game, score, normaliser))
 
 
 def world_record_normalized_score(
-    game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
-):
+    game: str, score: npt.ArrayLike, normaliser: str | Normaliser = DEFAULT_NORMALISER
+) -> float | np.ndarray:
     """HWRNS in percent, 100 (G - random) / (world record - random) (GDI Table 4)."""
     table = get_normaliser(normaliser)
     record = table.record(game)
     return _percent_of_range(score, table.random[table.game(game)], record)
 
 
-def saber(game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER):
+def saber(
+    game: str, score: npt.ArrayLike, normaliser: str | Normaliser = DEFAULT_NORMALISER
+) -> float | np.ndarray:
     """SABER in percent, min(200, HWRNS) (Toromanoff et al. 2019; DiCE footnote 2; GDI Table 4)."""
     return np.minimum(SABER_CAP, world_record_normalized_score(game, score, normaliser))
 
 
 def breaks_world_record(
-    game: str, score, normaliser: str | Normaliser = DEFAULT_NORMALISER
+    game: str, score: float, normaliser: str | Normaliser = DEFAULT_NORMALISER
 ) -> bool:
     """G >= human world record: one HWRB (GDI Table 4; LBC counts ties, e.g. Breakout 864: LBC
     Test 14 in docs/papers/lbc.md#worked-test-numbers)."""
@@ -392,7 +399,7 @@ def summarize(
     values = np.array([float(s) for s in scores.values()])
     random = np.array([table.random[n] for n in names])
     hns = _percent_of_range(values, random, np.array([table.human[n] for n in names]))
-    summary = dict(
+    summary = Summary(
         normaliser=table.name,
         num_games=len(names),
         hns_mean=float(np.mean(hns)),
@@ -407,11 +414,12 @@ def summarize(
     if table.world_record is not None:
         records = np.array([table.world_record[n] for n in names])
         hwrns = _percent_of_range(values, random, records)
-        summary.update(
+        summary = dataclasses.replace(
+            summary,
             hwrns_mean=float(np.mean(hwrns)),
             hwrns_median=float(np.median(hwrns)),
             saber_mean=float(np.mean(np.minimum(SABER_CAP, hwrns))),
             saber_median=float(np.median(np.minimum(SABER_CAP, hwrns))),
             hwrb=int(np.sum(values >= records)),
         )
-    return Summary(**summary)
+    return summary

@@ -38,7 +38,7 @@ def _static_value(x):
     return tf.get_static_value(x) if tf.is_tensor(x) else np.asarray(x)
 
 
-def _check_in_range(name: str, x, low: float, high: float) -> None:
+def _check_in_range(name: str, x, low: float | np.floating, high: float | np.floating) -> None:
     value = _static_value(x)
     if value is not None and not np.all((value >= low) & (value <= high)):
         raise ValueError(f"{name} must lie in [{low}, {high}], got {name}={value!r}")
@@ -77,7 +77,7 @@ def _scaled_logits(logits, eta) -> tf.Tensor:
     return logits * tf.expand_dims(_as(eta, logits.dtype), -1)
 
 
-def inverse_temperature_softmax(logits, eta) -> tf.Tensor:
+def inverse_temperature_softmax(logits: tf.Tensor, eta: tf.Tensor | float) -> tf.Tensor:
     """softmax(eta · logits): DiCE (U3) pi_tau = softmax(A/tau), GDI Eq. (10), LBC Eq. (9) f_tau.
 
     `eta` is a scalar or has the shape of `logits` without its action axis (e.g. a per-step `[T, B]`).
@@ -86,7 +86,7 @@ def inverse_temperature_softmax(logits, eta) -> tf.Tensor:
     return tf.nn.softmax(_scaled_logits(logits, eta))
 
 
-def inverse_temperature_log_softmax(logits, eta) -> tf.Tensor:
+def inverse_temperature_log_softmax(logits: tf.Tensor, eta: tf.Tensor | float) -> tf.Tensor:
     """log softmax(eta · logits), computed stably (logits times eta can reach ~50·|A|)."""
     return tf.nn.log_softmax(_scaled_logits(logits, eta))
 
@@ -99,7 +99,9 @@ def _log_weights(weights, dtype) -> tf.Tensor:
     return tf.math.log(_as(weights, dtype))
 
 
-def mixture_log_policy(component_logits, etas, weights) -> tf.Tensor:
+def mixture_log_policy(
+    component_logits: tf.Tensor, etas: tf.Tensor, weights: tf.Tensor
+) -> tf.Tensor:
     """log of sum_i w_i · softmax(eta_i · logits_i) over components i, computed as a log-sum-exp.
 
     The behaviour family of GDI Eq. (2)/(10)/(12), eps·Softmax(A1/tau1) + (1 − eps)·Softmax(A2/tau2),
@@ -119,7 +121,7 @@ def mixture_log_policy(component_logits, etas, weights) -> tf.Tensor:
     )
 
 
-def mixture_policy(component_logits, etas, weights) -> tf.Tensor:
+def mixture_policy(component_logits: tf.Tensor, etas: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
     """sum_i w_i · softmax(eta_i · logits_i): the probabilities of `mixture_log_policy`."""
     return tf.exp(mixture_log_policy(component_logits, etas, weights))
 
@@ -131,7 +133,9 @@ def _responsibilities(log_components: tf.Tensor, weights, actions: tf.Tensor) ->
     return tf.nn.softmax(log_joint, axis=-1)
 
 
-def mixture_responsibilities(component_logits, etas, weights, actions) -> tf.Tensor:
+def mixture_responsibilities(
+    component_logits: tf.Tensor, etas: tf.Tensor, weights: tf.Tensor, actions: tf.Tensor
+) -> tf.Tensor:
     """Posterior weight of each component given the taken action (Bayes' rule), `[..., N]`.
 
     w_i(a) = w_i pi_i(a) / sum_j w_j pi_j(a), with pi_i = softmax(eta_i · logits_i).
@@ -144,7 +148,7 @@ def mixture_responsibilities(component_logits, etas, weights, actions) -> tf.Ten
 # ----------------------------------------------------------------------------- epsilon mixing
 
 
-def mix_with_uniform(probs, epsilon) -> tf.Tensor:
+def mix_with_uniform(probs: tf.Tensor, epsilon: tf.Tensor | float) -> tf.Tensor:
     """(1 − eps)·pi + eps/|A|: Reactor's policy head (App. 6.4, eps = 0.01), so pi >= eps/|A|.
 
     `epsilon` is a scalar or has the shape of `probs` without its action axis (one per actor).
@@ -155,7 +159,7 @@ def mix_with_uniform(probs, epsilon) -> tf.Tensor:
     return (1.0 - epsilon) * probs + epsilon / probs.shape[-1]
 
 
-def epsilon_greedy(values, epsilon) -> tf.Tensor:
+def epsilon_greedy(values: tf.Tensor, epsilon: tf.Tensor | float) -> tf.Tensor:
     """eps/|A| + (1 − eps)·1[a = argmax values]: GDI's eps-greedy ablation (Table 20).
 
     It is DiCE §4.2's eps·pi_{tau->inf} + (1 − eps)·pi_{tau->0+} when the argmax is unique; ties go to
@@ -169,7 +173,9 @@ def epsilon_greedy(values, epsilon) -> tf.Tensor:
 # ----------------------------------------------------------------------------- policy gradients
 
 
-def policy_gradient_loss(log_probs, actions, advantages) -> tf.Tensor:
+def policy_gradient_loss(
+    log_probs: tf.Tensor, actions: tf.Tensor, advantages: tf.Tensor
+) -> tf.Tensor:
     """−sg(Â)·log pi(a|s): the likelihood-ratio surrogate (IMPALA §4.2, LBC App. B.1, GDI
     `log_mixture`).
 
@@ -185,7 +191,9 @@ def _centred_action_logit(logits: tf.Tensor, probs: tf.Tensor, actions: tf.Tenso
     return _select(logits, actions) - tf.reduce_sum(tf.stop_gradient(probs) * logits, axis=-1)
 
 
-def tau_free_policy_gradient_loss(logits, eta, actions, advantages) -> tf.Tensor:
+def tau_free_policy_gradient_loss(
+    logits: tf.Tensor, eta: tf.Tensor | float, actions: tf.Tensor, advantages: tf.Tensor
+) -> tf.Tensor:
     """DiCE's objective-invariant policy gradient, Eq. (8) (§3.2).
 
     Loss_t = −sg(Â_t) · sum_k (1[k = a_t] − sg(pi_t(k))) · A(s_t, k), with pi_t = softmax(eta_t · A).
@@ -204,7 +212,11 @@ def tau_free_policy_gradient_loss(logits, eta, actions, advantages) -> tf.Tensor
 
 
 def mixture_tau_free_policy_gradient_loss(
-    component_logits, etas, weights, actions, advantages
+    component_logits: tf.Tensor,
+    etas: tf.Tensor,
+    weights: tf.Tensor,
+    actions: tf.Tensor,
+    advantages: tf.Tensor,
 ) -> tf.Tensor:
     """The tau-free surrogate for a mixture behaviour/target policy (GDI's `pg_mode="tau_free"`, an
     option of ours: docs/papers/gdi.md#departures-from-the-paper).
@@ -239,7 +251,9 @@ def mixture_tau_free_policy_gradient_loss(
 # ----------------------------------------------------------------------------- Reactor (§3.1)
 
 
-def beta_loo_coefficient(behaviour_action_probs, beta_loo_c: float = BETA_LOO_C) -> tf.Tensor:
+def beta_loo_coefficient(
+    behaviour_action_probs: tf.Tensor, beta_loo_c: float = BETA_LOO_C
+) -> tf.Tensor:
     """beta(a) = min(c, 1/mu(a)) for a constant c >= 1 (Reactor §3.1); c = 1 gives beta = 1 (LOO).
 
     c = inf gives beta = 1/mu(a), which makes beta-LOO unbiased for any critic (Eq. (11)).
@@ -256,7 +270,12 @@ def beta_loo_coefficient(behaviour_action_probs, beta_loo_c: float = BETA_LOO_C)
 
 
 def beta_loo_policy_gradient_loss(
-    policy_probs, actions, returns, q_values, behaviour_action_probs, beta_loo_c: float = BETA_LOO_C
+    policy_probs: tf.Tensor,
+    actions: tf.Tensor,
+    returns: tf.Tensor,
+    q_values: tf.Tensor,
+    behaviour_action_probs: tf.Tensor,
+    beta_loo_c: float = BETA_LOO_C,
 ) -> tf.Tensor:
     """Reactor's beta-LOO policy gradient, Eq. (10), as a surrogate loss (§3.1).
 
@@ -286,7 +305,12 @@ def beta_loo_policy_gradient_loss(
 
 
 def tislr_policy_gradient_loss(
-    policy_probs, actions, returns, q_values, behaviour_probs, tislr_c: float = TISLR_C
+    policy_probs: tf.Tensor,
+    actions: tf.Tensor,
+    returns: tf.Tensor,
+    q_values: tf.Tensor,
+    behaviour_probs: tf.Tensor,
+    tislr_c: float = TISLR_C,
 ) -> tf.Tensor:
     """Truncated importance sampling with bias correction (ACER), Reactor's ablation baseline.
 
@@ -330,14 +354,21 @@ def tislr_policy_gradient_loss(
 # ----------------------------------------------------------------------------- distributions
 
 
-def categorical(*, logits=None, probs=None) -> tfd.Categorical:
+def categorical(
+    *, logits: tf.Tensor | None = None, probs: tf.Tensor | None = None
+) -> tfp.distributions.Categorical:
     """A `tfd.Categorical` over the last axis from exactly one of logits (unnormalised) or probs."""
     if (logits is None) == (probs is None):
         raise ValueError("pass exactly one of logits= or probs=")
     return tfd.Categorical(logits=logits, probs=probs)
 
 
-def sample_actions(*, logits=None, probs=None, seed=None) -> tf.Tensor:
+def sample_actions(
+    *,
+    logits: tf.Tensor | None = None,
+    probs: tf.Tensor | None = None,
+    seed: tf.Tensor | None = None,
+) -> tf.Tensor:
     """Sample one int32 action per distribution, shape `[...]`.
 
     `seed` is a stateless seed (two integers, e.g. `tf.constant([step, actor_id])`): the same seed gives
@@ -347,6 +378,6 @@ def sample_actions(*, logits=None, probs=None, seed=None) -> tf.Tensor:
     return categorical(logits=logits, probs=probs).sample(seed=seed)
 
 
-def entropy(*, logits=None, probs=None) -> tf.Tensor:
+def entropy(*, logits: tf.Tensor | None = None, probs: tf.Tensor | None = None) -> tf.Tensor:
     """H(pi) = −sum_a pi(a) log pi(a) in nats, `[...]`; zero-probability actions contribute 0."""
     return categorical(logits=logits, probs=probs).entropy()

@@ -38,7 +38,11 @@ def _check_steps(warmup_steps, total_steps) -> None:
 
 
 def warmup_linear_decay(
-    step, peak_value: float, warmup_steps: int, total_steps: int, dtype: tf.DType = tf.float32
+    step: tf.Tensor | float,
+    peak_value: float,
+    warmup_steps: int,
+    total_steps: int,
+    dtype: tf.DType = tf.float32,
 ) -> tf.Tensor:
     """Linear warm-up from 0, then linear decay to 0 (DiCE Table 5, GDI Table 6).
 
@@ -69,7 +73,7 @@ def warmup_linear_decay(
 
 
 def linear_anneal(
-    step, initial_value: float, total_steps: int, dtype: tf.DType = tf.float32
+    step: tf.Tensor | float, initial_value: float, total_steps: int, dtype: tf.DType = tf.float32
 ) -> tf.Tensor:
     """v(t) = v0 · max(0, 1 − t / T): "anneal linearly to 0" (IMPALA Table G.1).
 
@@ -146,7 +150,7 @@ class AdamW(tf.Module):
         clip_norm: float | None = 50.0,  # DiCE Table 5: "AdamW Clip Norm 50.0"
         decays: Callable[[tf.Variable], bool] = is_kernel,  # choice: kernels only (see is_kernel)
         name: str = "adamw",
-    ):
+    ) -> None:
         super().__init__(name=name)
         if clip_norm is not None and not clip_norm > 0:
             raise ValueError(f"clip_norm must be > 0 or None, got {clip_norm}")

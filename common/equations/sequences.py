@@ -48,7 +48,7 @@ def _discount_times(cut: tf.Tensor, discount) -> tf.Tensor:
     return discount * cut
 
 
-def discounts_from_resets(resets, discount, mask=None) -> Nest:
+def discounts_from_resets(resets: tf.Tensor, discount: Nest, mask: tf.Tensor | None = None) -> Nest:
     """gamma_t = gamma_t · (1 − reset_{t+1}) · mask_t · mask_{t+1} for t = 0..T−1.
 
     The actor marks the first step of every episode with `reset` (docs/architecture.md#conventions;
@@ -106,10 +106,12 @@ def _shaped(rewards: tf.Tensor, shaping: RewardShaping | None) -> tf.Tensor:
 
 
 def bootstrapped_rewards(
-    rewards,
-    truncation_values,
-    discount,
-    reward_shaping: RewardShaping | Sequence | Mapping | None = None,
+    rewards: tf.Tensor,
+    truncation_values: Nest,
+    discount: Nest,
+    reward_shaping: (
+        RewardShaping | Sequence[RewardShaping | None] | Mapping[Any, RewardShaping | None] | None
+    ) = None,
 ) -> Nest:
     """f_k(r_t) + gamma_k · V_k(x_final) for every value head k (docs/architecture.md#conventions).
 
@@ -150,7 +152,7 @@ def bootstrapped_rewards(
     values = tf.cast(tf.convert_to_tensor(truncation_values), rewards.dtype)
     gamma = tf.cast(_as_float(discount), rewards.dtype)
     if values.shape.rank == rewards.shape.rank:
-        if isinstance(reward_shaping, (list, tuple)):
+        if isinstance(reward_shaping, (Sequence, Mapping)):
             raise ValueError("one value head: pass one reward_shaping callable (or None)")
         return _shaped(rewards, reward_shaping) + gamma * values
     if values.shape.rank != rewards.shape.rank + 1:
@@ -158,10 +160,12 @@ def bootstrapped_rewards(
             f"truncation_values must be [T, B] or [T, B, K], got shape {values.shape} "
             f"for rewards of shape {rewards.shape}"
         )
-    if isinstance(reward_shaping, (list, tuple)):
+    if isinstance(reward_shaping, Sequence):
         if len(reward_shaping) != values.shape[-1]:
             raise ValueError(f"{len(reward_shaping)} reward shapings for {values.shape[-1]} heads")
         shaped = tf.stack([_shaped(rewards, f) for f in reward_shaping], axis=-1)
+    elif isinstance(reward_shaping, Mapping):
+        raise ValueError("heads on the last axis: pass one reward_shaping callable or a list")
     else:
         shaped = _shaped(rewards, reward_shaping)[..., None]
     return shaped + gamma * values
@@ -181,7 +185,7 @@ def _broadcast_mask(x: tf.Tensor, mask) -> tf.Tensor:
     return tf.broadcast_to(mask, tf.shape(x))
 
 
-def masked_sum(x, mask, axis=None) -> tf.Tensor:
+def masked_sum(x: tf.Tensor, mask: tf.Tensor, axis: int | Sequence[int] | None = None) -> tf.Tensor:
     """sum_i mask_i · x_i over `axis` (all axes when None).
 
     `mask` (float weights, usually 0/1, or bool) is x's shape or its leading axes (e.g. a [T, B]
@@ -193,7 +197,9 @@ def masked_sum(x, mask, axis=None) -> tf.Tensor:
     return tf.reduce_sum(tf.where(mask != 0, x * mask, tf.zeros_like(x)), axis=axis)
 
 
-def masked_mean(x, mask, axis=None) -> tf.Tensor:
+def masked_mean(
+    x: tf.Tensor, mask: tf.Tensor, axis: int | Sequence[int] | None = None
+) -> tf.Tensor:
     """sum_i mask_i x_i / sum_i mask_i over `axis`: the mean over the valid entries.
 
     The loss reduction of DiCE / GDI / LBC (the mean over real steps, our choice:
@@ -267,7 +273,11 @@ def burn_in_state(
 
 
 def burn_in_unroll(
-    unroll_fn: UnrollFn, inputs: Sequence[Nest], initial_state: Nest, burn_in: int, mask=None
+    unroll_fn: UnrollFn,
+    inputs: Sequence[Nest],
+    initial_state: Nest,
+    burn_in: int,
+    mask: tf.Tensor | None = None,
 ) -> tuple[Nest, Nest]:
     """R2D2 burn-in (DiCE §4.1, Table 5): warm the core up without gradient, then
     unroll the trained part with gradient.

@@ -42,14 +42,14 @@ def _check_epsilon(epsilon: float) -> None:
         raise ValueError(f"epsilon must be >= 0 for h to be invertible, got epsilon={epsilon!r}")
 
 
-def clip_rewards(rewards, low: float = -1.0, high: float = 1.0) -> tf.Tensor:
+def clip_rewards(rewards: tf.Tensor, low: float = -1.0, high: float = 1.0) -> tf.Tensor:
     """Clip to [low, high]; default [-1, 1] (IMPALA Table D.3 and Table G.1)."""
     if not low < high:
         raise ValueError(f"clip_rewards needs low < high, got low={low!r}, high={high!r}")
     return tf.clip_by_value(_as_float(rewards), low, high)
 
 
-def optimistic_asymmetric_clipping(rewards) -> tf.Tensor:
+def optimistic_asymmetric_clipping(rewards: tf.Tensor) -> tf.Tensor:
     """0.3·min(tanh r, 0) + 5.0·max(tanh r, 0): IMPALA Fig. D.1 (DMLab-30), LBC Table 3 RS3.
 
     Saturates at -0.3 and +5: a positive reward weighs up to 5/0.3 times more than a negative one.
@@ -58,7 +58,7 @@ def optimistic_asymmetric_clipping(rewards) -> tf.Tensor:
     return 0.3 * tf.minimum(squashed, 0.0) + 5.0 * tf.maximum(squashed, 0.0)
 
 
-def soft_asymmetric_clipping(rewards) -> tf.Tensor:
+def soft_asymmetric_clipping(rewards: tf.Tensor) -> tf.Tensor:
     """5·tanh(r/5) for r >= 0, 1.5·tanh(r/5) for r < 0.
 
     Not the paper's formula (Fig. D.1): it is recalled from the released IMPALA code (not checked
@@ -70,7 +70,7 @@ def soft_asymmetric_clipping(rewards) -> tf.Tensor:
     return tf.where(rewards >= 0.0, 5.0 * squashed, 1.5 * squashed)
 
 
-def asymmetric_log_shaping(rewards) -> tf.Tensor:
+def asymmetric_log_shaping(rewards: tf.Tensor) -> tf.Tensor:
     """log(|r| + 1)·(2·1{r >= 0} − 1{r < 0}): DiCE Table 5, GDI Table 6, LBC Table 3 RS2.
 
     Positive rewards become 2·log(1 + r) and negative ones −log(1 + |r|): not an odd function.
@@ -82,7 +82,7 @@ def asymmetric_log_shaping(rewards) -> tf.Tensor:
     return tf.where(rewards >= 0.0, 2.0 * magnitude, -magnitude)
 
 
-def fourth_root_shaping(rewards) -> tf.Tensor:
+def fourth_root_shaping(rewards: tf.Tensor) -> tf.Tensor:
     """sign(r)·((|r| + 1)^0.25 − 1) + 0.001·r: GDI Table 6, "GDI-H3 reward shape 2".
 
     (|r| + 1)^0.25 − 1 is evaluated as expm1(log1p(|r|) / 4), which keeps its digits for small |r|.
@@ -92,7 +92,7 @@ def fourth_root_shaping(rewards) -> tf.Tensor:
     return tf.sign(rewards) * compressed + 0.001 * rewards  # Table 6: 0.001·r
 
 
-def value_rescaling(x, epsilon: float = VALUE_RESCALING_EPSILON) -> tf.Tensor:
+def value_rescaling(x: tf.Tensor, epsilon: float = VALUE_RESCALING_EPSILON) -> tf.Tensor:
     """h(x) = sign(x)(sqrt(|x| + 1) − 1) + eps·x (Pohlen et al. 2018; LBC Table 3 RS1 with eps =
     0.001).
 
@@ -104,7 +104,7 @@ def value_rescaling(x, epsilon: float = VALUE_RESCALING_EPSILON) -> tf.Tensor:
     return x / (1.0 + tf.sqrt(1.0 + tf.abs(x))) + epsilon * x
 
 
-def inverse_value_rescaling(x, epsilon: float = VALUE_RESCALING_EPSILON) -> tf.Tensor:
+def inverse_value_rescaling(x: tf.Tensor, epsilon: float = VALUE_RESCALING_EPSILON) -> tf.Tensor:
     """h^-1(x) = sign(x)·(((sqrt(1 + 4 eps (|x| + 1 + eps)) − 1) / (2 eps))² − 1) (Pohlen et al.
     2018).
 
@@ -122,7 +122,7 @@ def inverse_value_rescaling(x, epsilon: float = VALUE_RESCALING_EPSILON) -> tf.T
     return 2.0 * x / denominator * (d + 2.0)
 
 
-def identity(rewards) -> tf.Tensor:
+def identity(rewards: tf.Tensor) -> tf.Tensor:
     """No transform ("Reward Clip: No" with no shaping)."""
     return _as_float(rewards)
 

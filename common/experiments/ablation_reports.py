@@ -123,7 +123,7 @@ class AblationSummary:
         return os.path.join(self.logdir, CURVES_PNG)
 
 
-def run_logdir(logdir: str, variant: str, seed: int) -> str:
+def run_logdir(logdir: str, variant: str, seed: int | str) -> str:
     """Where the run of `variant` with `seed` writes its logs: <logdir>/<variant>/seed<seed>."""
     return os.path.join(logdir, variant, f"seed{seed}")
 
@@ -215,7 +215,7 @@ def smoothed_curve(episodes: Episodes, grid: np.ndarray, window: float) -> np.nd
 
 
 # Returns -> HNS in percent for the reported game; None without a game.
-HnsFn = Callable[[Sequence[float]], np.ndarray] | None
+HnsFn = Callable[[Sequence[float] | np.ndarray], np.ndarray] | None
 
 
 def _summarize_variant(runs: Sequence[Run], hns: HnsFn) -> VariantSummary:
@@ -223,8 +223,8 @@ def _summarize_variant(runs: Sequence[Run], hns: HnsFn) -> VariantSummary:
         return SeedStat(tuple(float(v) for v in values))
 
     train = [final_score(run.train) for run in runs]
-    with_eval = all(run.eval is not None for run in runs)
-    evaluations = [final_score(run.eval) for run in runs] if with_eval else None
+    evals = [run.eval for run in runs if run.eval is not None]
+    evaluations = [final_score(e) for e in evals] if len(evals) == len(runs) else None
     return VariantSummary(
         variant=runs[0].variant,
         seeds=tuple(run.seed for run in runs),
@@ -296,6 +296,7 @@ def _summary_markdown(summary: AblationSummary, command: str | None, heading: st
     if command:
         lines += [f"Each run: `{command}`", ""]
     if summary.game:
+        assert summary.normaliser is not None  # set with the game (`write_reports`)
         source = metrics.get_normaliser(summary.normaliser).source
         lines += [f"Game: {summary.game}. HNS normaliser: `{summary.normaliser}` ({source}).", ""]
     lines += [
@@ -389,7 +390,7 @@ def write_reports(
         table = metrics.get_normaliser(normaliser)
         game = table.game(game)
 
-        def hns(returns: Sequence[float]) -> np.ndarray:
+        def hns(returns: Sequence[float] | np.ndarray) -> np.ndarray:
             return np.atleast_1d(
                 metrics.human_normalized_score(game, np.asarray(returns, dtype=float), table)
             )

@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Iterator
 
 from absl import flags
 
@@ -58,8 +58,10 @@ class AblationRunError(RuntimeError):
 
 
 def run_command(
-    module: str, variant: str, seed: int, logdir: str, extra_argv: Sequence[str]
+    module: str, variant: str, seed: int | str, logdir: str, extra_argv: Sequence[str]
 ) -> list[str]:
+    """The command of one run; `seed` "SEED" (and `variant` "VARIANT") make the template the
+    reports quote."""
     return [
         sys.executable,
         "-m",
@@ -127,7 +129,7 @@ def _stop(processes: Sequence[subprocess.Popen]) -> None:
 
 
 @contextlib.contextmanager
-def _stop_signals_recorded():
+def _stop_signals_recorded() -> Iterator[list[int]]:
     """Within the block, SIGTERM and SIGINT are appended to the list it yields, for the block to
     act on where it chooses (`run_all`: between two starts).
 
@@ -173,6 +175,7 @@ def _check_finished(
     """AblationRunError unless the run exited 0 and wrote episodes.csv. `label` names the run in
     the error (e.g. "agent 'dice', game 'breakout', seed 0", then called a "run"); by default
     it is an "ablation run" of "variant 'v', seed s"."""
+    assert isinstance(process.args, list)  # every run starts from an argument list (`_start`)
     command = shlex.join(process.args)
     kind = "ablation run" if label is None else "run"
     label = f"variant {variant!r}, seed {seed}" if label is None else label
@@ -354,19 +357,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     except dataclass_flags.FlagError as error:
         dataclass_flags.fail(str(error))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    variants = list(args.variants) or None
-    seeds = list(args.seeds) or None
+    variants = list(args.variants)
+    seeds = list(args.seeds)
+    logdir = args.logdir
+    assert logdir  # required (CommandLine.validate)
     try:
         if args.report_only:
             summary = ablation_reports.write_reports(
-                args.logdir, variants, seeds, args.game, args.normaliser
+                logdir, variants or None, seeds or None, args.game, args.normaliser
             )
         else:
+            assert args.module  # required unless --report_only (CommandLine.validate)
             summary = run_ablations(
                 args.module,
                 variants,
                 seeds,
-                args.logdir,
+                logdir,
                 extra,
                 args.parallel,
                 args.game,

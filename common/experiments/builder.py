@@ -2,15 +2,16 @@
 (docs/architecture.md#what-a-paper-supplies).
 
 Every paper package has a `builder.py` with a `Builder` for its config (the model is Acme's agent
-builders: one object per agent that makes each of its pieces) and the paper's
-`common.experiments.cli.Paper`,
-`PAPER`. The code that assembles the pieces is written once, here: `build_agent` turns a builder
-into the `common.runtime.agent.Agent` the actors and the learner run, and `build_experiment` adds
-the run settings of the config (`common.launchers.launch.Experiment`). A paper's builder states only
-its own pieces; the methods with a default (`behaviour`, `value_heads`, `evaluation`,
-`frames_per_learner_step`,
-`publish_lag`) are stated by the papers that need another. DiCE, GDI and LBC share their replay
-and policy extras through `BurnInBuilder`.
+builders: one object per agent that makes each of its pieces). The builder class is the paper:
+its class attributes say what the command line needs to know (`name`, `config_class`,
+`ablations`, `default_ablation`, `env_defaults`, `cartpole`): the command line
+(`common.experiments.cli.main`) and the benchmarks take the class, the ablation runner its
+`module()`. The code that assembles the pieces is written once, here: `build_agent` turns a
+builder into the `common.runtime.agent.Agent` the actors and the learner run, and
+`build_experiment` adds the run settings of the config (`common.launchers.launch.Experiment`). A
+paper's builder states only its own pieces; the methods with a default (`behaviour`, `value_heads`, `evaluation`,
+`frames_per_learner_step`, `publish_lag`) are stated by the papers that need another. DiCE, GDI
+and LBC share their replay and policy extras through `BurnInBuilder`.
 
 A builder is made from a validated config (`ImpalaBuilder(config)`) and is cheap: making one, and
 `describe()`, import nothing heavy, so the command line checks the flags and prints the startup
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+import importlib
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from common.runtime import acting, learning
@@ -34,8 +36,19 @@ if TYPE_CHECKING:
     from common.launchers import launch
     from common.replay import patterns
     from common.runtime.agent import Agent, EnvSpec
+    from common.settings.burn_in_settings import BurnInLearnerSettings
 
-ConfigT = TypeVar("ConfigT")
+
+class PaperConfig(Protocol):
+    """What the assembly reads of a paper's config itself (the run fields every config has
+    are `common.launchers.launch.experiment_from_config`'s)."""
+
+    @property
+    def frames_per_learner_step(self) -> int: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=PaperConfig)
+BurnInConfigT = TypeVar("BurnInConfigT", bound="BurnInLearnerSettings")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +70,42 @@ class Evaluation:
 class Builder(Protocol[ConfigT]):
     """The pieces of one paper's agent for one config.
 
-    The first seven make the `common.runtime.agent.Agent` (`build_agent`), the rest the run's
-    `common.launchers.launch.Experiment` (`build_experiment`). A paper's builder is a frozen
-    dataclass with the one field `config` that subclasses this protocol, so that it inherits the
-    defaults and cannot be made without the abstract methods; `isinstance(x, Builder)` checks any
-    object's members.
+    The class attributes describe the paper to the command line (`common.experiments.cli`). Of
+    the methods, the first seven make the `common.runtime.agent.Agent` (`build_agent`), the rest
+    the run's `common.launchers.launch.Experiment` (`build_experiment`). A paper's builder is a
+    frozen dataclass with the one field `config` that subclasses this protocol and sets `name` and
+    `config_class`, so that it inherits the defaults and cannot be made without the abstract
+    methods; `isinstance(x, Builder)` checks any object's members.
     """
 
+    # ------------------------------------------------------------------------------ the paper
+
+    # Short name: `python -m <name>.main`, logdirs `runs/<name>_<env>...`, the console prefix.
+    name: ClassVar[str]
+    # The frozen config dataclass; its field names are the flag names, it has `env` and `seed`
+    # fields, and `validate()` returns it or raises ValueError naming the flag.
+    config_class: ClassVar[type]
+    # Named variants: {name: {field: value}} (the paper's ablations.py).
+    ablations: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    # The variant that runs of several --seeds without --ablation(s) are (None: they need one).
+    default_ablation: ClassVar[str | None] = None
+    # Defaults of particular envs over the paper's, keyed by canonical env name or by an env
+    # family's key (`common.experiments.cli.ENV_FAMILY_KEYS`: "MinAtar" for every MinAtar game);
+    # an env takes its family's, then its own name's (`common.experiments.cli.env_defaults_for`).
+    env_defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    # Whether --env=CartPole is allowed besides Atari and MinAtar games.
+    cartpole: ClassVar[bool] = False
+
     config: ConfigT
+
+    def __init__(self, config: ConfigT) -> None:
+        """The builder of a validated `config` (cheap: imports nothing heavy). The papers'
+        builders are frozen dataclasses, whose generated `__init__` this is."""
+
+    @classmethod
+    def module(cls) -> str:
+        """The module an ablation run starts as `python -m <module>`."""
+        return f"{cls.name}.main"
 
     # ------------------------------------------------------------------------------ the agent
 
@@ -124,7 +165,7 @@ class Builder(Protocol[ConfigT]):
         return 0
 
     @abc.abstractmethod
-    def name(self) -> str:
+    def run_name(self) -> str:
         """The run's name on the learner's console lines, e.g. "impala Pong"."""
 
     @abc.abstractmethod
@@ -133,7 +174,7 @@ class Builder(Protocol[ConfigT]):
         net, ..."; imports nothing heavy."""
 
 
-class BurnInBuilder(Builder[ConfigT]):
+class BurnInBuilder(Builder[BurnInConfigT]):
     """The pieces DiCE, GDI and LBC share: burn-in sequences, each sampled `times_sampled` times
     (`common.burn_in.burn_in_learning.sample_k_replay`), and the behaviour log-probability stored
     with every step (`common.burn_in.advantage_policy`). Their configs compose
@@ -148,6 +189,21 @@ class BurnInBuilder(Builder[ConfigT]):
         from common.burn_in import advantage_policy
 
         return advantage_policy.policy_extras(spec)
+
+
+def paper_builder(paper: str) -> type[Builder]:
+    """The `Builder` class of the paper named `paper`: the one `<paper>/builder.py` defines with
+    that `name` (imports the paper's builder module, nothing heavy)."""
+    module = importlib.import_module(f"{paper}.builder")
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and value.__module__ == module.__name__
+            and Builder in value.__mro__
+            and getattr(value, "name", None) == paper
+        ):
+            return value
+    raise ValueError(f"{module.__name__} defines no Builder named {paper!r}")
 
 
 def build_agent(builder: Builder) -> Agent:
@@ -185,5 +241,5 @@ def build_experiment(
         evaluate=evaluation.enabled,
         frames_per_learner_step=builder.frames_per_learner_step(),
         publish_lag=builder.publish_lag(),
-        name=builder.name(),
+        name=builder.run_name(),
     )

@@ -1,15 +1,15 @@
 """One command line for every paper: `python -m <paper>.main --env=Pong --<field>=<value> ...`.
 
-A paper's `builder.py` describes the paper with a `Paper` (`PAPER`, with the paper's
-`common.experiments.builder.Builder`), and its `main.py` calls `main(PAPER)` under `__main__`. This
-module then
+A paper's `builder.py` holds the paper's `common.experiments.builder.Builder`, whose class
+attributes describe the paper (its name, config class, ablations, env defaults), and its `main.py`
+calls `main(<Paper>Builder)` under `__main__`. This module then
 
 - makes one flag per field of the paper's frozen config dataclass
   (`common.experiments.dataclass_flags`); the help text shows the default;
 - adds the run flags every paper shares, the fields of `RunSettings` (--logdir, --role,
   --replay_address, --first_actor, --launcher, --ray_address, --replay_port, --ablation,
   --ablations, --seeds, --parallel, --check_flags, --record_dir, --record_games);
-- builds the config: the paper's defaults < the env's defaults (`Paper.env_defaults`: its
+- builds the config: the paper's defaults < the env's defaults (`Builder.env_defaults`: its
   family's, e.g. "MinAtar", then its own) < the named ablation's overrides < the flags given on
   the command line, with the env name normalised (`common.environments.env_names.canonical_env`:
   CartPole-v1, pong, PongNoFrameskip-v4, ALE/MsPacman-v5, MinAtar/Breakout-v0, breakout-minatar,
@@ -29,7 +29,7 @@ import functools
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from absl import flags
 
@@ -45,6 +45,7 @@ from common.experiments.dataclass_flags import (
     parse_flags,
 )
 from common.runtime import stderr_filter
+from common.runtime import stop_signals
 from common.settings.config import Derived, check_all, check_choice, field
 
 # common.launchers.launch.ROLES, written out: importing common.launchers.launch imports TensorFlow
@@ -56,7 +57,7 @@ RECORDING_ROLES = ("local", "learner", "evaluate")
 # `common.launchers.ray_launch`.
 LAUNCHERS = ("local", "ray")
 
-# `Paper.env_defaults` keys that hold the defaults of a whole env family
+# `Builder.env_defaults` keys that hold the defaults of a whole env family
 # (`common.environments.env_names.env_family`), besides canonical env names: "MinAtar" for all five
 # MinAtar games at once. ("CartPole" is both the family's key and its one env's name.)
 ENV_FAMILY_KEYS = {"cartpole": "CartPole", "minatar": "MinAtar", "atari": "Atari"}
@@ -67,50 +68,6 @@ ENV_HELP = (
     "actions), MinAtar/Breakout-v1 (the game's minimal action set), breakout-minatar or "
     "minatar:space_invaders (v0 without a version)."
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Paper:
-    """What the command line needs to know about one paper."""
-
-    # Short name: `python -m <name>.main`, logdirs `runs/<name>_<env>...`, the console prefix.
-    name: str
-    # The frozen config dataclass; its field names are the flag names, it has `env` and `seed`
-    # fields, and `validate()` returns it or raises ValueError naming the flag.
-    config_class: type
-    # The paper's `common.experiments.builder.Builder` class: config -> builder (cheap; imports
-    # nothing heavy until one of its pieces is built).
-    builder: Callable[[Any], builder_lib.Builder]
-    # Named variants: {name: {field: value}} (the paper's ablations.py).
-    ablations: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    # The variant that runs of several --seeds without --ablation(s) are (None: they need one).
-    default_ablation: str | None = None
-    # Defaults of particular envs over the paper's, keyed by canonical env name or by an env
-    # family's key (ENV_FAMILY_KEYS: "MinAtar" for every MinAtar game); an env takes its family's,
-    # then its own name's (`env_defaults_for`).
-    env_defaults: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    # Whether --env=CartPole is allowed besides Atari and MinAtar games.
-    cartpole: bool = False
-
-    @property
-    def module(self) -> str:
-        """The module an ablation run starts as `python -m <module>`."""
-        return f"{self.name}.main"
-
-    def describe(self, config) -> str:
-        """One phrase about `config` for the startup line, e.g. "2 actors x 16 envs, deep net"
-        (imports nothing heavy)."""
-        return self.builder(config).describe()
-
-    def build_agent(self, config):
-        """The `common.runtime.agent.Agent` of `config` (`common.experiments.builder.build_agent`;
-        imports TensorFlow)."""
-        return builder_lib.build_agent(self.builder(config))
-
-    def build_experiment(self, config, logdir: str, replay_port: int | None = None):
-        """The `common.launchers.launch.Experiment` of a run of `config`
-        (`common.experiments.builder.build_experiment`; imports TensorFlow)."""
-        return builder_lib.build_experiment(self.builder(config), logdir, replay_port)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,7 +240,9 @@ _OWNER_ATTRIBUTE = "defined_by_paper"
 
 
 def define_flags(
-    paper: Paper, flag_values: flags.FlagValues = flags.FLAGS, module_name: str | None = None
+    paper: type[builder_lib.Builder],
+    flag_values: flags.FlagValues = flags.FLAGS,
+    module_name: str | None = None,
 ) -> None:
     """The flags of `paper`'s config fields and the shared run flags (`RunSettings`), listed by
     `--helpfull` under `module_name` (default: the calling module; `main` passes the program's).
@@ -340,7 +299,7 @@ def normalise_env(env: str, cartpole: bool = True) -> str:
 
 
 def env_defaults_for(env_defaults: Mapping[str, Mapping[str, Any]], env: str) -> dict[str, Any]:
-    """The defaults `env_defaults` (`Paper.env_defaults`) give the canonical env `env`: those of
+    """The defaults `env_defaults` (`Builder.env_defaults`) give the canonical env `env`: those of
     its family's key (ENV_FAMILY_KEYS, e.g. "MinAtar"), then, over them, those of its own name."""
     from common.environments import env_names
 
@@ -351,7 +310,7 @@ def env_defaults_for(env_defaults: Mapping[str, Mapping[str, Any]], env: str) ->
     return values
 
 
-def _check_ablation(paper: Paper, name: str, flag: str) -> None:
+def _check_ablation(paper: type[builder_lib.Builder], name: str, flag: str) -> None:
     if name not in paper.ablations:
         allowed = ", ".join(paper.ablations) or "(the paper has none)"
         if flag == "ablation":
@@ -359,7 +318,9 @@ def _check_ablation(paper: Paper, name: str, flag: str) -> None:
         raise FlagError(f"--ablations: {name!r} is not one of {allowed}")
 
 
-def make_config(paper: Paper, given: Mapping[str, Any], ablation: str | None = None):
+def make_config(
+    paper: type[builder_lib.Builder], given: Mapping[str, Any], ablation: str | None = None
+) -> Any:
     """The validated config: the paper's defaults < `paper.env_defaults` of the env < the
     overrides of `ablation` < `given` (the flags given on the command line); an env default that
     is `Derived` (e.g. MinAtar's warm-up) is computed from the config the others make. FlagError
@@ -381,7 +342,9 @@ def make_config(paper: Paper, given: Mapping[str, Any], ablation: str | None = N
         raise FlagError(str(error)) from None
 
 
-def config_from_flags(paper: Paper, flag_values: flags.FlagValues = flags.FLAGS):
+def config_from_flags(
+    paper: type[builder_lib.Builder], flag_values: flags.FlagValues = flags.FLAGS
+) -> Any:
     """`make_config` with the parsed flags: those given, and the --ablation's overrides."""
     return make_config(
         paper, given_values(paper.config_class, flag_values), flag_values["ablation"].value
@@ -404,7 +367,9 @@ def parse_seeds(seeds: Sequence[int], default: int = 0) -> list[int]:
 
 
 def plan_from_flags(
-    paper: Paper, argv: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS
+    paper: type[builder_lib.Builder],
+    argv: Sequence[str],
+    flag_values: flags.FlagValues = flags.FLAGS,
 ) -> Plan:
     """Validates parsed flags (`argv`: what `parse_flags` returned) into a `Plan`; FlagError
     with one line naming the flag on anything not allowed. Imports no TensorFlow."""
@@ -454,7 +419,7 @@ def plan_from_flags(
 # ---------------------------------------------------------------------------------- running
 
 
-def default_logdir(paper: Paper, plan: Plan) -> str:
+def default_logdir(paper: type[builder_lib.Builder], plan: Plan) -> str:
     env = plan.config.env.replace("/", "_")  # MinAtar/Breakout-v0: one directory, not two
     if plan.several_runs:
         return os.path.join("runs", f"{paper.name}_{env}_ablations")
@@ -463,7 +428,7 @@ def default_logdir(paper: Paper, plan: Plan) -> str:
 
 
 def forwarded_argv(
-    paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.FLAGS
+    paper: type[builder_lib.Builder], plan: Plan, flag_values: flags.FlagValues = flags.FLAGS
 ) -> list[str]:
     """The flags given on the command line that every ablation run gets, as --name=value: all
     but those the runner sets per run; --env in its canonical spelling."""
@@ -479,7 +444,9 @@ def forwarded_argv(
     return argv
 
 
-def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.FLAGS) -> None:
+def run_several(
+    paper: type[builder_lib.Builder], plan: Plan, flag_values: flags.FlagValues = flags.FLAGS
+) -> None:
     """Every variant with every seed as a subprocess, then one table and plot
     (`common.experiments.ablation_runner`; docs/architecture.md#comparing-papers)."""
     from common.environments import env_names
@@ -489,7 +456,7 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
     game = env_names.hns_game(plan.config.env)  # None on CartPole and MinAtar: no human scores
     try:
         ablation_runner.run_ablations(
-            paper.module,
+            paper.module(),
             list(plan.variants),
             list(plan.seeds),
             logdir,
@@ -502,10 +469,10 @@ def run_several(paper: Paper, plan: Plan, flag_values: flags.FlagValues = flags.
     print(f"ablation results in {logdir}: summary.md, curves.csv, curves.png", flush=True)
 
 
-def run_one(paper: Paper, plan: Plan) -> None:
+def run_one(paper: type[builder_lib.Builder], plan: Plan) -> None:
     """One role of one training run (imports TensorFlow and Reverb)."""
     config, settings = plan.config, plan.settings
-    open_because = "--open_port"  # why a local run's Reverb port is open to the network
+    open_because: str | None = "--open_port"  # why a local run's Reverb port is open to the network
     if settings.role == "local" and settings.launcher == "local" and not settings.open_port:
         # First, before TensorFlow starts its threads (common/launchers/private_network.py).
         from common.launchers import private_network
@@ -532,12 +499,12 @@ def run_one(paper: Paper, plan: Plan) -> None:
             settings.record_games,
             recording.agent_name(paper.name, plan.ablation),
         )
-    experiment = paper.build_experiment(config, logdir, settings.replay_port)
+    experiment = builder_lib.build_experiment(paper(config), logdir, settings.replay_port)
     if record is not None and experiment.evaluator is None:
         fail(f"--record_dir={settings.record_dir}: these flags play no evaluation to record")
     if settings.role in ("local", "learner"):
         os.makedirs(logdir, exist_ok=True)
-        print(f"[{paper.name}] {config.env}: {paper.describe(config)} -> {logdir}", flush=True)
+        print(f"[{paper.name}] {config.env}: {paper(config).describe()} -> {logdir}", flush=True)
     try:
         if settings.launcher == "ray":
             from common.launchers import ray_launch
@@ -563,23 +530,30 @@ def _parse_or_exit(argv: Sequence[str]) -> list[str]:
         fail(str(error))
 
 
-def _main(paper: Paper, argv: Sequence[str]) -> None:
+def _main(paper: type[builder_lib.Builder], argv: Sequence[str]) -> None:
     try:
-        plan = plan_from_flags(paper, argv)
-    except FlagError as error:
-        fail(str(error))
-    if plan.settings.check_flags:
-        print(f"[{paper.name}] flags ok, {plan.config.env}: {paper.describe(plan.config)}")
-    elif plan.several_runs:
-        run_several(paper, plan)
-    else:
-        run_one(paper, plan)
+        try:
+            plan = plan_from_flags(paper, argv)
+        except FlagError as error:
+            fail(str(error))
+        if plan.settings.check_flags:
+            print(f"[{paper.name}] flags ok, {plan.config.env}: {paper(plan.config).describe()}")
+        elif plan.several_runs:
+            run_several(paper, plan)
+        else:
+            run_one(paper, plan)
+    except (KeyboardInterrupt, stop_signals.Terminated):
+        # Stopped before the launcher took over (TensorFlow importing, the experiment being
+        # built): nothing has started that needs saving. The launcher's own line covers the rest.
+        print(f"[{paper.name}] interrupted; shut down", flush=True)
 
 
-def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
-    """The whole command line of `paper`: define its flags (`define_flags`, under the program's
-    name, where `--help` looks for them), parse, validate, run. Exits 2 with one line on a bad
-    flag, 1 if the run fails."""
+def main(paper: type[builder_lib.Builder], argv: Sequence[str] | None = None) -> None:
+    """The whole command line of `paper` (a paper's `Builder` class): define its flags
+    (`define_flags`, under the program's name, where `--help` looks for them), parse, validate,
+    run. Exits 2 with one line on a bad flag, 1 if the run fails."""
+    # First: from here on a stop ends the run with one line (common/runtime/stop_signals.py).
+    stop_signals.install()
     from absl import app
 
     # choice: numpy's BLAS on one thread, set before numpy loads: the run's numpy work is small
@@ -588,4 +562,8 @@ def main(paper: Paper, argv: Sequence[str] | None = None) -> None:
     # network of its own as an unprivileged user (common/launchers/private_network.py).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     define_flags(paper, module_name=sys.argv[0])
-    app.run(functools.partial(_main, paper), argv=argv, flags_parser=_parse_or_exit)
+    app.run(
+        functools.partial(_main, paper),
+        argv=None if argv is None else list(argv),
+        flags_parser=_parse_or_exit,
+    )

@@ -51,7 +51,7 @@ class _Kind:
         return f"a comma list of {_MANY[self.element]}"
 
 
-def kind_of(hint) -> _Kind:
+def kind_of(hint: Any) -> _Kind:
     """The `_Kind` of a type hint: a scalar, `X | None`, `tuple[X, ...]` or `tuple[X, X]`."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint in _SCALARS:
@@ -68,7 +68,7 @@ def kind_of(hint) -> _Kind:
     raise TypeError(f"no command-line syntax for a field of type {hint!r}")
 
 
-def parse_scalar(element: type, text: str):
+def parse_scalar(element: type, text: str) -> bool | int | float | str:
     """One value as written on the command line; ValueError if it is not one."""
     if element is bool:
         lowered = text.lower()
@@ -90,7 +90,7 @@ def parse_scalar(element: type, text: str):
     return text
 
 
-def flag_text(value) -> str:
+def flag_text(value: object) -> str:
     """A value as written on the command line (`parse_scalar` reads it back)."""
     if isinstance(value, tuple):
         return ",".join(flag_text(v) for v in value)

@@ -33,7 +33,7 @@ import os
 import socket
 import threading
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import reverb
@@ -102,7 +102,7 @@ class ActorRange:
         clock: Callable[[], float] = time.time,
         host: str | None = None,
         pid: int | None = None,
-    ):
+    ) -> None:
         self.address = address
         self.first, self.count = first, count
         self.expiry_s = expiry_s
@@ -188,7 +188,7 @@ class ActorRange:
             pass
 
     @contextlib.contextmanager
-    def held(self, interval_s: float = CLAIM_HEARTBEAT_S):
+    def held(self, interval_s: float = CLAIM_HEARTBEAT_S) -> Iterator["ActorRange"]:
         """Claims the range (`acquire`), renews it from a thread every `interval_s` while the
         block runs, and releases it after. For a launcher whose own loop is busy elsewhere (the
         learner's, Ray's driver): if another host wins the range, the thread stops renewing and

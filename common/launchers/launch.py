@@ -22,9 +22,8 @@ escalates from a stop event to SIGTERM to SIGKILL.
 import contextlib
 import dataclasses
 import os
-import signal
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import reverb
 
@@ -40,7 +39,11 @@ from common.launchers.supervisor import Supervisor
 from common.replay import replay
 from common.replay import parameters
 from common.runtime import runlog as run_logging
+from common.runtime import stop_signals
 from common.runtime.agent import Agent, EnvSpec, probe_env
+
+if TYPE_CHECKING:
+    from common.environments import recording
 
 ROLES = ("local", "replay", "learner", "actor", "evaluate")
 
@@ -68,15 +71,15 @@ class Experiment:
 
 
 def experiment_from_config(
-    config,
+    config: Any,  # a paper's config dataclass
     agent: Agent,
     logdir: str,
     replay_port: int | None,
     *,
-    protocol,
+    protocol: Any,  # a common.environments.protocols name or protocol object
     frames_per_learner_step: int,
     name: str,
-    eval_protocol=None,
+    eval_protocol: Any = None,
     greedy_evaluation: bool = False,
     publish_lag: int = 0,
     evaluate: bool = True,
@@ -138,7 +141,7 @@ def replay_checkpoint_dir(experiment: Experiment) -> str | None:
     return os.path.join(experiment.learner.logdir, "replay")
 
 
-def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None):
+def start_server(experiment: Experiment, spec: EnvSpec, port: int | None = None) -> reverb.Server:
     """The Reverb server with every table of the run and the table where actor hosts claim their
     indices (`common.launchers.actor_range`; on every server, so that a logdir whose replay one role
     checkpointed resumes under any other), restored from the run's replay checkpoint
@@ -211,59 +214,6 @@ def start_actors(
 # Roles
 
 
-class _Terminated(BaseException):
-    """SIGTERM, turned into an exception so that shutdown checkpoints like Ctrl-C does. A
-    BaseException, as KeyboardInterrupt is, so that a library's `except Exception:` lets it
-    through."""
-
-
-# The stop signals this process has received (`_handle_stop_signals`).
-_stop_signals: list[int] = []
-# False while the learner trains (`_stops_recorded_only`).
-_raise_on_stop = True
-
-
-def _handle_stop_signals() -> None:
-    """Ctrl-C raises KeyboardInterrupt (even if started with SIGINT ignored, as `nohup` and
-    background jobs are); SIGTERM raises _Terminated, except while the learner trains
-    (`_stops_recorded_only`). Both end in the same clean shutdown, and both are recorded in
-    `_stop_signals`."""
-
-    def stop(signum, frame):
-        _stop_signals.append(signum)
-        if _raise_on_stop:
-            raise _stop_exception(signum)
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-
-
-def _stop_exception(signum: int) -> BaseException:
-    return KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
-
-
-@contextlib.contextmanager
-def _stops_recorded_only():
-    """Within the block a stop signal is recorded, not raised: the learner polls for it between
-    steps (and every `sample_timeout_ms` while it waits), so the exception cannot land inside a
-    checkpoint being written, where it left the shutdown checkpoint unwritten."""
-    global _raise_on_stop
-    _raise_on_stop = False
-    try:
-        yield
-    finally:
-        _raise_on_stop = True
-
-
-def _raise_recorded_stop() -> None:
-    """Raises the exception of a stop signal this process has recorded: one that was only
-    recorded (`_stops_recorded_only`), or one whose exception a library swallowed. MinAtar's bare
-    `except:` around its matplotlib import, a window of about a second at every start, is one; a
-    run stopped there went on training until the grid runner's SIGKILL, without a checkpoint."""
-    if _stop_signals:
-        raise _stop_exception(_stop_signals[0])
-
-
 def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) -> learning.Learner:
     acting.configure_threads(experiment.learner_threads)
     agent = experiment.agent
@@ -284,6 +234,7 @@ def _final_evaluation_unfinished(learner: learning.Learner, experiment: Experime
     """Whether a run at its budget was stopped before its final evaluation logged all of its
     games; if so, the games it did log are dropped (eval.csv rows and TensorBoard points at the
     budget's frames), so that it is played again whole."""
+    assert experiment.evaluator is not None  # called only where the run evaluates
     logdir, frames = experiment.learner.logdir, int(learner.frames.numpy())
     games = experiment.evaluator.final_episodes
     logged = run_logging.rows_at(os.path.join(logdir, run_logging.EVAL_CSV), frames)
@@ -304,7 +255,7 @@ def run_learner_with_children(
     replay_address: str,
     with_actors: bool,
     should_stop: Callable[[], bool] = lambda: False,
-    record=None,
+    record: "recording.RecordSettings | None" = None,
 ) -> None:
     """The learner in this process, with actors (local role) and the evaluator as children,
     until the frame budget, Ctrl-C / SIGTERM, or `should_stop()` (`common.launchers.ray_launch`).
@@ -313,6 +264,10 @@ def run_learner_with_children(
     if record is not None:
         from common.environments import recording
 
+        if experiment.evaluator is None:
+            raise ValueError(
+                "--record_dir records a final evaluation, which this run does not play"
+            )
         recording.check_env(experiment.evaluator.env)  # before anything is trained
     learner = build_learner(experiment, spec, replay_address)
     evaluating = experiment.evaluator is not None and experiment.evaluator.interval_s > 0
@@ -349,20 +304,23 @@ def run_learner_with_children(
                     ),
                 )
             actors = [name for name in supervisor.names() if name.startswith("actor_")]
-            with _stops_recorded_only():
+            with stop_signals.recorded_only():
                 if not learner.done:  # else only its final evaluation is left to play
                     learner.run(
-                        lambda: should_stop() or claim.lost is not None or bool(_stop_signals),
+                        lambda: (
+                            should_stop() or claim.lost is not None or bool(stop_signals.received)
+                        ),
                         on_idle=supervisor.restart_dead,
                         # Its actors stop (saving their behaviour state) before the last
                         # checkpoint, which then holds every game they played and the bandits
                         # that saw them.
                         before_final_save=lambda: supervisor.stop(names=actors),
                     )
-            _raise_recorded_stop()  # learner.run has checkpointed
+            stop_signals.raise_recorded()  # learner.run has checkpointed
             if claim.lost is not None:
                 raise actor_range.ActorRangeError(claim.lost)
             if learner.done and evaluating:
+                assert experiment.evaluator is not None  # `evaluating` says so
                 games = experiment.evaluator.final_episodes
                 recorded = (
                     ""
@@ -383,7 +341,9 @@ def run_learner_with_children(
         learner.close()
 
 
-def evaluate_checkpoint(experiment: Experiment, spec: EnvSpec, record=None) -> list[float]:
+def evaluate_checkpoint(
+    experiment: Experiment, spec: EnvSpec, record: "recording.RecordSettings | None" = None
+) -> list[float]:
     """`--role=evaluate`: the final evaluation protocol (eval_episodes games, the evaluator's
     behaviour) with the acting weights of the latest checkpoint under the logdir, in this
     process; eval.csv and TensorBoard go to `<logdir>/evaluate/`. The run's behaviour state is
@@ -460,7 +420,7 @@ def run(
     experiment: Experiment,
     role: str = "local",
     replay_address: str | None = None,
-    record=None,
+    record: "recording.RecordSettings | None" = None,
     first_actor: int = 0,
     open_because: str | None = None,
 ) -> None:
@@ -480,17 +440,20 @@ def run(
         raise ValueError(f"--role={role} needs --replay_address=host:port of the replay role")
     if first_actor and role != "actor":
         raise ValueError(f"--first_actor={first_actor} numbers --role=actor's actors, not {role}'s")
-    _handle_stop_signals()
+    stop_signals.install()
     try:
         if role in ("learner", "actor"):
+            assert replay_address is not None  # checked above
             replay.connect(replay_address, timeout_s=5.0)  # fail fast on a wrong address
         spec = probe_env(experiment.actor.env, experiment.actor.protocol)
-        _raise_recorded_stop()
+        stop_signals.raise_recorded()
         if role == "evaluate":
             evaluate_checkpoint(experiment, spec, record)
         elif role == "actor":
+            assert replay_address is not None
             _run_actor_fleet(experiment, replay_address, first_actor)
         elif role == "learner":
+            assert replay_address is not None
             run_learner_with_children(
                 experiment, spec, replay_address, with_actors=False, record=record
             )
@@ -514,7 +477,7 @@ def run(
                     )
             finally:
                 server.stop()
-    except (KeyboardInterrupt, _Terminated):
+    except (KeyboardInterrupt, stop_signals.Terminated):
         print(f"[launch] {role} interrupted; shut down", flush=True)
     except Exception:
         # A stop signal that arrives inside TensorFlow's C++ can come out of pybind11 as another
@@ -523,7 +486,7 @@ def run(
         # whose actors are gone), "AttributeError: 'GlorotUniform' object has no attribute
         # 'keys'" from `tf.nest.flatten` while a Keras layer is built. The run was asked to stop
         # all the same, and a learner that was running has checkpointed on its way out.
-        if not _stop_signals:
+        if not stop_signals.received:
             raise
         print(f"[launch] {role} interrupted; shut down", flush=True)
 
@@ -564,7 +527,7 @@ def _run_actor_fleet(
         for i in range(first_actor, first_actor + experiment.num_actors):
             _print_actor(experiment, i)
         while True:
-            _raise_recorded_stop()
+            stop_signals.raise_recorded()
             time.sleep(actor_range.CLAIM_HEARTBEAT_S)
             try:
                 claim.heartbeat()

@@ -48,6 +48,7 @@ killed. A cluster this module started is shut down with it.
 import contextlib
 import signal
 import threading
+from typing import Any
 
 import ray
 
@@ -80,7 +81,7 @@ def learner_options(experiment: launch.Experiment, cluster_resources: dict, node
     the driver's node `node_id` (soft: a GPU elsewhere wins)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    options = dict(num_cpus=experiment.learner_threads, max_restarts=0)
+    options: dict[str, Any] = dict(num_cpus=experiment.learner_threads, max_restarts=0)
     if cluster_resources.get("GPU", 0) >= 1:
         options["num_gpus"] = 1
     # choice: the driver's node, so the logdir is written where the command was typed.
@@ -94,6 +95,13 @@ def local_cpus(experiment: launch.Experiment) -> int:
     has, so the same flags run under either launcher (the OS shares the cores, as it does
     for the local launcher)."""
     return experiment.learner_threads + experiment.num_actors * experiment.actor_threads
+
+
+def _concurrent_actor(cls: type) -> Any:
+    """`cls` as a Ray actor class whose methods run MAX_CONCURRENCY calls at a time."""
+    return ray.remote(  # type: ignore[call-overload]  # Ray's stubs omit the actor options
+        max_concurrency=MAX_CONCURRENCY
+    )(cls)
 
 
 def actor_options(experiment: launch.Experiment) -> dict:
@@ -169,7 +177,7 @@ class _Fleet:
     """The driver's view of the actors: each one's loop, its restarts, and what it reported."""
 
     def __init__(self, experiment: launch.Experiment, replay_address: str):
-        remote = ray.remote(max_concurrency=MAX_CONCURRENCY)(_Actor)
+        remote = _concurrent_actor(_Actor)
         options = actor_options(experiment)
         self.handles = [
             remote.options(**options).remote(experiment, i, replay_address)
@@ -252,7 +260,7 @@ def run(experiment: launch.Experiment, address: str | None = None) -> None:
         options = learner_options(
             experiment, ray.cluster_resources(), ray.get_runtime_context().get_node_id()
         )
-        remote = ray.remote(max_concurrency=MAX_CONCURRENCY)(_Learner)
+        remote = _concurrent_actor(_Learner)
         learner = remote.options(**options).remote(experiment)
         where = learner.where.remote()
         if not _wait(where, stopping):

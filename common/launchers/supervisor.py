@@ -4,11 +4,13 @@ stopped without hanging (`Supervisor`; docs/architecture.md#processes-and-roles-
 import ctypes
 import dataclasses
 import multiprocessing
+import multiprocessing.synchronize
 import os
 import signal
 import sys
 import time
 import traceback
+from multiprocessing.process import BaseProcess
 from typing import Any, Callable, Sequence
 
 
@@ -20,7 +22,9 @@ def _die_with_parent() -> None:
         return
     pr_set_pdeathsig = 1  # <linux/prctl.h>
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if os.getppid() != multiprocessing.parent_process().pid:
+    parent = multiprocessing.parent_process()
+    assert parent is not None  # a spawned child
+    if os.getppid() != parent.pid:
         os._exit(1)  # the parent died before the request took effect
 
 
@@ -42,22 +46,28 @@ class _Child:
     kwargs: dict
     reseed: Callable[[dict, int], dict] | None
     stop: Any = None  # the child's stop event
-    process: multiprocessing.Process | None = None
+    process: BaseProcess | None = None  # set when launched
     started: float = 0.0
     restarts: int = 0
+
+    def launched(self) -> BaseProcess:
+        """The child's process (`Supervisor.start` launches every child it adds)."""
+        if self.process is None:
+            raise RuntimeError("the child was never launched")
+        return self.process
 
 
 class Supervisor:
     """Starts named children, restarts the ones that die, and stops some or all of them without
     hanging."""
 
-    def __init__(self, restart_delay_s: float = 1.0):
+    def __init__(self, restart_delay_s: float = 1.0) -> None:
         self._context = multiprocessing.get_context("spawn")
         self._children: dict[str, _Child] = {}
         # choice: at most one restart per child per delay, so a crash loop cannot spin
         self._restart_delay_s = restart_delay_s
 
-    def event(self):
+    def event(self) -> multiprocessing.synchronize.Event:
         return self._context.Event()
 
     def start(
@@ -83,8 +93,8 @@ class Supervisor:
         child.process.start()
         child.started = time.monotonic()
 
-    def process(self, name: str) -> multiprocessing.Process:
-        return self._children[name].process
+    def process(self, name: str) -> BaseProcess:
+        return self._children[name].launched()
 
     def restarts(self, name: str) -> int:
         return self._children[name].restarts
@@ -93,13 +103,14 @@ class Supervisor:
         """Restarts the children that exited (unless stopping); returns their names."""
         restarted = []
         for name, child in self._children.items():
+            process = child.launched()
             if (
                 child.stop.is_set()
-                or child.process.is_alive()
+                or process.is_alive()
                 or time.monotonic() - child.started < self._restart_delay_s
             ):
                 continue
-            print(f"[launch] {name} exited (code {child.process.exitcode}); restarting", flush=True)
+            print(f"[launch] {name} exited (code {process.exitcode}); restarting", flush=True)
             child.restarts += 1
             self._launch(name)
             restarted.append(name)
@@ -116,11 +127,12 @@ class Supervisor:
             child.stop.set()
         deadline = time.monotonic() + timeout_s
         for child in children:
-            child.process.join(max(0.0, deadline - time.monotonic()))
+            child.launched().join(max(0.0, deadline - time.monotonic()))
         for child in children:
-            if child.process.is_alive():
-                child.process.terminate()
-                child.process.join(2.0)
-            if child.process.is_alive():
-                child.process.kill()
-                child.process.join(2.0)
+            process = child.launched()
+            if process.is_alive():
+                process.terminate()
+                process.join(2.0)
+            if process.is_alive():
+                process.kill()
+                process.join(2.0)

@@ -13,7 +13,7 @@ and are scaled by 1/255 inside the torso (a choice: the papers do not give the s
 from __future__ import annotations
 
 import zlib
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 import tensorflow as tf
@@ -80,8 +80,8 @@ class ConvTorso(tf.keras.layers.Layer):
         convs: Sequence[tuple[int, int, int]],
         output_units: int,
         pixels: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         """`convs`: (filters, kernel size, stride) of each convolution, input first. `pixels`:
         the input is uint8 pixels, scaled by 1/255; otherwise it is used as it is."""
         super().__init__(**kwargs)
@@ -105,7 +105,7 @@ class ShallowTorso(ConvTorso):
     docs/papers/impala.md#worked-test-numbers).
     """
 
-    def __init__(self, output_units: int = 256, **kwargs):  # Fig. 3 (left): FC 256
+    def __init__(self, output_units: int = 256, **kwargs: Any) -> None:  # Fig. 3 (left): FC 256
         super().__init__([(16, 8, 4), (32, 4, 2)], output_units, **kwargs)  # Fig. 3 (left)
 
 
@@ -113,7 +113,7 @@ class ResidualBlock(tf.keras.layers.Layer):
     """IMPALA's pre-activation residual block (Fig. 3 right): x + conv(relu(conv(relu(x)))), 3x3
     SAME convs."""
 
-    def __init__(self, channels: int, **kwargs):
+    def __init__(self, channels: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._conv_a = _conv(channels, 3, 1, "same")
         self._conv_b = _conv(channels, 3, 1, "same")
@@ -149,8 +149,8 @@ class DeepTorso(tf.keras.layers.Layer):
         channels: Sequence[int] = (16, 32, 32),  # IMPALA Fig. 3 (right)
         blocks_per_section: int = 2,  # IMPALA Fig. 3 (right)
         output_units: int = 256,  # IMPALA Fig. 3 (right): FC 256
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         _turn_off_the_remapper_for_residual_sums()
         self.output_units = output_units
@@ -179,7 +179,7 @@ class NatureTorso(ConvTorso):
     Agent57's): conv 8x8/4 32, conv 4x4/2 64, conv 3x3/1 64 (VALID), FC 512.
     """
 
-    def __init__(self, output_units: int = 512, **kwargs):  # Nature DQN: FC 512
+    def __init__(self, output_units: int = 512, **kwargs: Any) -> None:  # Nature DQN: FC 512
         super().__init__([(32, 8, 4), (64, 4, 2), (64, 3, 1)], output_units, **kwargs)
 
 
@@ -188,14 +188,14 @@ class MinAtarTorso(ConvTorso):
     AC(lambda) examples): conv 3x3/1 16 (VALID, 10x10 -> 8x8), FC 128, ReLU. Its inputs are
     binary channels, used unscaled."""
 
-    def __init__(self, output_units: int = 128, **kwargs):  # MinAtar examples: FC 128
+    def __init__(self, output_units: int = 128, **kwargs: Any) -> None:  # MinAtar examples: FC 128
         super().__init__([(16, 3, 1)], output_units, pixels=False, **kwargs)
 
 
 class MLPTorso(tf.keras.layers.Layer):
     """Float vector observations (CartPole): ReLU MLP. choice: 2 x 64 units, small and fast."""
 
-    def __init__(self, hidden_units: Sequence[int] = (64, 64), **kwargs):
+    def __init__(self, hidden_units: Sequence[int] = (64, 64), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.output_units = hidden_units[-1]
         self._layers = [_dense(units, "relu") for units in hidden_units]
@@ -242,8 +242,8 @@ class InstructionEncoder(tf.keras.layers.Layer):
         vocab_size: int = 1000,  # choice: 1,000 hash buckets
         embedding_dim: int = 20,  # IMPALA Fig. 3
         units: int = 64,  # IMPALA Fig. 3
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = units
         self._embed = tf.keras.layers.Embedding(vocab_size, embedding_dim)
@@ -289,7 +289,12 @@ def torso_outputs(networks: Sequence, observation: tf.Tensor, time_major: bool =
 def unique_variables(variables: Iterable[tf.Variable]) -> list[tf.Variable]:
     """`variables` in order, each once (a shared torso's belong to two networks)."""
     seen = set()
-    return [v for v in variables if not (v.ref() in seen or seen.add(v.ref()))]
+    unique = []
+    for variable in variables:
+        if variable.ref() not in seen:
+            seen.add(variable.ref())
+            unique.append(variable)
+    return unique
 
 
 def _head(units: int, hidden: int | None) -> tf.keras.layers.Layer:
@@ -342,8 +347,8 @@ class ActorCriticNet(tf.keras.Model):
         prev_reward_transform: str = "none",
         instruction_vocab: int | None = None,
         head_hidden: int | None = None,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if not isinstance(torso, tf.keras.layers.Layer) and torso not in TORSOS:
             raise ValueError(f"unknown torso {torso!r}: use one of {sorted(TORSOS)}")
@@ -415,7 +420,16 @@ class ActorCriticNet(tf.keras.Model):
             tf.cast(tf.squeeze(self.value_head(x), -1), tf.float32),
         )
 
-    def step(self, obs, prev_action, prev_reward, reset, state, instruction=None, features=None):
+    def step(
+        self,
+        obs: tf.Tensor | None,
+        prev_action: tf.Tensor,
+        prev_reward: tf.Tensor,
+        reset: tf.Tensor,
+        state: Any,
+        instruction: tf.Tensor | None = None,
+        features: tf.Tensor | None = None,
+    ) -> tuple[tuple[tf.Tensor, tf.Tensor], Any]:
         """One step for B envs (actors).
 
         obs [B, ...]; prev_action [B] int32; prev_reward [B] float32; reset [B] bool (the episode
@@ -436,15 +450,15 @@ class ActorCriticNet(tf.keras.Model):
 
     def unroll(
         self,
-        obs,
-        prev_action,
-        prev_reward,
-        reset,
-        state,
-        instruction=None,
-        return_features=False,
-        features=None,
-    ):
+        obs: tf.Tensor | None,
+        prev_action: tf.Tensor,
+        prev_reward: tf.Tensor,
+        reset: tf.Tensor,
+        state: Any,
+        instruction: tf.Tensor | None = None,
+        return_features: bool = False,
+        features: tf.Tensor | None = None,
+    ) -> tuple[tuple, Any]:
         """T steps for B envs (learner); equals T calls of `step`.
 
         obs [T, B, ...]; prev_action, prev_reward, reset [T, B]; state at the unroll's start;
@@ -476,7 +490,7 @@ class ActorCriticNet(tf.keras.Model):
     def create_variables(
         self,
         observation_shape: Sequence[int],
-        observation_dtype=tf.uint8,
+        observation_dtype: tf.DType = tf.uint8,
         instruction_length: int = 1,
     ) -> None:
         """Builds every weight by running one step on zeros (e.g. before publishing weights)."""

@@ -8,12 +8,14 @@ call it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import tensorflow as tf
 
 
-def lstm_step(projected, keep, h, c, recurrent_kernel):
+def lstm_step(
+    projected: tf.Tensor, keep: tf.Tensor, h: tf.Tensor, c: tf.Tensor, recurrent_kernel: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of Keras' LSTMCell (gates i, f, c, o; sigmoid and tanh) from its projected inputs
     x W + b, `projected` [..., B, 4U]; `keep` [..., B, 1] is 0 where the state is zeroed first
     (an episode starts). Any leading axes batch several LSTMs at once (Reactor's two share one
@@ -33,7 +35,9 @@ def _lstm_step_and_gates(projected, keep, h, c, recurrent_kernel):
     return tf.sigmoid(o) * tf.tanh(c), c, z
 
 
-def cell(projected, keep, state, recurrent_kernel):
+def cell(
+    projected: tf.Tensor, keep: tf.Tensor, state: Sequence[tf.Tensor], recurrent_kernel: tf.Tensor
+) -> tuple[tf.Tensor, tuple[tf.Tensor, tf.Tensor]]:
     """`lstm_step` in the dtype of `projected` from a float32 (h, c); returns (h, float32 (h,
     c))."""
     h, c = (tf.cast(s, projected.dtype) for s in state)
@@ -57,7 +61,9 @@ def _gate_derivatives(zs, cs, c_kept, keep_all):
 
 
 @tf.custom_gradient
-def lstm_unroll(projected, keep, h, c, recurrent_kernel):
+def lstm_unroll(
+    projected: tf.Tensor, keep: tf.Tensor, h: tf.Tensor, c: tf.Tensor, recurrent_kernel: tf.Tensor
+) -> tuple[tuple[tf.Tensor, tf.Tensor], Callable]:
     """T steps of `lstm_step`: `projected` [T, ..., B, 4U] (x W + b of every step), `keep`
     [T, B, 1] (0 where an episode starts), the state (h, c) [..., B, U] before the first step and
     `recurrent_kernel` [..., U, 4U], all in one dtype. Returns (h, c) after every step, each
@@ -105,7 +111,9 @@ def lstm_unroll(projected, keep, h, c, recurrent_kernel):
     return (hs, cs), gradient
 
 
-def scan_cores(networks: Sequence, projected: Sequence, reset, states: Sequence) -> tuple:
+def scan_cores(
+    networks: Sequence, projected: Sequence, reset: tf.Tensor, states: Sequence
+) -> tuple:
     """The LSTM cores of `networks` (one size and compute dtype) over T steps, stepped together:
     one batched matmul a step for all of them. `projected` holds each core's projected inputs
     [T, B, 4U], `states` each (h, c) at the start. Returns (outputs [T, N, B, U], each core's
@@ -133,9 +141,9 @@ def scan_cores(networks: Sequence, projected: Sequence, reset, states: Sequence)
 def unroll_together(
     networks: Sequence,
     features: Sequence,
-    prev_action,
-    prev_reward,
-    reset,
+    prev_action: tf.Tensor,
+    prev_reward: tf.Tensor,
+    reset: tf.Tensor,
     states: Sequence,
     return_features: bool = False,
 ) -> tuple[list, list]:

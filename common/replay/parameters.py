@@ -52,7 +52,7 @@ class ParamsPublisher:
         client: reverb.Client,
         table: str = "params",
         timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
-    ):
+    ) -> None:
         self._sink = ItemSink(client, (table,))
         self._timeout_ms = timeout_ms
 
@@ -75,7 +75,7 @@ class ParamsSubscriber:
         client: reverb.Client,
         table: str = "params",
         sample_timeout_s: float = PARAMS_SAMPLE_TIMEOUT_S,
-    ):
+    ) -> None:
         self._client = client
         self._table = table
         self._sample_timeout_s = sample_timeout_s

@@ -20,7 +20,7 @@ Batches are `reverb.ReplaySample(info, data)` with time-major steps (`replay.unr
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 import reverb
@@ -43,9 +43,9 @@ class Pattern:
     length: int
     capacity: int
 
-    kind = "abstract"
-    checkpointed = True  # replay whose contents matter: Reverb checkpoints it
-    priority_table = None  # the table whose priorities the learner writes back
+    kind: ClassVar[str] = "abstract"
+    checkpointed: ClassVar[bool] = True  # replay whose contents matter: Reverb checkpoints it
+    priority_table: ClassVar[str | None] = None  # the table whose priorities the learner writes
 
     def validate(self) -> None:
         for name in ("length", "capacity"):
@@ -73,7 +73,7 @@ class Pattern:
     def tables(self, signature: dict) -> list[reverb.Table]:
         raise NotImplementedError
 
-    def writer(self, client: reverb.Client, num_envs: int, flush_timeout_ms: int):
+    def writer(self, client: reverb.Client, num_envs: int, flush_timeout_ms: int) -> writers.Writer:
         raise NotImplementedError
 
     def batches(
@@ -114,10 +114,10 @@ class Queue(Pattern):
     kind = "queue"
     checkpointed = False  # a queue of fresh unrolls: resuming refills it in seconds
 
-    def tables(self, signature):
+    def tables(self, signature: dict) -> list[reverb.Table]:
         return [replay.queue_table(EXPERIENCE_TABLE, self.capacity, signature)]
 
-    def writer(self, client, num_envs, flush_timeout_ms):
+    def writer(self, client: reverb.Client, num_envs: int, flush_timeout_ms: int) -> writers.Writer:
         return writers.UnrollWriter(
             client, self._write_tables(), self.length, num_envs, flush_timeout_ms=flush_timeout_ms
         )
@@ -125,7 +125,7 @@ class Queue(Pattern):
     def _write_tables(self) -> tuple[str, ...]:
         return (EXPERIENCE_TABLE,)
 
-    def in_flight(self, batch_size):
+    def in_flight(self, batch_size: int) -> int:
         # choice: one batch in flight (plus one prefetched): every unroll sampled ahead of the
         # train step is one whose policy lag grows while it waits.
         return batch_size
@@ -145,20 +145,20 @@ class QueueWithReplay(Queue):
     kind = "queue_with_replay"
     checkpointed = True
 
-    def validate(self):
+    def validate(self) -> None:
         super().validate()
         if not self.replay_capacity >= 1:
             raise ValueError(f"replay_capacity must be >= 1, got {self.replay_capacity}")
         if not 0.0 < self.replay_fraction < 1.0:
             raise ValueError(f"replay_fraction must be in (0, 1), got {self.replay_fraction}")
 
-    def tables(self, signature):
+    def tables(self, signature: dict) -> list[reverb.Table]:
         return [
             replay.queue_table(EXPERIENCE_TABLE, self.capacity, signature),
             replay.uniform_table(REPLAY_TABLE, self.replay_capacity, signature),
         ]
 
-    def _write_tables(self):
+    def _write_tables(self) -> tuple[str, ...]:
         return (EXPERIENCE_TABLE, REPLAY_TABLE)
 
     def split(self, batch_size: int) -> tuple[int, int]:
@@ -171,7 +171,9 @@ class QueueWithReplay(Queue):
             )
         return batch_size - replayed, replayed
 
-    def batches(self, address, signature, batch_size, timeout_ms):
+    def batches(
+        self, address: str, signature: dict, batch_size: int, timeout_ms: int
+    ) -> Iterator[reverb.ReplaySample]:
         fresh, replayed = self.split(batch_size)
         queue = replay.unroll_dataset(
             address,
@@ -191,10 +193,10 @@ class QueueWithReplay(Queue):
         )
         return iter(tf.data.Dataset.zip((queue, uniform)).map(concatenate_samples))
 
-    def unique_steps(self):
+    def unique_steps(self) -> int:
         return max(self.capacity, self.replay_capacity) * self.period + 1
 
-    def stored_steps(self):
+    def stored_steps(self) -> int:
         # An item's two copies (queue and replay) share its chunk.
         return max(self.capacity, self.replay_capacity) * self.item_length
 
@@ -219,10 +221,10 @@ class Prioritized(Pattern):
     priority_table = EXPERIENCE_TABLE
 
     @property
-    def period(self):
+    def period(self) -> int:
         return 1  # Reactor §3.3: every overlapping sequence has a key
 
-    def validate(self):
+    def validate(self) -> None:
         super().validate()
         if not self.priority_exponent >= 0:
             raise ValueError(f"priority_exponent must be >= 0, got {self.priority_exponent}")
@@ -233,7 +235,7 @@ class Prioritized(Pattern):
         if (self.samples_per_insert is None) != (self.error_buffer is None):
             raise ValueError("samples_per_insert and error_buffer go together")
 
-    def tables(self, signature):
+    def tables(self, signature: dict) -> list[reverb.Table]:
         return [
             replay.prioritized_table(
                 EXPERIENCE_TABLE,
@@ -246,10 +248,10 @@ class Prioritized(Pattern):
             )
         ]
 
-    def stored_steps(self):
+    def stored_steps(self) -> int:
         return self.unique_steps()  # `writers.SequenceWriter`: items reference shared steps
 
-    def writer(self, client, num_envs, flush_timeout_ms):
+    def writer(self, client: reverb.Client, num_envs: int, flush_timeout_ms: int) -> writers.Writer:
         return writers.SequenceWriter(
             client,
             EXPERIENCE_TABLE,
@@ -285,24 +287,24 @@ class SampleK(Pattern):
         return -(-self.length // 4)
 
     @property
-    def item_length(self):
+    def item_length(self) -> int:
         return self.burn_in + self.length + 1
 
     @property
     def trained_steps(self) -> slice:
         return slice(self.burn_in, self.burn_in + self.length)
 
-    def validate(self):
+    def validate(self) -> None:
         super().validate()
         if self.burn_in < 0:
             raise ValueError(f"burn_in must be >= 0, got {self.burn_in}")
         if not self.times_sampled >= 1:
             raise ValueError(f"times_sampled must be >= 1, got {self.times_sampled}")
 
-    def signature(self, step_spec, first_step_spec):
+    def signature(self, step_spec: dict, first_step_spec: Any) -> dict:
         return replay.burn_in_signature(step_spec, self.burn_in, self.length, first_step_spec)
 
-    def tables(self, signature):
+    def tables(self, signature: dict) -> list[reverb.Table]:
         # choice: the limiter may drift by max(min_size, 64) x times_sampled samples either way
         # (128 at the burn-in papers' 2) before a side blocks, enough that actors and learner
         # rarely wait on each other.
@@ -323,7 +325,9 @@ class SampleK(Pattern):
             )
         ]
 
-    def batches(self, address, signature, batch_size, timeout_ms):
+    def batches(
+        self, address: str, signature: dict, batch_size: int, timeout_ms: int
+    ) -> Iterator[reverb.ReplaySample]:
         batches = super().batches(address, signature, batch_size, timeout_ms)
         if not self.trim_padding:
             return batches
@@ -338,7 +342,7 @@ class SampleK(Pattern):
         )
         return reverb.ReplaySample(info=sample.info, data=data)
 
-    def writer(self, client, num_envs, flush_timeout_ms):
+    def writer(self, client: reverb.Client, num_envs: int, flush_timeout_ms: int) -> writers.Writer:
         return writers.BurnInSequenceWriter(
             client,
             EXPERIENCE_TABLE,

@@ -294,7 +294,7 @@ def _time_major(sample: reverb.ReplaySample) -> reverb.ReplaySample:
     return reverb.ReplaySample(info=sample.info, data=data)
 
 
-def last_real_trained_position(mask, burn_in: int):
+def last_real_trained_position(mask: tf.Tensor, burn_in: int) -> tf.Tensor:
     """Per item of a batch of `BurnInSequenceWriter` items (`mask` [burn_in + length + 1, B]),
     how many trained positions it holds up to its last real one ([B] int32; 0 if none)."""
     real = tf.cast(mask[burn_in:-1], tf.float32) > 0  # [length, B]
@@ -302,7 +302,9 @@ def last_real_trained_position(mask, burn_in: int):
     return tf.reduce_max(tf.where(real, positions, 0), axis=0)
 
 
-def trimmed_length(mask, burn_in: int, length, quantum: int = 1):
+def trimmed_length(
+    mask: tf.Tensor, burn_in: int, length: int | tf.Tensor, quantum: int = 1
+) -> tf.Tensor:
     """Positions of a batch of `BurnInSequenceWriter` items (`mask` [burn_in + length + 1, B]) to
     keep: the burn-in, the trained positions up to the last one that is real in some item,
     rounded up to a multiple of `quantum` (at most `length`), and one bootstrap position.
@@ -317,7 +319,7 @@ def trimmed_length(mask, burn_in: int, length, quantum: int = 1):
     return burn_in + kept + 1
 
 
-def trim_trailing_padding(steps: Nest, burn_in: int, length, quantum: int) -> Nest:
+def trim_trailing_padding(steps: Nest, burn_in: int, length: int | tf.Tensor, quantum: int) -> Nest:
     """`steps` (time-major fields of a batch of burn-in items) cut to `trimmed_length`."""
     end = trimmed_length(steps[MASK], burn_in, length, quantum)
     return tf.nest.map_structure(lambda x: x[:end], steps)

@@ -14,7 +14,7 @@ report arrived. Remote actors need no other channel than Reverb.
 
 import queue
 import threading
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Protocol, Sequence
 
 import numpy as np
 import reverb
@@ -65,7 +65,7 @@ class Reporter:
         frames_per_step: int,
         table: str = REPORTS_TABLE,
         heartbeat_steps: int = HEARTBEAT_STEPS,
-    ):
+    ) -> None:
         self._sink = writers.ItemSink(client, (table,))
         self._num_envs = num_envs
         self._frames_per_env_step = num_envs * frames_per_step
@@ -146,12 +146,19 @@ def reports_in(data: Sequence) -> list[Report]:
     ]
 
 
+class ReportSource(Protocol):
+    """Where the learner drains its actors' reports from: a `ReportReader` (or a wrapper of one,
+    e.g. the throughput benchmark's, which counts them)."""
+
+    def drain(self) -> list[Report]: ...
+
+
 class ReportReader:
     """The learner's side: a daemon thread takes reports from `table` as they arrive (each is
     sampled once, then removed); `drain()` returns those read so far, oldest first, never
     waiting. One long-lived sampler: a new one per drain would cost a round trip each time."""
 
-    def __init__(self, client: reverb.Client, table: str = REPORTS_TABLE):
+    def __init__(self, client: reverb.Client, table: str = REPORTS_TABLE) -> None:
         self._received: queue.SimpleQueue = queue.SimpleQueue()
         self.error: Exception | None = None
         self._thread = threading.Thread(

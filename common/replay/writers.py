@@ -14,7 +14,7 @@ from absl import logging
 
 import collections
 import math
-from typing import Mapping, Sequence
+from typing import Mapping, Protocol, Self, Sequence
 
 import numpy as np
 import reverb
@@ -49,13 +49,26 @@ from common.replay.replay import (
 #   33-step item at every step, whole items would store and send every step 33 times.
 
 
+class Writer(Protocol):
+    """What an actor needs of its pattern's writer (`common.replay.patterns.Pattern.writer`):
+    every writer here, and Reactor's `reactor.replay.EstimatedPriorityWriter`."""
+
+    def append(
+        self, step: Mapping[str, Nest], *, first_step_extras: Nest, episode_end: np.ndarray
+    ) -> None: ...
+
+    def flush(self, timeout_ms: int | None = None) -> None: ...
+
+    def close(self, timeout_ms: int | None = None) -> None: ...
+
+
 class _Writer:
     """What every writer shares: checks of the batched inputs, bounded flushing, closing.
 
     A subclass keeps its Reverb writers as `_streams`: objects with a `writer`
     (`reverb.TrajectoryWriter`) and a `flush(max_pending, timeout_ms)`."""
 
-    def __init__(self, num_envs: int, max_in_flight_items: int, flush_timeout_ms: int):
+    def __init__(self, num_envs: int, max_in_flight_items: int, flush_timeout_ms: int) -> None:
         check_positive("num_envs", num_envs)
         check_positive("flush_timeout_ms", flush_timeout_ms)
         if max_in_flight_items < 0:
@@ -89,10 +102,10 @@ class _Writer:
             for stream in self._streams:
                 stream.writer.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def _flush(self, max_pending: int, timeout_ms: int) -> None:
@@ -140,18 +153,19 @@ class _Writer:
         if self._leaf_kinds is None:
             self._leaf_kinds = kinds
         elif kinds != self._leaf_kinds:
-            self._name_changed_leaf(kinds, step, first_step_extras)
+            self._name_changed_leaf(kinds, self._leaf_kinds, step, first_step_extras)
         return steps, extras
 
-    def _name_changed_leaf(self, kinds: list, step: Nest, first_step_extras: Nest) -> None:
-        """Raises on the first leaf whose dtype or shape differs from the first append's."""
+    def _name_changed_leaf(
+        self, kinds: list, fixed: list, step: Nest, first_step_extras: Nest
+    ) -> None:
+        """Raises on the first leaf whose dtype or shape (`kinds`) differs from the first
+        append's (`fixed`)."""
         named = [("step", path) for path, _ in tree.flatten_with_path(step)]
         if first_step_extras is not None:
             extras = tree.flatten_with_path(first_step_extras)
             named += [("first_step_extras", path) for path, _ in extras]
-        for (what, path), (dtype, shape), (want_dtype, want_shape) in zip(
-            named, kinds, self._leaf_kinds
-        ):
+        for (what, path), (dtype, shape), (want_dtype, want_shape) in zip(named, kinds, fixed):
             if (dtype, shape) != (want_dtype, want_shape):
                 raise ValueError(
                     f"{what} field {'/'.join(map(str, path))} is {dtype} {list(shape)} per env; "
@@ -209,11 +223,11 @@ class ItemSink:
     table's signature, so a mismatch fails as loudly as before.
     """
 
-    def __init__(self, client: reverb.Client, tables: tuple[str, ...]):
+    def __init__(self, client: reverb.Client, tables: tuple[str, ...]) -> None:
         self.writer = client.trajectory_writer(num_keep_alive_refs=1)  # flush and close
         self._core = self.writer._writer
         self.tables = tables
-        self.flushed_to = 0  # see `_flush_stream`
+        self.flushed_to: int | None = 0  # see `_flush_stream`
         self._queued: collections.deque = collections.deque()  # (leaves, priority, order)
         self._unconfirmed = 0  # no fewer than the items Reverb has not confirmed yet
 
@@ -279,7 +293,7 @@ class UnrollWriter(_Writer):
         *,
         max_in_flight_items: int | None = None,
         flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
-    ):
+    ) -> None:
         check_positive("unroll_length", unroll_length)
         super().__init__(num_envs, max_in_flight_items or 0, flush_timeout_ms)
         self._sink = ItemSink(client, _table_names(table))
@@ -290,7 +304,10 @@ class UnrollWriter(_Writer):
         self._extras: list[np.ndarray] = []  # per leaf [num_envs, 2, ...]: the last two starts
 
     def append(
-        self, step: Mapping[str, Nest], first_step_extras: Nest = None, episode_end=None
+        self,
+        step: Mapping[str, Nest],
+        first_step_extras: Nest = None,
+        episode_end: np.ndarray | None = None,
     ) -> None:
         """Appends one batched step; inserts the unrolls it completes. Raises
         `reverb.DeadlineExceededError` if the table does not accept them within
@@ -337,14 +354,14 @@ class _EnvStream:
 
     def __init__(
         self, client: reverb.Client, tables: tuple[str, ...], length: int, period: int, make_item
-    ):
+    ) -> None:
         self.writer = client.trajectory_writer(num_keep_alive_refs=length)
         self.tables = tables
         self.length = length
         self.period = period
         self.make_item = make_item
         self.count = 0
-        self.flushed_to = 0  # see `_flush_stream`
+        self.flushed_to: int | None = 0  # see `_flush_stream`
 
     def push(self, step_leaves: list, first_step_leaves: list, priority: float) -> None:
         if self.count % self.period != 0:
@@ -397,7 +414,7 @@ class SequenceWriter(_Writer):
         initial_priority: float = 1.0,
         max_in_flight_items: int | None = None,
         flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
-    ):
+    ) -> None:
         check_positive("sequence_length", sequence_length)
         if not 1 <= stride <= sequence_length:
             raise ValueError(
@@ -483,7 +500,7 @@ class BurnInSequenceWriter(_Writer):
         period: int | None = None,
         max_in_flight_items: int | None = None,
         flush_timeout_ms: int = DEFAULT_FLUSH_TIMEOUT_MS,
-    ):
+    ) -> None:
         if burn_in < 0:
             raise ValueError(f"burn_in must be >= 0, got {burn_in}")
         check_positive("length", length)

@@ -36,6 +36,7 @@ dies, or after `max_steps`.
 import dataclasses
 import os
 import time
+from collections.abc import Sequence
 from typing import Any, Callable, Mapping, NamedTuple, Protocol
 
 import numpy as np
@@ -100,13 +101,13 @@ class CategoricalPolicy:
 
     def __init__(
         self,
-        network,
+        network: tf.keras.layers.Layer,
         observation_shape: tuple,
-        observation_dtype,
+        observation_dtype: Any,  # numpy or TensorFlow dtype
         seed: int,
         greedy: bool = False,
         jit_compile: bool = False,
-    ):
+    ) -> None:
         network.create_variables(observation_shape, observation_dtype)
         self.network = network
         self.greedy = greedy
@@ -119,7 +120,7 @@ class CategoricalPolicy:
         """Per-step spec of what `step` returns besides the action (the record's extras)."""
         return {"behaviour_logits": tf.TensorSpec([num_actions], tf.float32)}
 
-    def initial_state(self, batch_size: int):
+    def initial_state(self, batch_size: int) -> Any:
         return tf.nest.map_structure(lambda x: x.numpy(), self.network.initial_state(batch_size))
 
     def _step_graph(self, observation, prev_action, prev_reward, reset, state):
@@ -136,10 +137,24 @@ class CategoricalPolicy:
         (_, value), _ = self.network.step(observation, prev_action, prev_reward, reset, state)
         return value
 
-    def bootstrap_value(self, observation, prev_action, prev_reward, state) -> np.ndarray:
+    def bootstrap_value(
+        self,
+        observation: np.ndarray,
+        prev_action: np.ndarray,
+        prev_reward: np.ndarray,
+        state: Any,
+    ) -> np.ndarray:
         return self._value(observation, prev_action, prev_reward, state).numpy()
 
-    def step(self, observation, prev_action, prev_reward, reset, state, behaviour=None):
+    def step(
+        self,
+        observation: np.ndarray,
+        prev_action: np.ndarray,
+        prev_reward: np.ndarray,
+        reset: np.ndarray,
+        state: Any,
+        behaviour: Mapping[str, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:
         actions, logits, new_state = self._step(observation, prev_action, prev_reward, reset, state)
         return (
             actions.numpy(),
@@ -160,11 +175,11 @@ class CompiledCall:
     numpy inputs itself: on a MinAtar step of 16 environments that matching and conversion
     took about as long as the graph's own ops (docs/guides/minatar.md#throughput-on-this-machine)."""
 
-    def __init__(self, graph: Callable, jit_compile: bool = False):
+    def __init__(self, graph: Callable, jit_compile: bool = False) -> None:
         self._function = tf.function(graph, jit_compile=jit_compile)
         self._traced: dict[tuple, Any] = {}
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         tensors = tf.nest.map_structure(tf.convert_to_tensor, args)
         flat = tf.nest.flatten(tensors)
         key = (len(args), *((t.dtype, tuple(t.shape)) for t in flat))
@@ -174,7 +189,7 @@ class CompiledCall:
         return concrete(*tensors)
 
 
-def assign_weights(variables, weights: list[np.ndarray]) -> None:
+def assign_weights(variables: Sequence[tf.Variable], weights: list[np.ndarray]) -> None:
     """Copies published weights into `variables` (same order), checking the shapes."""
     if len(variables) != len(weights):
         raise ValueError(f"got {len(weights)} weight arrays for {len(variables)} variables")
@@ -188,7 +203,7 @@ def assign_weights(variables, weights: list[np.ndarray]) -> None:
 
 def step_spec(
     observation_shape: tuple,
-    observation_dtype,
+    observation_dtype: Any,  # numpy or TensorFlow dtype
     extras_spec: Mapping[str, Any],
     behaviour_shapes: Mapping[str, tuple] | None = None,
     value_heads: int = 1,
@@ -234,10 +249,16 @@ class ActorSettings:
     backend: str = "vector"
 
 
+class StopEvent(Protocol):
+    """A flag another process or thread sets: a `multiprocessing` or `threading` event."""
+
+    def is_set(self) -> bool: ...
+
+
 class ShouldStop:
     """True once `stop` is set or the parent process has died (a killed launcher)."""
 
-    def __init__(self, stop):
+    def __init__(self, stop: StopEvent | None) -> None:
         self._stop = stop
         self._parent = os.getppid()
 
@@ -324,7 +345,7 @@ def run_actor(
     pattern: patterns.Pattern,
     replay_address: str,
     behaviour: behaviour_lib.BehaviourSpec | None = None,
-    stop=None,
+    stop: StopEvent | None = None,
     max_steps: int | None = None,
     intra_op_threads: int = 1,
 ) -> dict:
@@ -367,7 +388,7 @@ def run_actor(
             )
             step_entropy = extras.pop(BEHAVIOUR_ENTROPY, None)
             result = env.step(action)
-            record = dict(
+            record: dict[str, Any] = dict(
                 observation=observation,
                 **inputs._asdict(),
                 action=action,
@@ -423,7 +444,7 @@ class GameMean:
     """A per-step quantity of each env averaged over its game: `add` returns, after a batched
     step, the mean over the steps of each game that ended there (garbage elsewhere)."""
 
-    def __init__(self, num_envs: int):
+    def __init__(self, num_envs: int) -> None:
         self._sums = np.zeros(num_envs)
 
     def add(self, values: np.ndarray, result: envs_lib.StepResult) -> np.ndarray:

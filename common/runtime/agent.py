@@ -20,6 +20,7 @@ import reverb
 from common.runtime import acting
 from common.control import behaviour as behaviour_lib
 from common.environments import envs as envs_lib
+from common.environments import protocols
 from common.runtime import learning
 from common.replay import patterns
 from common.replay import parameters
@@ -32,7 +33,9 @@ class EnvSpec(NamedTuple):
     observation_dtype: np.dtype
 
 
-def probe_env(env: str, protocol) -> EnvSpec:
+def probe_env(
+    env: str, protocol: str | protocols.AtariProtocol | protocols.MinAtarProtocol
+) -> EnvSpec:
     """Actions and observation format of `env`, from a one-env batch."""
     probe = envs_lib.make_env(env, 1, 0, protocol)
     try:

@@ -9,7 +9,7 @@ the latest published weights before each round, and logs each round's games to e
 import dataclasses
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from common.replay import replay
 from common.replay import parameters
 from common.runtime import runlog as run_logging
 from common.runtime.acting import (
+    StopEvent,
     PARAMS_TABLE,
     PolicyFactory,
     Policy,
@@ -29,6 +30,9 @@ from common.runtime.acting import (
     configure_threads,
     keep_on_cpu,
 )
+
+if TYPE_CHECKING:
+    from common.environments import recording
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,12 +58,12 @@ class EvaluatorSettings:
 
 
 def evaluate(
-    env,
+    env: envs_lib.BatchedEnv,
     policy: Policy,
     num_episodes: int,
-    should_stop=lambda: False,
+    should_stop: Callable[[], bool] = lambda: False,
     selector: behaviour_lib.Behaviour | None = None,
-    recorder=None,
+    recorder: "recording.GameRecorder | None" = None,
 ) -> list[float]:
     """Raw whole-game scores of `num_episodes` episodes.
 
@@ -122,7 +126,7 @@ class Evaluator:
         logdir: str,
         behaviour: behaviour_lib.BehaviourSpec | None = None,
         start_time: float | None = None,
-    ):
+    ) -> None:
         self.settings = settings
         self.env = envs_lib.make_env(
             settings.env, settings.num_envs, settings.seed, settings.protocol, settings.backend
@@ -136,17 +140,17 @@ class Evaluator:
         )
         self.log = run_logging.EvalLogger(logdir)
         self.behaviour = behaviour
-        self.selector = None
+        self.selector: behaviour_lib.Behaviour | None = None
         self.start_time = time.time() if start_time is None else start_time
 
     def play(
         self,
         frames: int,
-        weights,
+        weights: list[np.ndarray],
         episodes: int,
-        should_stop=lambda: False,
-        record: Any = None,
-    ):
+        should_stop: Callable[[], bool] = lambda: False,
+        record: "recording.RecordSettings | None" = None,
+    ) -> list[float]:
         """`episodes` games with `weights` (published when the learner had consumed `frames`),
         logged at those frames; returns their scores. `record`
         (`common.environments.recording.RecordSettings`,
@@ -189,11 +193,11 @@ def run_evaluator(
     replay_address: str,
     logdir: str,
     behaviour: behaviour_lib.BehaviourSpec | None = None,
-    stop=None,
-    finished=None,
+    stop: StopEvent | None = None,
+    finished: StopEvent | None = None,
     start_time: float | None = None,
     intra_op_threads: int = 1,
-    record: Any = None,
+    record: "recording.RecordSettings | None" = None,
 ) -> None:
     """Every `interval_s`, evaluates the latest published weights; when `finished` is set (the
     learner reached its budget), runs the full protocol once, recording its first games as GIFs

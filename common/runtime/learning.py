@@ -106,7 +106,7 @@ class Learner:
         pattern: patterns.Pattern,
         signature: dict,
         behaviour_names: Sequence[str] = (),
-    ):
+    ) -> None:
         self.settings = settings
         self.train_step = parts.train_step
         self.acting_variables = list(parts.acting_variables)
@@ -154,10 +154,10 @@ class Learner:
                 flush=True,
             )
             self._warn_if_the_budget_changed()
-            self._restore_behaviour()
+        self._restore_behaviour()
         self._rewind_logs()
         self.publisher = parameters.ParamsPublisher(client, acting.PARAMS_TABLE)
-        self.reports = reports.ReportReader(client)
+        self.reports: reports.ReportSource = reports.ReportReader(client)
         # The Published weights of the last publish_lag + 1 steps: the oldest is published.
         self._snapshots: collections.deque = collections.deque(maxlen=settings.publish_lag + 1)
         self.logger = run_logging.RunLogger(settings.logdir, settings.total_frames, settings.name)
@@ -241,11 +241,18 @@ class Learner:
         return os.path.join(os.path.dirname(checkpoint), "behaviour", os.path.basename(checkpoint))
 
     def _restore_behaviour(self) -> None:
-        """The behaviour state files of the restored checkpoint, not newer ones (before any actor
-        starts): the bandits resume from what the restored learner had seen."""
-        kept = self._kept_behaviour(self.restored_from)
-        if self._behaviour_names and os.path.isdir(kept):
-            behaviour_lib.restore_states(self.settings.logdir, kept)
+        """The behaviour state files of the restored checkpoint, not newer ones, and none for a
+        run that starts over (before this machine's actors start; actors already running
+        elsewhere roll back at their next save, `common.control.behaviour`): the bandits resume
+        from what the restored learner had seen."""
+        if not self._behaviour_names:
+            return
+        kept = self._kept_behaviour(self.restored_from) if self.restored_from else None
+        if kept is not None and not os.path.isdir(kept):
+            # A checkpoint written before checkpoints kept these files: they stay as they are.
+            return
+        behaviour_lib.restore_states(self.settings.logdir, kept)
+        if kept is not None:
             print(
                 f"[{self.settings.name}] behaviour state of {os.path.basename(kept)} restored "
                 f"({', '.join(sorted(os.listdir(kept))) or 'none saved yet'})",
@@ -264,7 +271,7 @@ class Learner:
         self,
         should_stop: Callable[[], bool] = lambda: False,
         max_steps: int | None = None,
-        on_idle: Callable[[], None] = lambda: None,
+        on_idle: Callable[[], object] = lambda: None,
         before_final_save: Callable[[], None] = lambda: None,
     ) -> None:
         """Trains until the frame budget, `should_stop()`, or `max_steps` steps of this call.

@@ -35,7 +35,7 @@ import glob
 import math
 import os
 import struct
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ def is_game_tag(tag: str) -> bool:
 class CsvLog:
     """Appends rows to a CSV file, writing the header once; resumed runs keep appending."""
 
-    def __init__(self, path: str, header: Sequence[str]):
+    def __init__(self, path: str, header: Sequence[str]) -> None:
         self.path = path
         self.header = tuple(header)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -75,16 +75,16 @@ class CsvLog:
             self._writer.writerow(self.header)
             self._file.flush()
 
-    def append(self, *row) -> None:
+    def append(self, *row: object) -> None:
         self.extend([row])
 
-    def extend(self, rows) -> None:
+    def extend(self, rows: Iterable[Sequence[object]]) -> None:
         """Appends rows, then flushes once."""
-        rows = [tuple(row) for row in rows]
-        for row in rows:
+        tuples = [tuple(row) for row in rows]
+        for row in tuples:
             if len(row) != len(self.header):
                 raise ValueError(f"row {row} does not match header {self.header}")
-        self._writer.writerows(rows)
+        self._writer.writerows(tuples)
         self._file.flush()
 
     def close(self) -> None:
@@ -119,7 +119,7 @@ class RunLogger:
 
     def __init__(
         self, logdir: str, total_frames: int, name: str = "learner", return_window: int = 100
-    ):
+    ) -> None:
         self.logdir = logdir
         self.total_frames = total_frames
         self.name = name
@@ -134,9 +134,9 @@ class RunLogger:
 
     def episodes(
         self,
-        frames: Sequence[int],
-        returns: Sequence[float],
-        lengths: Sequence[int],
+        frames: Sequence[int] | np.ndarray,
+        returns: Sequence[float] | np.ndarray,
+        lengths: Sequence[int] | np.ndarray,
         wall_time: float,
         behaviour: Mapping[str, np.ndarray] | None = None,
     ) -> None:
@@ -144,29 +144,29 @@ class RunLogger:
         a TensorBoard point each, with the behaviour parameters each was played with
         (`behaviour[name][g]`: a scalar logs `behaviour/<name>`, a vector one tag per component;
         a NaN logs no point, e.g. an entropy the policy does not report)."""
-        frames = np.asarray(frames, np.int64).reshape(-1)
-        returns = np.asarray(returns, np.float64).reshape(-1)
-        lengths = np.asarray(lengths, np.int64).reshape(-1)
-        if not frames.size:
+        frame_array = np.asarray(frames, np.int64).reshape(-1)
+        return_array = np.asarray(returns, np.float64).reshape(-1)
+        length_array = np.asarray(lengths, np.int64).reshape(-1)
+        if not frame_array.size:
             return
         wall_time = round(float(wall_time), 3)
         self._episodes.extend(
             (frame, episode_return, length, wall_time)
             for frame, episode_return, length in zip(
-                frames.tolist(), returns.tolist(), lengths.tolist()
+                frame_array.tolist(), return_array.tolist(), length_array.tolist()
             )
         )
-        self._recent_returns.extend(returns.tolist())
-        self._episode_count += frames.size
+        self._recent_returns.extend(return_array.tolist())
+        self._episode_count += frame_array.size
         return_tag, length_tag = GAME_TAGS
-        points = {return_tag: (frames, returns), length_tag: (frames, lengths)}
+        points = {return_tag: (frame_array, return_array), length_tag: (frame_array, length_array)}
         for name, values in (behaviour or {}).items():
             values = np.asarray(values, np.float64)
-            columns = values.reshape(frames.size, -1)
+            columns = values.reshape(frame_array.size, -1)
             for i, column in enumerate(columns.T):
                 tag = name if values.ndim == 1 else f"{name}_{i}"
                 kept = ~np.isnan(column)
-                points[BEHAVIOUR_TAG_PREFIX + tag] = (frames[kept], column[kept])
+                points[BEHAVIOUR_TAG_PREFIX + tag] = (frame_array[kept], column[kept])
                 self._behaviour_values[tag].extend(column[kept].tolist())
         self._write_points(
             {tag: (steps, values.astype(np.float32)) for tag, (steps, values) in points.items()}
@@ -235,7 +235,7 @@ class RunLogger:
 class EvalLogger:
     """eval.csv rows and TensorBoard scalars under `<logdir>/eval` for the evaluator."""
 
-    def __init__(self, logdir: str):
+    def __init__(self, logdir: str) -> None:
         import tensorflow as tf
 
         self._summary = tf.summary.create_file_writer(os.path.join(logdir, EVAL_DIR))

@@ -61,8 +61,10 @@ def filter_reverb_lines() -> bool:
         start_new_session=True,
         close_fds=True,
     )
-    os.dup2(filter_process.stdin.fileno(), 2)
-    filter_process.stdin.close()  # fd 2 is now this process's one write end
+    pipe = filter_process.stdin
+    assert pipe is not None  # stdin=PIPE
+    os.dup2(pipe.fileno(), 2)
+    pipe.close()  # fd 2 is now this process's one write end
     os.environ[FILTERED] = "1"
     return True
 

@@ -337,11 +337,11 @@ class WarmupShare(Derived):
 
     share: float
 
-    def resolve(self, config) -> int:
+    def resolve(self, config: Any) -> int:
         return round(self.share * config.gradient_updates)
 
 
-def scaled_warmup(atari: type, atari_action_repeat: int) -> WarmupShare:
+def scaled_warmup(atari: type[BurnInLearnerSettings], atari_action_repeat: int) -> WarmupShare:
     """The share of its run's updates that the warm-up of the burn-in config class `atari`
     takes at its defaults (its table's Atari run: DiCE 4,000 of 200M / 4 x 2 / (64 x 80) =
     19,531 updates), for a MinAtar run to keep at any budget."""

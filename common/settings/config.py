@@ -23,7 +23,7 @@ This module imports nothing heavy, so flags are validated in milliseconds.
 import dataclasses
 import inspect
 import math
-from typing import Any, Callable, Self
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Self
 
 # The names configs choose from and TensorFlow modules implement, here so that a config validates
 # without importing TensorFlow. The TensorFlow side keys its objects by these names, and tests
@@ -83,7 +83,7 @@ def must_be(requirement: str, ok: Callable[[Any], bool]) -> Check:
     return Check(ok, lambda name, value: f"--{name}={value} must be {requirement}")
 
 
-def at_least(low) -> Check:
+def at_least(low: float) -> Check:
     return must_be(f">= {low}", lambda value: value >= low)
 
 
@@ -147,12 +147,14 @@ def ordered_pair(below: float = math.inf) -> Check:
     )
 
 
-def check_choice(name: str, value, allowed: tuple) -> None:
+def check_choice(name: str, value: Any, allowed: tuple) -> None:
     """Raises ValueError naming the flag unless `value` is one of `allowed`."""
     one_of(allowed)(name, value)
 
 
-def check_all(config, requirement: str, ok: Callable[[Any], bool], names: tuple[str, ...]) -> None:
+def check_all(
+    config: object, requirement: str, ok: Callable[[Any], bool], names: tuple[str, ...]
+) -> None:
     """Raises naming the first of `names` whose value fails `ok`; `requirement` says what is allowed
     (for settings whose fields declare no check, e.g. `common.experiments.cli.RunSettings`)."""
     for name in names:
@@ -162,7 +164,7 @@ def check_all(config, requirement: str, ok: Callable[[Any], bool], names: tuple[
 # ---------------------------------------------------------------------------------- fields
 
 
-def field(default, doc: str | None = None, check: Check | None = None):
+def field(default: Any, doc: str | None = None, check: Check | None = None) -> Any:
     """A config field: its default, its flag help text and the rule its value must follow.
     A config re-declaring a field of a part it inherits (to give the paper's own default) leaves
     out `doc` and `check` where the part's say it (`Config.__init_subclass__` copies them)."""
@@ -179,7 +181,10 @@ class Config:
     `field(..., check=...)` declares, in field order. A config that has rules relating several
     fields overrides `validate()`, calls `super().validate()` first and returns `self`."""
 
-    def __init_subclass__(cls, **kwargs):
+    if TYPE_CHECKING:  # every config and part is a dataclass
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         """A field re-declared with a new default keeps the help text and check of the part that
         owns it, unless it gives its own."""
         super().__init_subclass__(**kwargs)
@@ -204,7 +209,7 @@ class Config:
         return self
 
 
-def prefixed_kwargs(config, prefix: str) -> dict[str, Any]:
+def prefixed_kwargs(config: Config, prefix: str) -> dict[str, Any]:
     """Fields named `<prefix><arg>` as keyword arguments `{arg: value}` (e.g. the bandit's)."""
     return {
         f.name.removeprefix(prefix): getattr(config, f.name)
@@ -213,7 +218,7 @@ def prefixed_kwargs(config, prefix: str) -> dict[str, Any]:
     }
 
 
-def atari_protocol_overrides(config) -> dict[str, Any]:
+def atari_protocol_overrides(config: Any) -> dict[str, Any]:
     """`common.environments.protocols.AtariProtocol` fields set by a config's `full_action_set`,
     `noop_max`, `max_episode_frames` and `sticky_action_probability` (training and evaluation
     share them)."""
@@ -294,5 +299,5 @@ class Derived:
     given on the command line: `common.experiments.cli.make_config` resolves it unless the flag is
     given."""
 
-    def resolve(self, config) -> Any:
+    def resolve(self, config: Any) -> Any:
         raise NotImplementedError

@@ -17,6 +17,7 @@ import pytest
 from benchmarks import agent_throughput
 from benchmarks import throughput
 from benchmarks import actor_fleet
+from common.experiments import builder as builder_lib
 from common.replay import replay
 from impala import builder as impala_builder
 from impala import config as impala_config
@@ -130,7 +131,7 @@ def test_worker_paper_is_read_from_the_command_line():
 def test_synthetic_batch_trains_reactor(tmp_path):
     values = dict(reactor_config.CARTPOLE_OVERRIDES, env="CartPole", sequence_length=5)
     config = reactor_config.ReactorConfig(**values, batch_size=3).validate()
-    experiment = reactor_builder.PAPER.build_experiment(config, str(tmp_path))
+    experiment = builder_lib.build_experiment(reactor_builder.ReactorBuilder(config), str(tmp_path))
     spec = throughput.env_spec(experiment)
     batch = throughput.synthetic_batch(experiment, spec)
     signature = experiment.agent.signature(spec)
@@ -197,7 +198,7 @@ def test_an_actor_s_profile_names_where_its_loop_spends_its_time(tmp_path):
     steps of its window and finds the loop's calls by name, each at most the window."""
     values = dict(impala_config.CARTPOLE_OVERRIDES, env="CartPole", num_actors=1)
     config = impala_config.ImpalaConfig(**values).validate()
-    experiment = impala_builder.PAPER.build_experiment(config, str(tmp_path))
+    experiment = builder_lib.build_experiment(impala_builder.ImpalaBuilder(config), str(tmp_path))
     spec = throughput.env_spec(experiment)
     profile = actor_fleet.profile_actor(experiment, spec, warmup_s=2.0, seconds=3.0)
     # The window ends at the first step at or after 3 s; how far after, and how many steps fit in

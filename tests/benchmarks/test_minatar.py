@@ -7,7 +7,6 @@ exercised by the paper packages' tests.
 
 import csv
 import dataclasses
-import importlib
 import io
 import math
 import os
@@ -31,6 +30,7 @@ from benchmarks import minatar_references
 from benchmarks import minatar_runs
 from common.experiments import ablation_runner, cli, compare
 from common.experiments import ablation_reports
+from common.experiments import builder as builder_lib
 
 HERE = pathlib.Path(__file__).parent
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -1093,10 +1093,10 @@ def test_a_papers_main_is_the_variant_named_after_it(paper):
     assert (variant is not None) == (paper in ("reactor", "dice", "lbc"))
     if variant is None:
         return
-    module = importlib.import_module(f"{paper}.builder").PAPER
+    paper_builder = builder_lib.paper_builder(paper)
     for env in ("MinAtar/Breakout-v0", "Pong"):
-        assert cli.make_config(module, {"env": env}, variant) == cli.make_config(
-            module, {"env": env}
+        assert cli.make_config(paper_builder, {"env": env}, variant) == cli.make_config(
+            paper_builder, {"env": env}
         )
 
 

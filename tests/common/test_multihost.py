@@ -5,7 +5,9 @@ pair. DiCE (a burn-in agent with per-game behaviour state; `system_helpers.FLEET
 this agent) trains on CartPole to a checkpoint; then the actor host's whole process group is
 SIGKILLed and started again with the same command. The learner keeps its step and frames, the new
 actors are actors 4 and 5 again (names, seeds, behaviour state files), their bandits continue from
-the killed actors' files, and episodes.csv counts each game once.
+the killed actors' files, and episodes.csv counts each game once. Then the learner is SIGKILLed
+and resumed while the actor host plays on, and its actors' bandits roll back to the state the
+resumed checkpoint kept.
 
 Creating namespaces needs root and iproute2's `ip`; without them the test skips and says which
 is missing, or, where the kernel refuses `ip netns add` even so, what it answered. CI's machine
@@ -214,8 +216,35 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(namesp
         wait_until(
             rejoined, FLEET_STARTUP_S, "the new actors' experience (and saved behaviour state)"
         )
+
+        # Now the learner is lost and resumed, while the actor host plays on: its actors' bandits
+        # roll back to the state the resumed checkpoint kept, as a local run's new actors start.
+        os.killpg(learner[0].pid, signal.SIGKILL)
+        learner_output = finish(*learner, timeout_s=60)
+        wait_until(lambda: not process_group(learner[0].pid), 60, "the learner to die")
+        started.remove(learner)
+        learner = start(a, "--role=learner", address)
+        started.append(learner)
+        rolled_back = [f"[behaviour] actor_{i}.npz: the run resumed from ckpt-" for i in (4, 5)]
+
+        def rolled_back_and_played():
+            check_running()
+            if not all(line in read(host[1]) for line in rolled_back):
+                return False
+            # Saved since: the checkpoint's state (itself past the first host's, which the new
+            # actors loaded and played on from) or more.
+            return all(
+                bandit_counts(logdir, i, ENVS).sum() > killed.sum()
+                for i, killed in zip((4, 5), killed_counts)
+            )
+
+        wait_until(
+            rolled_back_and_played,
+            FLEET_STARTUP_S,
+            "the actor host's actors to roll back to the resumed checkpoint and play on",
+        )
         second_output = stop(*host)
-        learner_output = stop(*learner)
+        resumed_output = stop(*learner)
         stop(*replay_role)
     finally:
         for process, _ in started:
@@ -232,9 +261,19 @@ def test_an_actor_host_in_another_network_namespace_is_killed_and_rejoins(namesp
             assert line in output.splitlines(), output
     assert "actor_0" not in first_output + second_output
 
-    # The learner never restarted: one process, its step and frames only grew.
+    # The learner lived through the actor host's loss: it resumed nothing until it was killed,
+    # and its step and frames only grew, across its own resume too (the logs were cut back to
+    # the checkpoint it resumed).
     assert "resumed" not in learner_output
     assert_the_run_went_on(logdir, killed_step, killed_games, ties=NUM_ACTORS * ENVS)
+    resumed = re.search(r"resumed \S+/checkpoints/ckpt-(\d+) ", resumed_output)
+    assert resumed, resumed_output
+    for i in (4, 5):  # each actor took that checkpoint's bandits, which it had saved there
+        line = (
+            f"[behaviour] actor_{i}.npz: the run resumed from ckpt-{resumed.group(1)}; its "
+            "bandits are that state's (kept)"
+        )
+        assert line in second_output.splitlines(), second_output
 
     # The restarted actors loaded their predecessors' bandits and went on from them.
     for i, before in zip((4, 5), killed_counts):

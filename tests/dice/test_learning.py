@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from common.burn_in import burn_in_learning
+from common.experiments import builder as builder_lib
 from common.models import networks as common_networks
 from common.replay import replay
 from common.equations import schedules
@@ -130,14 +131,32 @@ def test_compiled_step_equals_eager_and_follows_the_schedule():
 
 
 def test_repeat_mode_takes_k_updates_per_batch():
-    config = dataclasses.replace(CONFIG, reuse_mode="repeat")
+    """reuse_mode=repeat: one compiled learner step takes 2 AdamW updates on its batch, the
+    second from the weights the first left: the updates of two learner steps of the default
+    mode on that batch."""
+    # Without the cut in the step (--trim_padding): the repeats run the same gradient code
+    # either way, and the compiled cut is tested in
+    # test_compiled_step_equals_eager_and_follows_the_schedule. With it each repeat traces its
+    # gradient three times (the batch whole or in two halves), which took ~4 times the CPU.
+    config = dataclasses.replace(CONFIG, reuse_mode="repeat", trim_padding=False)
     net = make_network(config)
     optimizer = learning.make_optimizer(config)
-    stats = learning.make_train_step(net, optimizer, config)(make_batch(), tf.constant(0, tf.int64))
+    step = learning.make_train_step(net, optimizer, config)
+    # At one update's frames: the first update already moves the weights (lr > 0 past update 0).
+    per_update = CONFIG.frames_per_learner_step
+    stats = step(make_batch(), tf.constant(per_update, tf.int64))
     assert int(optimizer.iterations.numpy()) == 2
     # The second update reads the schedules one update on (the stats are the last update's).
-    lr = float(schedules.warmup_linear_decay(1, 1e-3, 2, config.gradient_updates))
+    lr = float(schedules.warmup_linear_decay(2, 1e-3, 2, config.gradient_updates))
     assert float(stats["optimizer/learning_rate"]) == pytest.approx(lr, rel=1e-5)
+    reference = make_network()
+    one_update = learning.make_train_step(reference, learning.make_optimizer(CONFIG), CONFIG)
+    for k in (1, 2):
+        one_update.python_function(make_batch(), tf.constant(k * per_update, tf.int64))
+    for a, b in zip(reference.trainable_variables, net.trainable_variables):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+    initial = [v.numpy() for v in make_network().trainable_variables]
+    assert any(not np.allclose(a, b) for a, b in zip(initial, net.trainable_variables))
     # A learner step then trains one batch of new frames (not half of one).
     assert config.frames_per_learner_step == 2 * CONFIG.frames_per_learner_step
 
@@ -190,17 +209,22 @@ def test_network_is_dices():
 
 
 def test_microbatches_give_the_whole_batch_gradient():
-    """Three slices of one sequence, each weighted by its real trained steps (7, 7 and 4 of
-    18), update the weights exactly as the whole batch does."""
+    """Three slices of one sequence, each weighted by its real trained steps (6, 6 and 3 of
+    15; the short one cut after its last real step, 8 positions of 11), update the weights
+    exactly as the whole batch does (eager: the arithmetic is the same compiled; the compiled
+    slices and their order are tested in tests/common/burn_in/test_burn_in_learning.py)."""
+    frames = tf.constant(2 * CONFIG.frames_per_learner_step, tf.int64)  # past the warm-up's lr 0
     weights, stats = {}, {}
     for parts in (1, 3):
         config = dataclasses.replace(CONFIG, learner_microbatches=parts).validate()
         net = make_network(config)
         step = learning.make_train_step(net, learning.make_optimizer(config), config)
-        stats[parts] = step(make_batch(), tf.constant(0, tf.int64))
+        stats[parts] = step.python_function(make_batch(), frames)
         weights[parts] = [v.numpy() for v in net.trainable_variables]
     for whole, sliced in zip(weights[1], weights[3]):
         np.testing.assert_allclose(whole, sliced, rtol=1e-4, atol=1e-6)
+    initial = [v.numpy() for v in make_network().trainable_variables]
+    assert any(not np.allclose(a, b) for a, b in zip(initial, weights[3]))  # the update moved
     for key in ("loss/total", "loss/v", "loss/q", "loss/pi", "optimizer/grad_norm"):
         assert float(stats[3][key]) == pytest.approx(float(stats[1][key]), rel=1e-5)
     with pytest.raises(ValueError, match="--learner_microbatches=2 must divide --batch_size=3"):
@@ -230,7 +254,7 @@ def test_greedy_evaluation_plays_argmax_a(tmp_path):
     config = dataclasses.replace(CONFIG, eval_policy="greedy").validate()
     assert acting.behaviour_spec(config).evaluation == "best"
     # The evaluator the experiment describes is greedy; by default it plays the best region.
-    experiment = builder.PAPER.build_experiment(config, str(tmp_path))
+    experiment = builder_lib.build_experiment(builder.DiceBuilder(config), str(tmp_path))
     assert experiment.evaluator.greedy
     assert config_lib.DiceConfig(env="CartPole", network="mlp").eval_policy == "best_region"
     B = 64

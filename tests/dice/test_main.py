@@ -57,7 +57,7 @@ def test_minatar_takes_the_protocols_choice_and_table_5_restores_the_papers():
     from dice import builder
 
     def config(env, ablation=None, **given):
-        made = cli.make_config(builder.PAPER, dict(env=env, **given), ablation)
+        made = cli.make_config(builder.DiceBuilder, dict(env=env, **given), ablation)
         return made.learning_rate, made.batch_size, made.gradient_updates
 
     # Trial 9 of docs/results/minatar_protocol/dice.csv; 1M frames of items of 80 steps, each

@@ -168,6 +168,11 @@ def test_cutting_the_padding_after_every_game_changes_no_loss_and_no_update(conf
 def test_compiled_step_equals_eager_and_follows_the_schedule(config):
     """On GDI-H3 (the I3 step is the same code with one network; the burn-in test covers it);
     compiling takes most of this test's time on a shared CPU."""
+    # Without the cut in the step (--trim_padding): it is the shared learner's code around the
+    # loss, compiled in tests/dice/test_learning.py and tests/common/burn_in (and run by the
+    # system tests), and it traces the loss and its gradient three times (the batch whole or in
+    # two halves), which took ~4 times the CPU here.
+    config = dataclasses.replace(config, trim_padding=False)
     weights = {}
     for compiled in (False, True):
         nets, heads = make_models(config)
@@ -207,10 +212,9 @@ def test_micro_batches_give_the_whole_batch_s_update():
         nets, heads = make_models(config)
         optimizer = learning.make_optimizer(config)
         step = learning.make_train_step(nets, heads, optimizer, config).python_function
-        # Past the warm-up's zero learning rate.
-        stats.append(
-            [step(make_batch(config, seed), tf.constant(0, tf.int64)) for seed in range(3)]
-        )
+        # Past the warm-up's zero learning rate, so that the weights move.
+        frames = tf.constant(2 * config.frames_per_learner_step, tf.int64)
+        stats.append([step(make_batch(config, seed), frames) for seed in range(3)])
         weights.append([v.numpy() for v in learning.trainable_variables(nets, heads)])
     for whole, sliced in zip(*stats):
         # The gradient's norm (before the clip) is sensitive to how the slices are weighted.
@@ -218,6 +222,9 @@ def test_micro_batches_give_the_whole_batch_s_update():
             assert float(whole[key]) == pytest.approx(float(sliced[key]), rel=1e-4), key
     for whole, sliced in zip(*weights):
         np.testing.assert_allclose(whole, sliced, rtol=1e-4, atol=1e-6)
+    nets, heads = make_models(H3_CONFIG)
+    initial = [v.numpy() for v in learning.trainable_variables(nets, heads)]
+    assert any(not np.allclose(a, b) for a, b in zip(initial, weights[1]))
 
 
 def test_h3_networks_see_their_own_reward_shaping():

@@ -24,6 +24,7 @@ import pytest
 import tensorflow as tf
 
 from common.runtime import agent as agent_lib
+from common.experiments import builder as builder_lib
 from common.launchers import launch
 from common.launchers.supervisor import Supervisor
 from common.replay import replay
@@ -115,7 +116,7 @@ def test_resume_train_with_an_actor_and_replace_a_killed_actor(killed_run):
         eval_interval_s=0,
         log_interval_s=1.0,
     ).validate()
-    experiment = impala_builder.PAPER.build_experiment(config, logdir)
+    experiment = builder_lib.build_experiment(impala_builder.ImpalaBuilder(config), logdir)
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)

@@ -129,19 +129,24 @@ def test_rewards_and_discounts_are_each_network_s_own():
 
 
 def test_compiled_step_equals_eager_and_each_network_has_its_own_adamw():
+    # Without the cut in the step (--trim_padding): it is the shared learner's code around the
+    # loss, compiled in tests/dice/test_learning.py and tests/common/burn_in (and run by the
+    # system test), and it traces the three networks' losses and gradients three times (the
+    # batch whole or in two halves), which took ~4 times the CPU here.
+    config = dataclasses.replace(CONFIG, trim_padding=False)
     weights = {}
     for compiled in (False, True):
-        population, dynamics = make_learner_parts()
+        population, dynamics = make_learner_parts(config)
         optimizer = learning.PopulationOptimizer(
-            CONFIG, learning.trained_variables(population, dynamics, CONFIG)
+            config, learning.trained_variables(population, dynamics, config)
         )
-        step = learning.make_train_step(population, dynamics, optimizer, CONFIG)
+        step = learning.make_train_step(population, dynamics, optimizer, config)
         run = step if compiled else step.python_function
         # A full batch a step: the learner's frames before step k are k steps' worth.
-        frames = [tf.constant(k * CONFIG.frames_per_learner_step, tf.int64) for k in range(3)]
+        frames = [tf.constant(k * config.frames_per_learner_step, tf.int64) for k in range(3)]
         stats = [run(make_batch(k), frames[k]) for k in range(3)]
         weights[compiled] = [v.numpy() for n in population for v in n.trainable_variables]
-        total = CONFIG.gradient_updates
+        total = config.gradient_updates
         for k, s in enumerate(stats):
             lr = float(schedules.warmup_linear_decay(k, 1e-3, 2, total))
             assert float(s["optimizer/learning_rate"]) == pytest.approx(lr, rel=1e-5)

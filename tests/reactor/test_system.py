@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from common.runtime import agent as agent_lib
+from common.experiments import builder as builder_lib
 from common.launchers import launch
 from common.launchers.supervisor import Supervisor
 from common.replay import patterns
@@ -75,7 +76,7 @@ def test_priorities_change_in_reverb_and_the_target_lags_by_the_period(tmp_path)
     config = config_lib.ReactorConfig(
         **dict(config_lib.CARTPOLE_OVERRIDES, env="CartPole", priority_exponent=0.01, **SMALL)
     ).validate()
-    experiment = reactor_builder.PAPER.build_experiment(config, str(tmp_path))
+    experiment = builder_lib.build_experiment(reactor_builder.ReactorBuilder(config), str(tmp_path))
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)

@@ -166,3 +166,75 @@ def test_the_evaluator_reads_the_lowest_index_actor_s_state(tmp_path):
     for name in ["actor_12.npz", "actor_5.npz", "actor_3.npz.tmp.npz", "evaluator.npz"]:
         open(os.path.join(directory, "behaviour", name), "w").close()
     assert behaviour_lib.first_actor_state(directory) == behaviour_lib.state_path(directory, 5)
+
+
+def play(selector, games: int, seed: int) -> None:
+    """`games` rounds of games whose return grows with eta, on every env."""
+    rng = np.random.default_rng(seed)
+    for _ in range(games):
+        selector.end_games(selector.params["eta"] + rng.normal(0, 0.1, selector.num_envs))
+
+
+def statistics(selector) -> dict[str, np.ndarray]:
+    return {k: v for k, v in selector.state_dict().items() if not k.endswith("rng")}
+
+
+def test_an_actor_running_across_a_resume_rolls_back_to_the_checkpoint_s_state(tmp_path):
+    # An actor host of a multi-host run outlives the learner's restart: the learner puts the
+    # checkpoint's files back and marks the folder; the actor, at its next save, takes the
+    # checkpoint's state instead of writing its newer one over it.
+    directory, kept = str(tmp_path / "run"), str(tmp_path / "kept")
+    path = behaviour_lib.state_path(directory, actor_id=4)
+    actor = behaviour_lib.Behaviour(SPEC, 2, seed=0, state_path=path)
+    play(actor, 10, seed=0)
+    actor.save()
+    behaviour_lib.keep_states(directory, kept)  # the checkpoint
+    at_checkpoint = statistics(actor)
+    play(actor, 15, seed=1)
+    actor.save()
+    after_checkpoint = statistics(actor)
+    assert counts(actor, 0) == 25
+    # A save with no resume in between keeps the actor's own state.
+    actor.save()
+    assert counts(actor, 0) == 25
+    behaviour_lib.restore_states(directory, kept)  # the learner resumes from the checkpoint
+    with np.load(path) as restored:  # the file is the checkpoint's again ...
+        assert restored["0/selector0/bandit0/counts"].sum() == 10
+    play(actor, 2, seed=2)  # ... while the actor still holds its newer state and plays on
+    actor.save()
+    assert counts(actor, 0) == 10  # rolled back: the games since the resume are not kept either
+    for key, value in at_checkpoint.items():
+        np.testing.assert_array_equal(statistics(actor)[key], value)
+    assert any(not np.array_equal(after_checkpoint[k], v) for k, v in statistics(actor).items())
+    with np.load(path) as saved:
+        for key, value in at_checkpoint.items():
+            np.testing.assert_array_equal(saved[key], value)
+    # The roll-back happens once: the next games add to the checkpoint's state.
+    play(actor, 3, seed=3)
+    actor.save()
+    assert counts(actor, 0) == 13
+    # An actor that starts after the resume loads the restored file and never rolls back.
+    later = behaviour_lib.Behaviour(
+        SPEC, 2, seed=7, state_path=behaviour_lib.state_path(directory, 5)
+    )
+    play(later, 4, seed=4)
+    later.save()
+    assert counts(later, 0) == 4
+
+
+def test_a_resume_whose_checkpoint_kept_no_file_of_an_actor_gives_it_new_bandits(tmp_path):
+    directory = str(tmp_path / "run")
+    path = behaviour_lib.state_path(directory, actor_id=0)
+    actor = behaviour_lib.Behaviour(SPEC, 2, seed=0, state_path=path)
+    play(actor, 6, seed=0)
+    actor.save()
+    other = behaviour_lib.state_path(directory, actor_id=1)
+    behaviour_lib.Behaviour(SPEC, 2, seed=1, state_path=other).save()
+    behaviour_lib.restore_states(directory, None)  # the run starts over: no state at all
+    assert sorted(os.listdir(os.path.dirname(path))) == [behaviour_lib.RESTORED]
+    actor.save()
+    assert counts(actor, 0) == counts(actor, 1) == 0
+    fresh = behaviour_lib.Behaviour(SPEC, 2, seed=0, state_path=None)
+    for key, value in statistics(fresh).items():
+        np.testing.assert_array_equal(statistics(actor)[key], value)
+    assert os.path.exists(path) and not os.path.exists(other)

@@ -309,9 +309,9 @@ def test_atari_without_screens_shows_the_grayscale_frames(tmp_path):
 
 def plan(*argv: str) -> cli.Plan:
     flag_values = flags.FlagValues()
-    cli.define_flags(impala_builder.PAPER, flag_values)
+    cli.define_flags(impala_builder.ImpalaBuilder, flag_values)
     rest = dataclass_flags.parse_flags(["prog", *argv], flag_values)
-    return cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
+    return cli.plan_from_flags(impala_builder.ImpalaBuilder, rest, flag_values)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import typing
 import pytest
 from absl import flags
 
+from common.experiments import builder as builder_lib
 from common.experiments import cli
 
 from common.experiments import dataclass_flags
@@ -30,27 +31,28 @@ CONFIG_CLASSES = (
 )
 
 
-def _no_builder(config):
-    raise AssertionError("a test of the command line built an agent")
+class _NoBuilder(builder_lib.Builder):
+    """A paper for the tests of the command line alone: making its builder fails."""
+
+    def __new__(cls, *args, **kwargs):
+        raise AssertionError("a test of the command line built an agent")
 
 
-def _paper(config_class, **kwargs) -> cli.Paper:
-    return cli.Paper(
-        name=config_class.__name__.lower(),
-        config_class=config_class,
-        builder=_no_builder,
-        **kwargs,
-    )
+def _paper(config_class, **kwargs) -> type[builder_lib.Builder]:
+    """A paper of `config_class`, named after it, with the class attributes `kwargs` (the
+    `common.experiments.builder.Builder` defaults for the others)."""
+    attributes = dict(name=config_class.__name__.lower(), config_class=config_class, **kwargs)
+    return type(f"{config_class.__name__}Builder", (_NoBuilder,), attributes)
 
 
-def _parsed(paper: cli.Paper, *argv: str) -> tuple[flags.FlagValues, list[str]]:
+def _parsed(paper: type[builder_lib.Builder], *argv: str) -> tuple[flags.FlagValues, list[str]]:
     """A fresh FlagValues with `paper`'s flags, parsed from `argv`."""
     flag_values = flags.FlagValues()
     cli.define_flags(paper, flag_values)
     return flag_values, dataclass_flags.parse_flags(["prog", *argv], flag_values)
 
 
-def _plan(paper: cli.Paper, *argv: str) -> cli.Plan:
+def _plan(paper: type[builder_lib.Builder], *argv: str) -> cli.Plan:
     flag_values, rest = _parsed(paper, *argv)
     return cli.plan_from_flags(paper, rest, flag_values)
 
@@ -163,7 +165,7 @@ def test_unparsable_values_are_one_line_naming_the_flag(config_class, argv, mess
 
 def test_numbers_and_booleans_as_people_write_them():
     flag_values, _ = _parsed(
-        impala_builder.PAPER,
+        impala_builder.ImpalaBuilder,
         "--total_frames=2e6",
         "--nouse_lstm",
         "--lr_anneal=false",
@@ -247,7 +249,7 @@ def test_a_minatar_warm_up_keeps_its_atari_share_of_any_budget_s_updates(
 )
 def test_env_names_as_users_write_them(written, canonical):
     assert cli.normalise_env(written) == canonical
-    plan = _plan(impala_builder.PAPER, f"--env={written}")
+    plan = _plan(impala_builder.ImpalaBuilder, f"--env={written}")
     assert plan.config.env == canonical
     assert plan.config.network == ("mlp" if canonical == "CartPole" else "deep")
 
@@ -287,13 +289,13 @@ def test_unknown_envs_and_cartpole_where_the_paper_has_no_cartpole():
 )
 def test_minatar_names_as_users_write_them(written, canonical):
     assert cli.normalise_env(written) == canonical
-    plan = _plan(impala_builder.PAPER, f"--env={written}")
+    plan = _plan(impala_builder.ImpalaBuilder, f"--env={written}")
     assert plan.config.env == canonical
     assert plan.config.network == "minatar"  # IMPALA's "MinAtar" env defaults, for every game
     assert plan.config.frames_per_step == 1  # MinAtar repeats no action
     # One directory per run, not runs/impala_MinAtar/<game>.
     assert (
-        cli.default_logdir(impala_builder.PAPER, plan)
+        cli.default_logdir(impala_builder.ImpalaBuilder, plan)
         == f"runs/impala_{canonical.replace('/', '_')}"
     )
 
@@ -392,15 +394,15 @@ def test_env_defaults_by_exact_name_over_the_family_key():
 
 
 def test_impala_cartpole_is_the_config_module_s_cartpole():
-    assert _plan(impala_builder.PAPER, "--env=CartPole", "--batch_size=16").config == (
+    assert _plan(impala_builder.ImpalaBuilder, "--env=CartPole", "--batch_size=16").config == (
         impala_config.default_config("CartPole", batch_size=16)
     )
-    assert _plan(impala_builder.PAPER).config == impala_config.ImpalaConfig()
+    assert _plan(impala_builder.ImpalaBuilder).config == impala_config.ImpalaConfig()
 
 
 def test_validation_errors_name_the_flag():
     with pytest.raises(dataclass_flags.FlagError, match=r"^--discount=1.5 must be in \[0, 1\]$"):
-        _plan(impala_builder.PAPER, "--discount=1.5")
+        _plan(impala_builder.ImpalaBuilder, "--discount=1.5")
     with pytest.raises(
         dataclass_flags.FlagError, match="^--bandit_widths=.. must be a non-empty tuple"
     ):
@@ -422,19 +424,28 @@ def test_seeds_flag_is_a_count_or_a_list():
 
 
 def test_one_run_of_a_variant_and_a_seed():
-    plan = _plan(impala_builder.PAPER)
+    plan = _plan(impala_builder.ImpalaBuilder)
     assert not plan.several_runs and plan.ablation is None and plan.seeds == (0,)
-    assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_Pong"
+    assert cli.default_logdir(impala_builder.ImpalaBuilder, plan) == "runs/impala_Pong"
     plan = _plan(
-        impala_builder.PAPER, "--ablations=no_correction", "--seeds=1", "--seed=7", "--env=breakout"
+        impala_builder.ImpalaBuilder,
+        "--ablations=no_correction",
+        "--seeds=1",
+        "--seed=7",
+        "--env=breakout",
     )
     assert not plan.several_runs and plan.ablation == "no_correction"
     assert (plan.config.correction, plan.config.seed) == ("no_correction", 0)  # --seeds wins
-    assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_Breakout_no_correction"
-    plan = _plan(impala_builder.PAPER, "--seed=4", "--role=learner", "--replay_address=a:1")
+    assert (
+        cli.default_logdir(impala_builder.ImpalaBuilder, plan)
+        == "runs/impala_Breakout_no_correction"
+    )
+    plan = _plan(impala_builder.ImpalaBuilder, "--seed=4", "--role=learner", "--replay_address=a:1")
     assert plan.seeds == (4,) and plan.config.seed == 4 and plan.settings.role == "learner"
     assert plan.settings.first_actor == 0
-    plan = _plan(impala_builder.PAPER, "--role=actor", "--replay_address=a:1", "--first_actor=4")
+    plan = _plan(
+        impala_builder.ImpalaBuilder, "--role=actor", "--replay_address=a:1", "--first_actor=4"
+    )
     assert plan.settings.first_actor == 4
 
 
@@ -449,15 +460,15 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
         "--logdir=/tmp/x",
         "--entropy_cost=0.02",
     )
-    flag_values, rest = _parsed(impala_builder.PAPER, *argv)
-    plan = cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
+    flag_values, rest = _parsed(impala_builder.ImpalaBuilder, *argv)
+    plan = cli.plan_from_flags(impala_builder.ImpalaBuilder, rest, flag_values)
     assert plan.several_runs and plan.variants == ("vtrace", "no_correction")
     assert plan.seeds == (0, 1)
     from common.experiments import ablation_runner
 
     calls = []
     monkeypatch.setattr(ablation_runner, "run_ablations", lambda *a, **k: calls.append((a, k)))
-    cli.run_several(impala_builder.PAPER, plan, flag_values)
+    cli.run_several(impala_builder.ImpalaBuilder, plan, flag_values)
     ((args, kwargs),) = calls
     assert args == (
         "impala.main",
@@ -468,14 +479,16 @@ def test_several_runs_go_to_the_ablation_runner(monkeypatch):
     )
     assert kwargs == dict(parallel=2, game="Pong")
     # Seeds alone run the paper's default variant; CartPole has no HNS.
-    plan = _plan(impala_builder.PAPER, "--seeds=3", "--env=CartPole")
+    plan = _plan(impala_builder.ImpalaBuilder, "--seeds=3", "--env=CartPole")
     assert plan.variants == ("vtrace",) and plan.seeds == (0, 1, 2)
-    assert cli.default_logdir(impala_builder.PAPER, plan) == "runs/impala_CartPole_ablations"
+    assert (
+        cli.default_logdir(impala_builder.ImpalaBuilder, plan) == "runs/impala_CartPole_ablations"
+    )
     # Nor has MinAtar: not Atari Breakout's HNS for MinAtar Breakout.
     calls.clear()
-    flag_values, rest = _parsed(impala_builder.PAPER, "--env=breakout-minatar", "--seeds=2")
-    plan = cli.plan_from_flags(impala_builder.PAPER, rest, flag_values)
-    cli.run_several(impala_builder.PAPER, plan, flag_values)
+    flag_values, rest = _parsed(impala_builder.ImpalaBuilder, "--env=breakout-minatar", "--seeds=2")
+    plan = cli.plan_from_flags(impala_builder.ImpalaBuilder, rest, flag_values)
+    cli.run_several(impala_builder.ImpalaBuilder, plan, flag_values)
     ((args, kwargs),) = calls
     assert args[3] == "runs/impala_MinAtar_Breakout-v0_ablations"
     assert args[4] == ["--env=MinAtar/Breakout-v0"] and kwargs["game"] is None
@@ -531,11 +544,18 @@ from common.experiments import cli
 from common.experiments import dataclass_flags
 
 if sys.argv[1] == "dice":
-    from dice import builder, config as dice_config
-    paper = cli.Paper("dice", dice_config.DiceConfig, builder.DiceBuilder)
+    from dice import builder
+
+    class DiceWithoutCartPole(builder.DiceBuilder):  # nor ablations, nor env defaults
+        ablations = {}
+        default_ablation = None
+        env_defaults = {}
+        cartpole = False
+
+    paper = DiceWithoutCartPole
 else:
     from impala import builder
-    paper = builder.PAPER
+    paper = builder.ImpalaBuilder
 try:
     cli.main(paper, argv=["prog", *sys.argv[2:]])
 except SystemExit as exit:
@@ -607,9 +627,9 @@ from absl import flags
 from common.experiments import cli
 from common.experiments import dataclass_flags
 from impala import builder
-cli.define_flags(builder.PAPER)
+cli.define_flags(builder.ImpalaBuilder)
 rest = dataclass_flags.parse_flags(["prog", *sys.argv[1:]])
-plan = cli.plan_from_flags(builder.PAPER, rest)
+plan = cli.plan_from_flags(builder.ImpalaBuilder, rest)
 print(json.dumps(dict(env=plan.config.env, variants=plan.variants,
                       imported=[m for m in ("tensorflow", "reverb") if m in sys.modules])))
 """

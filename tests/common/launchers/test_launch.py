@@ -18,6 +18,7 @@ from common.runtime import acting
 from common.runtime import agent as agent_lib
 from common.control import behaviour as behaviour_lib
 from common.launchers import actor_range
+from common.experiments import builder as builder_lib
 from common.experiments import cli
 from common.experiments import dataclass_flags
 from common.launchers import launch
@@ -139,16 +140,16 @@ class RecordingSupervisor:
 
 
 def dice_experiment(logdir, num_actors=2):
-    config = cli.make_config(dice_builder.PAPER, dict(env="CartPole", num_actors=num_actors))
-    return dice_builder.PAPER.build_experiment(config, str(logdir))
+    config = cli.make_config(dice_builder.DiceBuilder, dict(env="CartPole", num_actors=num_actors))
+    return builder_lib.build_experiment(dice_builder.DiceBuilder(config), str(logdir))
 
 
 def test_actors_save_their_bandits_as_often_as_the_run_checkpoints(tmp_path):
     def saved_after(checkpoint_interval_s, wait_s):
         config = dict(env="CartPole", checkpoint_interval_s=checkpoint_interval_s)
         logdir = str(tmp_path / f"{checkpoint_interval_s}_{wait_s}")
-        experiment = dice_builder.PAPER.build_experiment(
-            cli.make_config(dice_builder.PAPER, config), logdir
+        experiment = builder_lib.build_experiment(
+            dice_builder.DiceBuilder(cli.make_config(dice_builder.DiceBuilder, config)), logdir
         )
         settings = launch.actor_settings(experiment, 0)
         selector = acting.make_behaviour(experiment.agent.behaviour, settings)
@@ -304,7 +305,7 @@ def test_the_local_role_holds_its_actors_range_while_it_runs(tmp_path):
     config = impala_config.default_config(
         "CartPole", num_actors=2, envs_per_actor=2, total_frames=10**8, eval_interval_s=0
     ).validate()
-    experiment = impala_builder.PAPER.build_experiment(config, str(tmp_path))
+    experiment = builder_lib.build_experiment(impala_builder.ImpalaBuilder(config), str(tmp_path))
     spec = agent_lib.probe_env("CartPole", experiment.actor.protocol)
     server = launch.start_server(experiment, spec)
     address = replay.address_of(server)

@@ -120,10 +120,8 @@ def pattern_run(request, tmp_path_factory):
     settings = acting.ActorSettings(
         env="CartPole", num_envs=NUM_ENVS, seed=0, params_pull_interval=1000, state_dir=logdir
     )
-    counters = acting.run_actor(
-        settings, lstm_policy, pattern, address, behaviour=BEHAVIOUR, max_steps=ACTOR_STEPS
-    )
-    sizes = {table: info.current_size for table, info in client.server_info().items()}
+    # The learner first, as a run starts it: starting over, it clears the behaviour state a
+    # run before it left (common.runtime.learning), which would be this actor's.
     step = CheckingStep(reference.network, pattern)
     learner = learning.Learner(
         learning.LearnerSettings(
@@ -142,6 +140,10 @@ def pattern_run(request, tmp_path_factory):
         agent.signature(SPEC),
         agent.behaviour_names,
     )
+    counters = acting.run_actor(
+        settings, lstm_policy, pattern, address, behaviour=BEHAVIOUR, max_steps=ACTOR_STEPS
+    )
+    sizes = {table: info.current_size for table, info in client.server_info().items()}
     learner.run(max_steps=LEARNER_STEPS)
     learner.close()
     sampled = []

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.control import behaviour as behaviour_lib
 from common.runtime import agent as agent_lib
 from common.runtime import learning
 from common.runtime import runlog
@@ -205,9 +206,13 @@ def test_a_checkpoint_keeps_the_behaviour_state_that_a_resume_restores(queue, tm
         with np.load(states / name) as saved:
             return float(saved["value"])
 
-    write("actor_0.npz", 1.0)
+    write("actor_0.npz", 1.0)  # left by a run killed before its first checkpoint
     write("evaluator.npz", 7.0)
     learner, _, _ = make_learner(tmp_path, queue, behaviour_names=("eta",), max_checkpoints=2)
+    # Starting over, the run has no bandits yet: the stale ones go, and the resume is marked.
+    assert os.listdir(states) == [behaviour_lib.RESTORED]
+    assert behaviour_lib.read_restored(str(states))[1] is None
+    write("evaluator.npz", 7.0)
     for step, value in enumerate([1.0, 2.0, 3.0]):
         write("actor_0.npz", value)
         if step == 1:
@@ -225,7 +230,15 @@ def test_a_checkpoint_keeps_the_behaviour_state_that_a_resume_restores(queue, tm
     write("actor_2.npz.tmp.npz", 4.0)  # a save the kill interrupted
     resumed, _, _ = make_learner(tmp_path, queue, behaviour_names=("eta",), max_checkpoints=2)
     assert resumed.restored_from.endswith("ckpt-2")
-    assert sorted(os.listdir(states)) == ["actor_0.npz", "actor_1.npz", "evaluator.npz"]
+    assert sorted(os.listdir(states)) == [
+        "actor_0.npz",
+        "actor_1.npz",
+        "evaluator.npz",
+        behaviour_lib.RESTORED,
+    ]
+    # Actors running elsewhere across the resume find the kept state it restored (their roll-
+    # back: tests/common/control/test_behaviour.py).
+    assert behaviour_lib.read_restored(str(states))[1] == str(kept / "ckpt-2")
     assert (read("actor_0.npz"), read("actor_1.npz"), read("evaluator.npz")) == (3.0, 5.0, 7.0)
     resumed.close()
 
