@@ -17,6 +17,8 @@ from typing import Any
 from common.settings.config import (
     RETRACE_FORMS,
     REWARD_TRANSFORMS,
+    AdamSettings,
+    AtariSettings,
     RunSettings,
     at_least,
     atari_protocol_overrides,
@@ -50,7 +52,7 @@ SEQUENCE_OF_FRAMES = must_be(
 
 
 @dataclasses.dataclass(frozen=True)
-class ReactorConfig(RunSettings):
+class ReactorConfig(AtariSettings, AdamSettings, RunSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The run and
     process settings' help and checks (--env, --num_actors, --jit_compile, ...) are
     `common.settings.config.RunSettings`'; the paper's defaults for them are below."""
@@ -60,19 +62,8 @@ class ReactorConfig(RunSettings):
     # (footnote 4); emulator frames, not agent steps.
     frame_stack: int = field(1, "Frames per observation (the LSTM provides the history).", positive)
     # Table 3 input 84x84x1; §3.4.1 chose a recurrent network over frame stacking.
-    full_action_set: bool = field(False, "All 18 Atari actions, not the game's minimal set.")
-    # choice: the minimal set, the A3C / Rainbow convention.
-    noop_max: int = field(
-        30, "Random no-ops at episode start (training and evaluation).", non_negative
-    )
-    # §4.1: evaluated with "30 random no-op starts"; training: choice (not stated).
-    max_episode_frames: int = field(
-        108_000, "Episode cap in frames (a truncation, not an end).", positive
-    )
-    # choice: 30 minutes of play, the Atari convention.
-    sticky_action_probability: float = field(0.0, "Sticky-action probability.", unit_interval)
-    # choice: the 2017 no-op protocol predates sticky actions (as IMPALA's:
-    # docs/papers/impala.md#departures-from-the-paper).
+    full_action_set: bool = False  # choice: the minimal set, the A3C / Rainbow convention.
+    # noop_max, max_episode_frames, sticky_action_probability: `AtariSettings`' (§4.1, choices).
     reward_shaping: str = field(
         "clip", "Reward transform of the learner's targets.", one_of(REWARD_TRANSFORMS)
     )
@@ -132,10 +123,9 @@ class ReactorConfig(RunSettings):
 
     # --- Optimiser (§3.4.1) ----------------------------------------------------------------------
     learning_rate: float = field(5e-5, "Adam learning rate.", positive)  # §3.4.1: 5 x 10^-5
-    adam_beta1: float = field(0.0, "Adam beta1 ('momentum').", unit_interval)
-    # §3.4.1: "zero momentum"
-    adam_beta2: float = field(0.999, "Adam beta2.", unit_interval)  # choice: library default
-    adam_epsilon: float = field(1e-8, "Adam epsilon.", positive)  # choice: the default
+    adam_beta1: float = 0.0  # §3.4.1: "zero momentum"
+    adam_beta2: float = 0.999  # choice: the library default
+    adam_epsilon: float = 1e-8  # choice: the library default
     max_grad_norm: float = field(0.0, "Global gradient-norm clip (0 disables).", non_negative)
     # choice: none is mentioned.
 

@@ -30,6 +30,8 @@ from reactor import config as reactor_config
 PARTS = (
     common_config.ProcessSettings,
     common_config.RunSettings,
+    common_config.AtariSettings,
+    common_config.AdamSettings,
     burn_in_settings.BurnInLearnerSettings,
     burn_in_settings.BanditSettings,
 )
@@ -120,12 +122,11 @@ def declared(cls) -> set[str]:
 # share a name but not a meaning (each paper's `eval_policy` chooses among its own policies, its
 # `network` among its own torsos), the others are not yet in a part. The list may only shrink.
 NOT_YET_SHARED = frozenset(
-    "adam_beta1 adam_beta2 adam_epsilon aux_forward_weight aux_hidden aux_inverse_weight "
-    "bandit_eta_acc bandit_factorized bandit_learning_rates bandit_num_candidates bandit_space "
-    "bandit_ucb_scale burn_in clip_c_threshold clip_rho_threshold discount entropy_cost "
-    "eval_policy fixed_behaviour full_action_set learning_rate lstm_units max_episode_frames "
-    "max_grad_norm network noop_max replay_capacity retrace_form reward_shaping sequence_length "
-    "sticky_action_probability times_sampled".split()
+    "aux_forward_weight aux_hidden aux_inverse_weight bandit_eta_acc bandit_factorized "
+    "bandit_learning_rates bandit_num_candidates bandit_space bandit_ucb_scale burn_in "
+    "clip_c_threshold clip_rho_threshold discount entropy_cost eval_policy fixed_behaviour "
+    "full_action_set learning_rate lstm_units max_grad_norm network replay_capacity "
+    "retrace_form reward_shaping sequence_length times_sampled".split()
 )
 
 

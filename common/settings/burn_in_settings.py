@@ -13,6 +13,8 @@ from common.settings.config import (
     RETRACE_FORMS,
     REUSE_MODES,
     TORSOS,
+    AdamSettings,
+    AtariSettings,
     Config,
     Derived,
     RunSettings,
@@ -27,7 +29,7 @@ from common.settings.config import (
 
 
 @dataclasses.dataclass(frozen=True)
-class BurnInLearnerSettings(RunSettings):
+class BurnInLearnerSettings(AtariSettings, AdamSettings, RunSettings):
     """The fields DiCE, GDI and LBC share besides their behaviour controllers' (`BanditSettings`):
     the environment's knobs, the LSTM agent, its loss weights, AdamW, the sample-k replay of
     burn-in sequences and the actors, and the quantities derived from them; with the process
@@ -45,21 +47,7 @@ class BurnInLearnerSettings(RunSettings):
     # total_frames: `RunSettings`' 200M, DiCE Table 5 "Num. States 200M" read as frames, as its
     # Tables 2 and 3 print "Num. Frames 200M" (docs/papers/dice.md#errata); GDI Table 6 "Num.
     # Frames 200M". LBC: its own.
-    full_action_set: bool = field(True, "All 18 Atari actions.")
-    # DiCE Table 5, GDI Table 5, LBC Table 3: "Action Space Full".
-    noop_max: int = field(
-        30, "Random no-ops at episode start (training and evaluation).", non_negative
-    )
-    # DiCE Table 5 "Random No-ops 30"; GDI Table 5, LBC Table 3 "Random noops range 30".
-    max_episode_frames: int = field(
-        108_000, "Episode cap in frames (a truncation, not an end).", positive
-    )
-    # LBC Table 3 "Max episode length 30 min" = 108,000 frames (App. H.2 says 100K: errata in
-    # docs/papers/lbc.md#errata); DiCE: choice (not printed), 30 minutes of play, the usual
-    # Atari cap. GDI: its own.
-    sticky_action_probability: float = field(0.0, "Sticky-action probability.", unit_interval)
-    # GDI Table 5, LBC Table 3; DiCE: choice (not printed), as GDI's Table 5 states for the same
-    # agent.
+    # The Atari protocol's knobs: `AtariSettings`.
 
     # --- Network ---------------------------------------------------------------------------------
     network: str = field(
@@ -107,12 +95,7 @@ class BurnInLearnerSettings(RunSettings):
     # DiCE Table 5, GDI Table 6. LBC: its own.
     warmup_steps: int = field(4000, "Learner steps of linear warm-up from 0.", non_negative)
     # DiCE Table 5, GDI Table 6, LBC Table 3.
-    adam_beta1: float = field(0.9, "AdamW beta1.", unit_interval)
-    # DiCE Table 5, GDI Table 6, LBC Table 3.
-    adam_beta2: float = field(0.98, "AdamW beta2.", unit_interval)
-    # DiCE Table 5, GDI Table 6, LBC Table 3.
-    adam_epsilon: float = field(1e-6, "AdamW epsilon.", positive)
-    # DiCE Table 5, GDI Table 6, LBC Table 3.
+    # AdamW's betas and epsilon: `AdamSettings`.
     weight_decay: float = field(0.01, "AdamW weight decay, annealed linearly to 0.", non_negative)
     # DiCE Table 5, GDI Table 6, LBC Table 3.
     max_grad_norm: float = field(50.0, "Global gradient-norm clip (0 disables).", non_negative)

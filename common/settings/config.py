@@ -294,6 +294,43 @@ class RunSettings(ProcessSettings):
     eval_episodes: int = field(dataclasses.MISSING, "Episodes per evaluation.", positive)
 
 
+@dataclasses.dataclass(frozen=True)
+class AtariSettings(Config):
+    """The Atari protocol's knobs that a run trains and evaluates under alike
+    (`atari_protocol_overrides`): Reactor's, DiCE's, GDI's and LBC's (IMPALA evaluates under
+    its own). A default the papers print alike cites each; the others re-declare theirs."""
+
+    full_action_set: bool = field(True, "All 18 Atari actions, not the game's minimal set.")
+    # DiCE Table 5, GDI Table 5, LBC Table 3: "Action Space Full". Reactor: its own.
+    noop_max: int = field(
+        30, "Random no-ops at episode start (training and evaluation).", non_negative
+    )
+    # DiCE Table 5 "Random No-ops 30"; GDI Table 5, LBC Table 3 "Random noops range 30"; Reactor
+    # §4.1: evaluated with "30 random no-op starts" (training: choice, not stated).
+    max_episode_frames: int = field(
+        108_000, "Episode cap in frames (a truncation, not an end).", positive
+    )
+    # LBC Table 3 "Max episode length 30 min" = 108,000 frames (App. H.2 says 100K: errata in
+    # docs/papers/lbc.md#errata); DiCE and Reactor: choice (not printed), 30 minutes of play, the
+    # usual Atari cap. GDI: its own.
+    sticky_action_probability: float = field(0.0, "Sticky-action probability.", unit_interval)
+    # GDI Table 5, LBC Table 3; DiCE: choice (not printed), as GDI's Table 5 states for the same
+    # agent; Reactor: choice, the 2017 no-op protocol predates sticky actions (as IMPALA's:
+    # docs/papers/impala.md#departures-from-the-paper).
+
+
+@dataclasses.dataclass(frozen=True)
+class AdamSettings(Config):
+    """Adam's moment decays and epsilon: the burn-in papers' AdamW's, Reactor's Adam's."""
+
+    adam_beta1: float = field(0.9, "Adam(W) beta1 ('momentum').", unit_interval)
+    # DiCE Table 5, GDI Table 6, LBC Table 3. Reactor: its own.
+    adam_beta2: float = field(0.98, "Adam(W) beta2.", unit_interval)
+    # DiCE Table 5, GDI Table 6, LBC Table 3. Reactor: its own.
+    adam_epsilon: float = field(1e-6, "Adam(W) epsilon.", positive)
+    # DiCE Table 5, GDI Table 6, LBC Table 3. Reactor: its own.
+
+
 class Derived:
     """An env default computed from the run's final config (`resolve(config)`), after the flags
     given on the command line: `common.experiments.cli.make_config` resolves it unless the flag is
