@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from common.settings.burn_in_settings import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
+    BanditEnsembleSettings,
     BanditSettings,
     BurnInLearnerSettings,
     scaled_warmup,
@@ -32,7 +33,6 @@ from common.settings.config import (
     one_of,
     positive,
     positive_int_tuple,
-    tuple_of,
     unit_interval,
 )
 
@@ -42,13 +42,12 @@ PROTOCOL = "dice_gdi_lbc"
 ACTION_REPEAT = 4  # Table 5: "Num. Action Repeats 4"
 
 EVAL_POLICIES = ("best_region", "bandits", "greedy")
-BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.control.bandits.SPACES
 BANDIT_EDGES = ("valid", "zero_pad")
 ENTROPY_POLICIES = ("played", "tau_one")
 
 
 @dataclasses.dataclass(frozen=True)
-class DiceConfig(BanditSettings, BurnInLearnerSettings):
+class DiceConfig(BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields
     DiCE shares with GDI and LBC, and their Table 5 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are DiCE's own."""
@@ -87,22 +86,10 @@ class DiceConfig(BanditSettings, BurnInLearnerSettings):
     # §4.3: the baseline replaces "Sample tau ~ Omega" by tau = 1 and never updates Omega.
     fixed_eta: float = field(1.0, "Inverse temperature 1/tau of --fixed_behaviour.", non_negative)
     # §4.3.
-    bandit_space: str = field(
-        "log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.", one_of(BANDIT_SPACES)
-    )
-    # choice: x = log(1 + 1/tau) (App. A) over Table 5's range of 1/tau.
+    # bandit_space, bandit_num_candidates, bandit_ucb_scale, bandit_learning_rates:
+    # `BanditEnsembleSettings`' (Table 5, App. A).
     bandit_num_blocks: int = field(50, "Tiles of the search range.", positive)
     # choice: acc is not printed (App. A); 50 tiles, as GDI's accuracy 1.0 on [0, 50].
-    bandit_num_candidates: int = field(7, "Candidates each bandit offers.", positive)
-    # Table 5 "Num. Bandit Candidates 7".
-    bandit_ucb_scale: float = field(1.0, "UCB coefficient c.", non_negative)
-    # Table 5 "Bandit UCB Scaling".
-    bandit_learning_rates: tuple[float, ...] = field(
-        (0.05, 0.1, 0.2),
-        "Each bandit's learning rate is drawn from these.",
-        tuple_of("in (0, 1]", lambda v: 0 < v <= 1),
-    )
-    # Table 5 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
     bandit_widths: tuple[int, ...] = field(
         (1, 2, 3), "Each bandit's tiling width is drawn from.", positive_int_tuple
     )

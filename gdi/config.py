@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from common.settings.burn_in_settings import (
     BURN_IN_CARTPOLE,
     BURN_IN_MINATAR,
+    BanditEnsembleSettings,
     BanditSettings,
     BurnInLearnerSettings,
     scaled_warmup,
@@ -42,7 +43,6 @@ from common.settings.config import (
     ordered_pair,
     positive,
     positive_int_tuple,
-    tuple_of,
     unit_interval,
 )
 
@@ -57,7 +57,6 @@ PG_MODES = ("log_mixture", "tau_free")
 EVAL_POLICIES = ("bandits", "best_region")
 # Eq. (2)'s lambda = (1/tau_1, 1/tau_2, eps), by the names gdi.controller.GdiController gives them.
 BEHAVIOUR_PARAMS = ("eta1", "eta2", "epsilon")
-BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")  # common.control.bandits.SPACES
 
 # --selected_params: distinct names of BEHAVIOUR_PARAMS.
 DISTINCT_BEHAVIOUR_PARAMS = Check(
@@ -74,7 +73,7 @@ DISTINCT_BEHAVIOUR_PARAMS = Check(
 
 
 @dataclasses.dataclass(frozen=True)
-class GdiConfig(BanditSettings, BurnInLearnerSettings):
+class GdiConfig(BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields GDI
     shares with DiCE and LBC, and their Table 5-6 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are GDI's own."""
@@ -138,11 +137,8 @@ class GdiConfig(BanditSettings, BurnInLearnerSettings):
         DISTINCT_BEHAVIOUR_PARAMS,
     )
     # Table 20: GDI-I3/H3 select all of (1/tau_1, 1/tau_2, eps); the GDI-I1 ablations one of them.
-    bandit_space: str = field(
-        "log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.", one_of(BANDIT_SPACES)
-    )
-    # choice (App. G and Table 6 disagree, docs/papers/gdi.md#errata): x = log(1 + 1/tau)
-    # (App. G) over Table 6's range of 1/tau.
+    # bandit_space, bandit_ucb_scale, bandit_learning_rates: `BanditEnsembleSettings`' (Table 6,
+    # App. G).
     bandit_factorized: bool = field(True, "One ensemble per coordinate, or one on the 3-D grid.")
     # choice: App. G's joint 25,000-block grid locks in
     # (docs/papers/gdi.md#departures-from-the-paper).
@@ -156,16 +152,7 @@ class GdiConfig(BanditSettings, BurnInLearnerSettings):
         0.1, "Block width of the epsilon range [0, 1].", all_of(positive, unit_interval)
     )
     # Table 6
-    bandit_num_candidates: int = field(3, "Candidates each bandit offers.", positive)
-    # Table 6 "Num. Bandit Candidates 3".
-    bandit_ucb_scale: float = field(1.0, "UCB coefficient c.", non_negative)
-    # Table 6 "Bandit UCB Scaling".
-    bandit_learning_rates: tuple[float, ...] = field(
-        (0.05, 0.1, 0.2),
-        "Each bandit's learning rate is drawn from these.",
-        tuple_of("in (0, 1]", lambda v: 0 < v <= 1),
-    )
-    # Table 6 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
+    bandit_num_candidates: int = 3  # Table 6 "Num. Bandit Candidates 3"
     bandit_num_tilings: tuple[int, ...] = field(
         (2, 3, 4), "Each bandit's tiling count from.", positive_int_tuple
     )

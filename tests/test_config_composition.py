@@ -34,6 +34,7 @@ PARTS = (
     common_config.AdamSettings,
     burn_in_settings.BurnInLearnerSettings,
     burn_in_settings.BanditSettings,
+    burn_in_settings.BanditEnsembleSettings,
 )
 CONFIGS = (
     impala_config.ImpalaConfig,
@@ -123,10 +124,9 @@ def declared(cls) -> set[str]:
 # `network` among its own torsos), the others are not yet in a part. The list may only shrink.
 NOT_YET_SHARED = frozenset(
     "aux_forward_weight aux_hidden aux_inverse_weight bandit_eta_acc bandit_factorized "
-    "bandit_learning_rates bandit_num_candidates bandit_space bandit_ucb_scale burn_in "
-    "clip_c_threshold clip_rho_threshold discount entropy_cost eval_policy fixed_behaviour "
-    "full_action_set learning_rate lstm_units max_grad_norm network replay_capacity "
-    "retrace_form reward_shaping sequence_length times_sampled".split()
+    "burn_in clip_c_threshold clip_rho_threshold discount entropy_cost eval_policy "
+    "fixed_behaviour full_action_set learning_rate lstm_units max_grad_norm network "
+    "replay_capacity retrace_form reward_shaping sequence_length times_sampled".split()
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Self
 
 from common.settings.config import (
     BANDIT_SELECTIONS,
+    BANDIT_SPACES,
     CONTROLLER_SCOPES,
     Q_CENTERINGS,
     RETRACE_FORMS,
@@ -24,7 +25,7 @@ from common.settings.config import (
     one_of,
     positive,
     prefixed_kwargs,
-    unit_interval,
+    tuple_of,
 )
 
 
@@ -269,6 +270,29 @@ class BanditSettings(Config):
                 f"--eval_policy={eval_policy} needs bandits that learn "
                 "(--bandit_selection=bandits, no --fixed_behaviour); use --eval_policy=bandits"
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class BanditEnsembleSettings(Config):
+    """What DiCE's and GDI's ensembles of sliding-window UCB bandits share (Agent57's meta-
+    controller, as both papers print it); LBC's populations are its own. Read with the other
+    `bandit_` fields by `BanditSettings.bandit_kwargs`."""
+
+    bandit_space: str = field(
+        "log1p", "Bandit coordinate: log1p, inv_tau or exp_literal.", one_of(BANDIT_SPACES)
+    )
+    # choice: x = log(1 + 1/tau) over the tables' range of 1/tau (DiCE App. A; GDI App. G, where
+    # App. G and Table 6 disagree: docs/papers/gdi.md#errata).
+    bandit_num_candidates: int = field(7, "Candidates each bandit offers.", positive)
+    # DiCE Table 5 "Num. Bandit Candidates 7". GDI: its own.
+    bandit_ucb_scale: float = field(1.0, "UCB coefficient c.", non_negative)
+    # DiCE Table 5, GDI Table 6 "Bandit UCB Scaling".
+    bandit_learning_rates: tuple[float, ...] = field(
+        (0.05, 0.1, 0.2),
+        "Each bandit's learning rate is drawn from these.",
+        tuple_of("in (0, 1]", lambda v: 0 < v <= 1),
+    )
+    # DiCE Table 5, GDI Table 6 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
 
 
 # choice: CartPole, to check the burn-in agents end to end in minutes on a CPU: an MLP torso, a

@@ -58,6 +58,9 @@ CONTROLLER_SCOPES = ("per_env", "global")
 # common.control.bandits.SELECTIONS: how the behaviour parameters are chosen (a test asserts both
 # agree).
 BANDIT_SELECTIONS = ("bandits", "uniform", "uniform_coordinate")
+# common.control.bandits.SPACES: the coordinate DiCE's and GDI's bandits tile (a test asserts both
+# agree).
+BANDIT_SPACES = ("log1p", "inv_tau", "exp_literal")
 # How `common.burn_in.dynamics` scores the forward-dynamics prediction (GDI, LBC).
 FORWARD_LOSSES = ("half_sum_squares", "mse")
 
