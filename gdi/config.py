@@ -31,6 +31,7 @@ from common.settings.burn_in_settings import (
     BanditEnsembleSettings,
     BanditSettings,
     BurnInLearnerSettings,
+    DynamicsSettings,
     scaled_warmup,
 )
 from common.settings.config import (
@@ -73,7 +74,7 @@ DISTINCT_BEHAVIOUR_PARAMS = Check(
 
 
 @dataclasses.dataclass(frozen=True)
-class GdiConfig(BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
+class GdiConfig(DynamicsSettings, BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields GDI
     shares with DiCE and LBC, and their Table 5-6 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are GDI's own."""
@@ -104,16 +105,7 @@ class GdiConfig(BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
     # the shared torso is our option (one torso pass per step, one set of dynamics heads on its
     # embeddings; each network keeps its LSTM, fed its own shaped reward; see
     # docs/papers/gdi.md#options-and-readings-that-are-not-departures).
-    aux_forward_weight: float = field(
-        1.0, "Weight of the forward-dynamics auxiliary loss.", non_negative
-    )
-    # Table 6 "Auxiliary Forward Dynamic Task Yes"; choice (no weight printed): 1.
-    aux_inverse_weight: float = field(
-        1.0, "Weight of the inverse-dynamics auxiliary loss.", non_negative
-    )
-    # Table 6 "Auxiliary Inverse Dynamic Task Yes"; choice (no weight printed): 1.
-    aux_hidden: int = field(256, "Hidden units of the forward and inverse dynamics MLPs.", positive)
-    # choice (no size printed): hidden size 256, the torso's width.
+    # The auxiliary dynamics tasks (Table 6): `DynamicsSettings`.
 
     # --- Loss (Table 6, App. B; docs/papers/gdi.md#equations-in-code) -----------------------------
     discount: float = field(0.997, "Discount gamma.", unit_interval)  # Table 6

@@ -34,13 +34,13 @@ from common.settings.burn_in_settings import (
     BURN_IN_MINATAR,
     BanditSettings,
     BurnInLearnerSettings,
+    DynamicsSettings,
     scaled_warmup,
 )
 from common.settings.config import (
     FORWARD_LOSSES,
     REWARD_TRANSFORMS,
     field,
-    non_negative,
     one_of,
     ordered_pair,
     positive,
@@ -61,7 +61,7 @@ BANDIT_UCB_SUMS = ("all", "others")
 
 
 @dataclasses.dataclass(frozen=True)
-class LbcConfig(BanditSettings, BurnInLearnerSettings):
+class LbcConfig(DynamicsSettings, BanditSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields LBC
     shares with DiCE and GDI, and their Table 3 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are LBC's own."""
@@ -94,10 +94,7 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
     # choice: App. L "the same as that of Agent57", the Nature-DQN torso.
     head_hidden: int = field(512)
     # choice: Agent57's dueling streams, Dense 512 - ReLU - Dense.
-    aux_hidden: int = field(
-        512, "Hidden units of the forward- and inverse-dynamics MLPs.", non_negative
-    )
-    # choice: MLP(... -> 512 -> ReLU -> ...), the head width.
+    aux_hidden: int = 512  # choice: MLP(... -> 512 -> ReLU -> ...), the head width.
     aux_forward_loss: str = field(
         "mse",
         "Forward-dynamics score: mse (mean over the embedding's features) or half_sum_squares "
@@ -105,14 +102,7 @@ class LbcConfig(BanditSettings, BurnInLearnerSettings):
         one_of(FORWARD_LOSSES),
     )
     # choice: MSE against stop_grad(e_{t+1}); the GDI package uses 1/2 ||.||^2 (half_sum_squares).
-    aux_forward_weight: float = field(
-        1.0, "Weight of the forward-dynamics auxiliary loss.", non_negative
-    )
-    # Table 3 "Auxiliary Forward Dynamic Task Yes"; choice: weight 1.
-    aux_inverse_weight: float = field(
-        1.0, "Weight of the inverse-dynamics auxiliary loss.", non_negative
-    )
-    # Table 3 "Auxiliary Inverse Dynamic Task Yes"; choice: weight 1.
+    # The dynamics tasks' weights (Table 3): `DynamicsSettings`.
 
     # --- Loss of each learner (Table 3, §5.1.2, App. B) -----------------------------------------
     q_loss_scale: float = field(5.0)  # Table 3

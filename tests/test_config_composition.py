@@ -35,6 +35,7 @@ PARTS = (
     burn_in_settings.BurnInLearnerSettings,
     burn_in_settings.BanditSettings,
     burn_in_settings.BanditEnsembleSettings,
+    burn_in_settings.DynamicsSettings,
 )
 CONFIGS = (
     impala_config.ImpalaConfig,
@@ -123,7 +124,7 @@ def declared(cls) -> set[str]:
 # share a name but not a meaning (each paper's `eval_policy` chooses among its own policies, its
 # `network` among its own torsos), the others are not yet in a part. The list may only shrink.
 NOT_YET_SHARED = frozenset(
-    "aux_forward_weight aux_hidden aux_inverse_weight bandit_eta_acc bandit_factorized "
+    "bandit_eta_acc bandit_factorized "
     "burn_in clip_c_threshold clip_rho_threshold discount entropy_cost eval_policy "
     "fixed_behaviour full_action_set learning_rate lstm_units max_grad_norm network "
     "replay_capacity retrace_form reward_shaping sequence_length times_sampled".split()

@@ -295,6 +295,25 @@ class BanditEnsembleSettings(Config):
     # DiCE Table 5, GDI Table 6 "Bandit Learning Rate Uniform([0.05, 0.1, 0.2])".
 
 
+@dataclasses.dataclass(frozen=True)
+class DynamicsSettings(Config):
+    """GDI's and LBC's auxiliary forward- and inverse-dynamics tasks
+    (`common.burn_in.dynamics`): their weights and the MLPs' width."""
+
+    aux_forward_weight: float = field(
+        1.0, "Weight of the forward-dynamics auxiliary loss.", non_negative
+    )
+    # GDI Table 6, LBC Table 3 "Auxiliary Forward Dynamic Task Yes"; choice (no weight printed):
+    # 1.
+    aux_inverse_weight: float = field(
+        1.0, "Weight of the inverse-dynamics auxiliary loss.", non_negative
+    )
+    # GDI Table 6, LBC Table 3 "Auxiliary Inverse Dynamic Task Yes"; choice (no weight printed):
+    # 1.
+    aux_hidden: int = field(256, "Hidden units of the forward and inverse dynamics MLPs.", positive)
+    # choice (no size printed): GDI's torso width, 256. LBC: its own.
+
+
 # choice: CartPole, to check the burn-in agents end to end in minutes on a CPU: an MLP torso, a
 # smaller LSTM and batch, shorter sequences, one actor; each paper's loss, weights and gammas stay
 # its table's. A paper adds its own entries (e.g. its dynamics MLP's size).

@@ -16,7 +16,7 @@ from tests.system_helpers import assert_one_line_error
         (["--bandit_top_d=11"], "--bandit_top_d=11 exceeds the arms of an axis: (20, 10)"),
         (["--bandit_ucb_range=1.5,0.5"], "--bandit_ucb_range=(1.5, 0.5) must satisfy 0 <= low"),
         (["--warmup_steps=100000"], "--warmup_steps=100000 must be < the 97656 optimiser updates"),
-        (["--aux_hidden=-1"], "--aux_hidden=-1 must be >= 0"),
+        (["--aux_hidden=0"], "--aux_hidden=0 must be > 0"),  # a Dense layer of 0 units
         (
             ["--ablation=greedy"],
             "--ablation='greedy' is not one of lbc, reducing_h, reducing_h_psi, random_selection, "
