@@ -188,7 +188,7 @@ class Behaviour:
             return
         resume, kept = read_restored(os.path.dirname(self.state_path))
         if resume != self._resume:
-            self._roll_back(kept)
+            self._roll_back(os.path.basename(self.state_path), kept)
             self._resume = resume
         os.makedirs(os.path.dirname(self.state_path) or ".", exist_ok=True)
         temporary = f"{self.state_path}.tmp.npz"
@@ -196,15 +196,13 @@ class Behaviour:
         os.replace(temporary, self.state_path)
         self._last_save = time.monotonic()
 
-    def _roll_back(self, kept: str | None) -> None:
-        assert self.state_path is not None
-        name = os.path.basename(self.state_path)
-        path = None if kept is None else os.path.join(kept, name)
+    def _roll_back(self, name: str, kept: str | None) -> None:
+        """The controllers become those of `kept`'s file `name`, or new ones without it."""
         self.controllers = self._new_controllers()
-        loaded = False
-        if path is not None and os.path.exists(path):
+        path = "" if kept is None else os.path.join(kept, name)
+        loaded = os.path.exists(path)
+        if loaded:
             self.load(path)
-            loaded = True
         print(
             f"[behaviour] {name}: the run resumed from {os.path.basename(kept or 'its start')}; "
             f"its bandits are that state's ({'kept' if loaded else 'none kept: new ones'})",
@@ -273,15 +271,15 @@ def restore_states(directory: str, kept: str | None) -> None:
     (`mark_restored`). Call it before any actor of this machine starts."""
     folder = os.path.dirname(state_path(directory, 0))
     os.makedirs(folder, exist_ok=True)
-    wanted = set() if kept is None else set(os.listdir(kept))
+    wanted = [] if kept is None else os.listdir(kept)
     for name in os.listdir(folder):
         if name.endswith(".npz") and name not in wanted:
             os.remove(os.path.join(folder, name))
-    for name in wanted:
-        assert kept is not None
-        temporary = os.path.join(folder, f"{name}.tmp.npz")
-        shutil.copyfile(os.path.join(kept, name), temporary)
-        os.replace(temporary, os.path.join(folder, name))
+    if kept is not None:
+        for name in wanted:
+            temporary = os.path.join(folder, f"{name}.tmp.npz")
+            shutil.copyfile(os.path.join(kept, name), temporary)
+            os.replace(temporary, os.path.join(folder, name))
     mark_restored(directory, kept)
 
 
