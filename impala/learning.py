@@ -170,4 +170,4 @@ def make_train_step(
             **{"optimizer/learning_rate": learning_rate},
         )
 
-    return tf.function(step, jit_compile=config.jit_compile)
+    return tf.function(step, jit_compile=config.jit_compile, autograph=False)

@@ -113,9 +113,8 @@ def importance_weights(info: dict, exponent: float, normalise: bool) -> tf.Tenso
     return tf.cast(weights, tf.float32)
 
 
-def copy_variables(source: tf.Module, destination: tf.Module) -> None:
-    for src, dst in zip(source.variables, destination.variables):
-        dst.assign(src)
+def copy_variables(source: tf.Module, destination: tf.Module) -> tf.Operation:
+    return tf.group([dst.assign(src) for src, dst in zip(source.variables, destination.variables)])
 
 
 def make_train_step(
@@ -173,8 +172,11 @@ def make_train_step(
         before = instruments.snapshot(variables)
         optimizer.apply_gradients(zip(gradients, variables))
         updates = batch["learner_step"] + 1
-        if updates % config.target_update_period == 0:
-            copy_variables(network, target_network)
+        tf.cond(
+            updates % config.target_update_period == 0,
+            lambda: copy_variables(network, target_network),
+            tf.no_op,
+        )
 
         new_priorities = outputs.priorities + config.priority_floor
         written = update_priority_state(priority_state, new_priorities, batch["info"], config)
@@ -193,4 +195,4 @@ def make_train_step(
             },
         )
 
-    return tf.function(step, jit_compile=config.jit_compile)
+    return tf.function(step, jit_compile=config.jit_compile, autograph=False)

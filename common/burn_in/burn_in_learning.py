@@ -310,4 +310,6 @@ def make_train_step(
         return dict(stats, **optimizer_stats)
 
     # The cut in the step takes any batch length: one trace serves the dataset's cut batches.
-    return tf.function(step, jit_compile=config.jit_compile, reduce_retracing=cut_in_step)
+    return tf.function(
+        step, jit_compile=config.jit_compile, reduce_retracing=cut_in_step, autograph=False
+    )

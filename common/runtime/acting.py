@@ -176,7 +176,7 @@ class CompiledCall:
     took about as long as the graph's own ops (docs/guides/minatar.md#throughput-on-this-machine)."""
 
     def __init__(self, graph: Callable, jit_compile: bool = False) -> None:
-        self._function = tf.function(graph, jit_compile=jit_compile)
+        self._function = tf.function(graph, jit_compile=jit_compile, autograph=False)
         self._traced: dict[tuple, Any] = {}
 
     def __call__(self, *args: Any) -> Any:

@@ -113,7 +113,7 @@ class Learner:
         # One call reads them all: a `numpy()` per variable costs an eager read op each, which
         # for Reactor's many small variables, published every step, was a tenth of its learner.
         self._read_acting = tf.function(
-            lambda: [v.read_value() for v in self.acting_variables]
+            lambda: [v.read_value() for v in self.acting_variables], autograph=False
         ).get_concrete_function()
         self.client = client
         self.pattern = pattern
