@@ -19,6 +19,9 @@ ABLATIONS: dict[str, dict[str, typing.Any]] = {
     # Our option (docs/papers/gdi.md#options-and-readings-that-are-not-departures): GDI-H3 with
     # one torso under its two LSTMs and head sets.
     "gdi_h3_shared_torso": dict(variant="h3", shared_torso=True),
+    # GDI-H3 with Table 6's learning rate and batch: the Atari settings in place of the MinAtar
+    # protocol's (gdi/config.py::MINATAR_OVERRIDES); on Atari, the same as `gdi_h3`.
+    "gdi_h3_table_6": dict(variant="h3", learning_rate=5e-4, batch_size=64),
     # Table 20 "Fix Selection" (GDI-I0 w/o E): P = delta at [1/tau_1, 1/tau_2, eps] = [1, 0, 1]
     # (Table 6), i.e. pi = Softmax(A); evaluated with the same lambda.
     "fix_selection": dict(variant="i3", fixed_behaviour=True, eval_policy="bandits"),

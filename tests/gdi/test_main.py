@@ -55,6 +55,7 @@ def test_table_20_variants():
         "gdi_i3",
         "gdi_h3",
         "gdi_h3_shared_torso",
+        "gdi_h3_table_6",
         "fix_selection",
         "random_selection",
         "boltzmann_selection",
@@ -78,6 +79,24 @@ def test_table_20_variants():
     # eps-greedy Selection: only eps varies, with 1/tau_1 = 0 and 1/tau_2 large.
     lam = draws("epsilon_greedy_selection")
     assert len(set(lam[:, 2])) > 5 and (lam[:, 0] == 0.0).all() and (lam[:, 1] == 1e4).all()
+
+
+def test_minatar_takes_the_protocols_choice_and_table_6_restores_the_papers():
+    from common.experiments import cli
+    from gdi import builder
+
+    def config(env, ablation="gdi_h3", **given):
+        made = cli.make_config(builder.GdiBuilder, dict(env=env, **given), ablation)
+        return made.variant, made.learning_rate, made.batch_size, made.gradient_updates
+
+    # Trial 9 of docs/results/minatar_protocol/gdi_h3.csv; 0.5M frames of items of 80 steps, each
+    # trained twice: 5e5 / (8 * 80 / 2) updates at batch 8, 5e5 / (64 * 80 / 2) at Table 6's 64.
+    breakout = dict(env="MinAtar/Breakout-v0", total_frames=500_000)
+    assert config(**breakout) == ("h3", 4e-3, 8, 1562)
+    assert config(**breakout, ablation="gdi_h3_table_6") == ("h3", 5e-4, 64, 195)
+    assert config(**breakout, ablation="gdi_i3")[1:3] == (4e-3, 8)  # every variant alike
+    # On Atari the paper's values are the defaults, and the ablation changes nothing.
+    assert config("Pong")[1:3] == config("Pong", "gdi_h3_table_6")[1:3] == (5e-4, 64)
 
 
 def test_evaluator_runs_its_own_ensembles_or_the_best_blocks():
