@@ -28,12 +28,12 @@ from common.settings.burn_in_settings import (
 )
 from common.settings.config import (
     REWARD_TRANSFORMS,
+    DiscountSettings,
     field,
     non_negative,
     one_of,
     positive,
     positive_int_tuple,
-    unit_interval,
 )
 
 # The common.environments.envs protocol: 84x84 grayscale, 4 action repeats, 4 stacked frames, full
@@ -47,7 +47,7 @@ ENTROPY_POLICIES = ("played", "tau_one")
 
 
 @dataclasses.dataclass(frozen=True)
-class DiceConfig(BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
+class DiceConfig(BanditEnsembleSettings, BanditSettings, DiscountSettings, BurnInLearnerSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields
     DiCE shares with GDI and LBC, and their Table 5 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are DiCE's own."""
@@ -62,7 +62,7 @@ class DiceConfig(BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
     # Table 5 "Reward Shape log(abs(r)+1)(2*1{r>=0} - 1{r<0})", "Reward Clip No".
 
     # --- Loss (Table 5; Eqs. (2)-(5) and (8), Algorithm 3) ---------------------------------------
-    discount: float = field(0.997, "Discount gamma.", unit_interval)  # Table 5
+    discount: float = 0.997  # Table 5
     entropy_cost: float = field(
         0.0, "Entropy regulariser (the `entropy` ablation: 1.0).", non_negative
     )

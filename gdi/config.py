@@ -36,6 +36,7 @@ from common.settings.burn_in_settings import (
 )
 from common.settings.config import (
     REWARD_TRANSFORMS,
+    DiscountSettings,
     Check,
     all_of,
     field,
@@ -74,7 +75,13 @@ DISTINCT_BEHAVIOUR_PARAMS = Check(
 
 
 @dataclasses.dataclass(frozen=True)
-class GdiConfig(DynamicsSettings, BanditEnsembleSettings, BanditSettings, BurnInLearnerSettings):
+class GdiConfig(
+    DynamicsSettings,
+    BanditEnsembleSettings,
+    BanditSettings,
+    DiscountSettings,
+    BurnInLearnerSettings,
+):
     """Hyperparameters and run settings; `validate()` names the offending field. The fields GDI
     shares with DiCE and LBC, and their Table 5-6 defaults, are `common.settings.config`'s
     `ProcessSettings`, `BurnInLearnerSettings` and `BanditSettings`; below are GDI's own."""
@@ -108,7 +115,7 @@ class GdiConfig(DynamicsSettings, BanditEnsembleSettings, BanditSettings, BurnIn
     # The auxiliary dynamics tasks (Table 6): `DynamicsSettings`.
 
     # --- Loss (Table 6, App. B; docs/papers/gdi.md#equations-in-code) -----------------------------
-    discount: float = field(0.997, "Discount gamma.", unit_interval)  # Table 6
+    discount: float = 0.997  # Table 6
     pg_mode: str = field(
         "log_mixture", "Policy-gradient log term: log_mixture or tau_free.", one_of(PG_MODES)
     )

@@ -17,6 +17,7 @@ from typing import Any
 from common.settings.config import (
     PRECISIONS,
     TORSOS,
+    DiscountSettings,
     RunSettings,
     field,
     interval,
@@ -34,7 +35,7 @@ EVAL_POLICIES = ("sample", "greedy")
 
 
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig(RunSettings):
+class ImpalaConfig(DiscountSettings, RunSettings):
     """Hyperparameters and run settings; `validate()` names the offending field."""
 
     # --- Environment and network -----------------------------------------------------------
@@ -56,8 +57,7 @@ class ImpalaConfig(RunSettings):
     unroll_length: int = field(20, "Unroll length n (n steps + 1 bootstrap observation).", positive)
     # Table G.1: unroll length 20 (Table D.3: 100 on DMLab).
     batch_size: int = 32  # Table G.1
-    discount: float = field(0.99, "Discount gamma.", unit_interval)
-    # Table G.1 (Table D.3 also 0.99)
+    discount: float = 0.99  # Table G.1 (Table D.3 also 0.99)
     baseline_cost: float = field(
         0.5, "Scale of the baseline loss sum 0.5*(v_s - V)^2.", non_negative
     )

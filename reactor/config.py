@@ -19,6 +19,7 @@ from common.settings.config import (
     REWARD_TRANSFORMS,
     AdamSettings,
     AtariSettings,
+    DiscountSettings,
     RunSettings,
     at_least,
     atari_protocol_overrides,
@@ -52,7 +53,7 @@ SEQUENCE_OF_FRAMES = must_be(
 
 
 @dataclasses.dataclass(frozen=True)
-class ReactorConfig(AtariSettings, AdamSettings, RunSettings):
+class ReactorConfig(AtariSettings, AdamSettings, DiscountSettings, RunSettings):
     """Hyperparameters and run settings; `validate()` names the offending field. The run and
     process settings' help and checks (--env, --num_actors, --jit_compile, ...) are
     `common.settings.config.RunSettings`'; the paper's defaults for them are below."""
@@ -86,7 +87,7 @@ class ReactorConfig(AtariSettings, AdamSettings, RunSettings):
     # Table 3; choice: "mlp" (one CReLU layer of 64) for CartPole's 4-number observations.
 
     # --- Loss (§3.1-3.2, §4.1) -----------------------------------------------------------------
-    discount: float = field(0.99, "Discount gamma.", unit_interval)  # choice: Atari's usual
+    discount: float = 0.99  # choice: Atari's usual
     retrace_lambda: float = field(1.0, "lambda of the Retrace traces.", unit_interval)
     # §4.1: lambda = 1.0.
     clip_c_threshold: float = field(

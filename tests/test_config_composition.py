@@ -32,6 +32,7 @@ PARTS = (
     common_config.RunSettings,
     common_config.AtariSettings,
     common_config.AdamSettings,
+    common_config.DiscountSettings,
     burn_in_settings.BurnInLearnerSettings,
     burn_in_settings.BanditSettings,
     burn_in_settings.BanditEnsembleSettings,
@@ -125,7 +126,7 @@ def declared(cls) -> set[str]:
 # `network` among its own torsos), the others are not yet in a part. The list may only shrink.
 NOT_YET_SHARED = frozenset(
     "bandit_eta_acc bandit_factorized "
-    "burn_in clip_c_threshold clip_rho_threshold discount entropy_cost eval_policy "
+    "burn_in clip_c_threshold clip_rho_threshold entropy_cost eval_policy "
     "fixed_behaviour full_action_set learning_rate lstm_units max_grad_norm network "
     "replay_capacity retrace_form reward_shaping sequence_length times_sampled".split()
 )

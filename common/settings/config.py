@@ -11,7 +11,7 @@ fields, after `super().validate()`.
 
 The parts: `ProcessSettings` (every paper: how the processes run on this machine),
 `RunSettings` (every paper: the game, budget, actors, batch, weight transfer, evaluation and
-seed), and for the burn-in agents DiCE, GDI and LBC those of `common.settings.burn_in_settings`.
+seed), `DiscountSettings` (every paper but LBC), and for the burn-in agents DiCE, GDI and LBC those of `common.settings.burn_in_settings`.
 A part owns its fields' help text and checks, and their defaults where the papers share one. A
 paper's config inherits the parts and declares only what is its own: its own fields, and the
 shared fields whose default is the paper's own value, re-declared as `name: type = value` with
@@ -295,6 +295,14 @@ class RunSettings(ProcessSettings):
         positive,
     )
     eval_episodes: int = field(dataclasses.MISSING, "Episodes per evaluation.", positive)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DiscountSettings(Config):
+    """The one discount of a paper whose returns all share it: IMPALA's, Reactor's, DiCE's and
+    GDI's (LBC learns with one per network, its own `discounts`). Each gives its own default."""
+
+    discount: float = field(dataclasses.MISSING, "Discount gamma.", unit_interval)
 
 
 @dataclasses.dataclass(frozen=True)
