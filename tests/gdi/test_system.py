@@ -27,6 +27,7 @@ FLAGS = [
     "--sequence_length=8",
     "--replay_capacity=256",
     "--warmup_steps=2",
+    system_helpers.ONE_GRAPH,
     "--log_interval_s=1",
     "--eval_interval_s=30",  # the final evaluation only (H3; I3 runs none)
     "--eval_round_episodes=2",

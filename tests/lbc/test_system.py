@@ -25,6 +25,7 @@ FLAGS = [
     "--sequence_length=8",
     "--replay_capacity=256",
     "--warmup_steps=2",
+    system_helpers.ONE_GRAPH,
     "--log_interval_s=1",
     "--eval_interval_s=600",  # only the final evaluation: the machine has 2 cores
     "--eval_episodes=4",
