@@ -207,23 +207,25 @@ def test_a_minatar_warm_up_keeps_its_atari_share_of_any_budget_s_updates(
     that the table's warm-up takes on Atari (DiCE: 4,000 of 19,531), at 5M frames and at the
     shorter budgets a grid runs (whose updates a fixed 5M-frame warm-up would outnumber);
     --warmup_steps given on the command line wins. A batch of 64 items of 80 steps, each trained
-    twice, is an update per 2,560 frames; DiCE's MinAtar batch of 8 (the protocol's) one per 320."""
+    twice, is an update per 2,560 frames; DiCE's and GDI's MinAtar batch of 8 (the protocol's) one
+    per 320."""
+    batch_of_8 = config_module in (dice_config, gdi_config)
     paper = _paper(config_class, env_defaults={"MinAtar": config_module.MINATAR_OVERRIDES})
     atari = _plan(paper, "--env=Pong").config
     share = atari.warmup_steps / atari.gradient_updates
-    per_update = 320 if config_module is dice_config else 2560
+    per_update = 320 if batch_of_8 else 2560
     budgets = {5_000_000: (15625, 1953), 1_000_000: (3125, 390), 300_000: (937, 117)}
     for frames, both in budgets.items():
-        updates = both[0] if config_module is dice_config else both[1]
+        updates = both[0] if batch_of_8 else both[1]
         assert updates == frames // per_update
         config = _plan(paper, "--env=MinAtar/Breakout-v0", f"--total_frames={frames}").config
         assert config.gradient_updates == updates
         assert config.warmup_steps == round(share * updates)
-    default_warmup = {lbc_config: 80, dice_config: 3200}.get(config_module, 400)
+    default_warmup = {lbc_config: 80, dice_config: 3200, gdi_config: 3200}[config_module]
     assert _plan(paper, "--env=minatar:breakout").config.warmup_steps == default_warmup
     given = _plan(paper, "--env=minatar:breakout", "--total_frames=1e6", "--warmup_steps=7")
     assert given.config.warmup_steps == 7
-    at_1m = budgets[1_000_000][0 if config_module is dice_config else 1]
+    at_1m = budgets[1_000_000][0 if batch_of_8 else 1]
     with pytest.raises(
         dataclass_flags.FlagError, match=f"--warmup_steps={at_1m} must be < the {at_1m} optimiser"
     ):
