@@ -11,7 +11,8 @@ fields, after `super().validate()`.
 
 The parts: `ProcessSettings` (every paper: how the processes run on this machine),
 `RunSettings` (every paper: the game, budget, actors, batch, weight transfer, evaluation and
-seed), `DiscountSettings` (every paper but LBC), and for the burn-in agents DiCE, GDI and LBC those of `common.settings.burn_in_settings`.
+seed), `DiscountSettings` (every paper but LBC), and for the burn-in agents DiCE, GDI and LBC
+those of `common.settings.burn_in_settings`.
 A part owns its fields' help text and checks, and their defaults where the papers share one. A
 paper's config inherits the parts and declares only what is its own: its own fields, and the
 shared fields whose default is the paper's own value, re-declared as `name: type = value` with
