@@ -18,7 +18,6 @@ import tensorflow as tf
 
 from common.runtime import runlog
 from tests.system_helpers import (
-    ONE_GRAPH,
     checkpoint_frames,
     checkpoint_step,
     episodes,
@@ -59,7 +58,6 @@ PATTERNS = {
             "--batch_size=8",
             "--replay_capacity=256",
             "--warmup_steps=2",
-            ONE_GRAPH,
         ],
         6_000,
         True,
