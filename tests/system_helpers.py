@@ -243,8 +243,7 @@ def block_after_ready(path: str, stop) -> None:
 
 
 # choice: the burn-in papers' system tests that are about something else than the learner's padding
-# cut (GDI's, LBC's and the fleet tests; not the chaos tests, where the shorter start let a
-# resume miss actor_0's kept behaviour state once, 2026-12-07, under investigation) train without it. With it the train step holds three
+# cut (GDI's, LBC's, the fleet and chaos tests) train without it. With it the train step holds three
 # gradient graphs a slice (whole, and cut in two halves), and tracing and optimising them was
 # most of a small run's start: LBC's 320-frame CartPole run took 31 CPU seconds with the cut and
 # 19 without. The cut stays end to end in tests/dice/test_system.py (and compiled in
