@@ -129,6 +129,10 @@ class ReactorConfig(AtariSettings, AdamSettings, DiscountSettings, RunSettings):
     adam_epsilon: float = 1e-8  # choice: the library default
     max_grad_norm: float = field(0.0, "Global gradient-norm clip (0 disables).", non_negative)
     # choice: none is mentioned.
+    learner_threads: int = 1
+    # choice: the step is about 2,600 small kernels (4 sequences, LSTMs of 128), which run faster
+    # on one intra-op thread than handed between two: MinAtar Breakout, AMD EPYC 2-core, full
+    # training 142 -> 199 frames/s (docs/guides/minatar.md#the-learners-threads).
 
     # --- Replay (§3.3, §3.4, App. 6.3) ---------------------------------------------------------
     batch_size: int = 4  # §3.4: "in batches of 4"

@@ -78,6 +78,7 @@ def test_every_config_has_the_process_settings():
     assert process == {
         "actor_niceness",
         "jit_compile",
+        "learner_threads",
         "checkpoint_interval_s",
         "log_interval_s",
         "eval_interval_s",

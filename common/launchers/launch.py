@@ -67,7 +67,7 @@ class Experiment:
     evaluator: evaluation.EvaluatorSettings | None = None
     replay_port: int | None = None  # None: any free port (local); the `replay` role needs one
     actor_threads: int = 1  # TF intra-op threads per actor process
-    learner_threads: int = 2  # TF intra-op threads of the learner process
+    learner_threads: int = 2  # TF intra-op threads of the learner process (`--learner_threads`)
 
 
 def experiment_from_config(
@@ -131,6 +131,7 @@ def experiment_from_config(
         ),
         evaluator=evaluator,
         replay_port=replay_port,
+        learner_threads=config.learner_threads,
     )
 
 
@@ -214,8 +215,16 @@ def start_actors(
 # Roles
 
 
+THREADS_NOT_SET = "TensorFlow had started before the learner: its thread pools stay as they were"
+
+
 def build_learner(experiment: Experiment, spec: EnvSpec, replay_address: str) -> learning.Learner:
-    acting.configure_threads(experiment.learner_threads)
+    if not acting.configure_threads(experiment.learner_threads):
+        print(
+            f"[{experiment.learner.name}] --learner_threads={experiment.learner_threads}: "
+            f"{THREADS_NOT_SET}",
+            flush=True,
+        )
     agent = experiment.agent
     parts = agent.make_learner(spec)
     client = replay.connect(replay_address)

@@ -292,14 +292,17 @@ class StepInputs(NamedTuple):
         )
 
 
-def configure_threads(intra_op: int, inter_op: int = 1) -> None:
+def configure_threads(intra_op: int, inter_op: int = 1) -> bool:
     """TensorFlow thread pools of this process; no-op once TensorFlow has started (e.g. when
-    a test runs an actor in its own process)."""
+    a test runs an actor in its own process). Whether the process now runs with these pools."""
     try:
         tf.config.threading.set_intra_op_parallelism_threads(intra_op)
         tf.config.threading.set_inter_op_parallelism_threads(inter_op)
     except RuntimeError:
         pass
+    pools = tf.config.threading
+    now = (pools.get_intra_op_parallelism_threads(), pools.get_inter_op_parallelism_threads())
+    return now == (intra_op, inter_op)
 
 
 def keep_on_cpu() -> None:

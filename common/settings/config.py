@@ -250,6 +250,8 @@ class ProcessSettings(Config):
     # 60 s each: nice 0 / 10 / 19 -> 687 / 784 / 839 frames/s of full training.
     jit_compile: bool = field(False, "XLA-compile the train step and the actor policy.")
     # choice: benchmarks/throughput.py measures both; XLA's CPU convolutions are slower here.
+    learner_threads: int = field(2, "TensorFlow intra-op threads of the learner process.", positive)
+    # choice: one per core of the 2-core machines this is sized for; the actors run at one each.
     checkpoint_interval_s: float = field(300.0, "Seconds between checkpoints.", positive)  # choice
     log_interval_s: float = field(10.0, "Seconds between console lines / summaries.", positive)
     # choice

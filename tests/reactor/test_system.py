@@ -56,6 +56,7 @@ def test_main_trains_checkpoints_and_resumes_with_the_replay(tmp_path):
     output = run_to_budget(logdir, 6)
     assert "[replay] prioritized:" in output
     assert "[reactor CartPole] step" in output
+    assert launch.THREADS_NOT_SET not in output  # the learner runs on Reactor's one thread
     assert system_helpers.checkpoint_step(logdir) == 6
     assert os.path.isdir(os.path.join(logdir, "replay"))
     output = run_to_budget(logdir, 10)

@@ -345,3 +345,27 @@ def test_an_actor_host_on_a_held_range_fails_on_one_line_before_writing(claims_a
     assert errors[0].startswith("error: --first_actor=5 with --num_actors=2: actors 5..6 overlap")
     assert "[actor] actor_5" not in result.stdout  # refused before any actor started
     assert not logdir.exists()  # nothing written
+
+
+def test_learner_threads_reach_the_experiment_and_take_effect_before_tensorflow_starts(tmp_path):
+    from reactor import builder as reactor_builder
+
+    reactor = builder_lib.build_experiment(
+        reactor_builder.ReactorBuilder(cli.make_config(reactor_builder.ReactorBuilder, {})),
+        str(tmp_path / "reactor"),
+    )
+    config = cli.make_config(dice_builder.DiceBuilder, dict(env="CartPole", learner_threads=3))
+    dice = builder_lib.build_experiment(dice_builder.DiceBuilder(config), str(tmp_path / "dice"))
+    assert (reactor.learner_threads, dice.learner_threads) == (1, 3)  # Reactor's own default
+    # A process sets its pools only before TensorFlow runs anything; afterwards the call says so.
+    script = (
+        "import common; from common.runtime import acting; import tensorflow as tf\n"
+        "first = acting.configure_threads(3)\n"
+        "tf.constant(1.0) + 1.0\n"
+        "print(first, tf.config.threading.get_intra_op_parallelism_threads(),"
+        " acting.configure_threads(3), acting.configure_threads(1))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.split() == ["True", "3", "True", "False"], result.stderr[-2000:]
