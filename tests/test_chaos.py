@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.runtime import learning
 from common.runtime import runlog
 from tests.system_helpers import (
     ONE_GRAPH,
@@ -87,8 +88,7 @@ def actor_frames_at_checkpoint(logdir: str) -> int:
 def keeps_actor_state(logdir: str) -> bool:
     """Whether the latest checkpoint under `logdir` keeps actor 0's bandits (`Learner.save`)."""
     path = tf.train.latest_checkpoint(os.path.join(logdir, "checkpoints"))
-    kept = os.path.join(os.path.dirname(path), "behaviour", os.path.basename(path))
-    return os.path.exists(os.path.join(kept, "actor_0.npz"))
+    return os.path.exists(os.path.join(learning.kept_behaviour(path), "actor_0.npz"))
 
 
 def learner_points(logdir: str) -> list[int]:

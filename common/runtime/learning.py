@@ -70,6 +70,11 @@ INFO = "info"
 LEARNER_STEP = "learner_step"
 
 
+def kept_behaviour(checkpoint: str) -> str:
+    """Where the checkpoint at `checkpoint` keeps the behaviour state files (`Learner.save`)."""
+    return os.path.join(os.path.dirname(checkpoint), "behaviour", os.path.basename(checkpoint))
+
+
 class LearnerParts(NamedTuple):
     """What a paper's learner factory returns (see `common.runtime.agent.Agent.make_learner`)."""
 
@@ -228,17 +233,13 @@ class Learner:
             self.client.checkpoint()
         path = self.manager.save(checkpoint_number=self.step)
         if self._behaviour_names:
-            behaviour_lib.keep_states(self.settings.logdir, self._kept_behaviour(path))
-            kept = {self._kept_behaviour(p) for p in self.manager.checkpoints}
-            folder = os.path.dirname(self._kept_behaviour(path))
+            behaviour_lib.keep_states(self.settings.logdir, kept_behaviour(path))
+            kept = {kept_behaviour(p) for p in self.manager.checkpoints}
+            folder = os.path.dirname(kept_behaviour(path))
             for name in os.listdir(folder):
                 if os.path.join(folder, name) not in kept:
                     shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
         return path
-
-    def _kept_behaviour(self, checkpoint: str) -> str:
-        """Where the checkpoint at `checkpoint` keeps the behaviour state files."""
-        return os.path.join(os.path.dirname(checkpoint), "behaviour", os.path.basename(checkpoint))
 
     def _restore_behaviour(self) -> None:
         """The behaviour state files of the restored checkpoint, not newer ones, and none for a
@@ -247,7 +248,7 @@ class Learner:
         from what the restored learner had seen."""
         if not self._behaviour_names:
             return
-        kept = self._kept_behaviour(self.restored_from) if self.restored_from else None
+        kept = kept_behaviour(self.restored_from) if self.restored_from else None
         if kept is not None and not os.path.isdir(kept):
             # A checkpoint written before checkpoints kept these files: they stay as they are.
             return

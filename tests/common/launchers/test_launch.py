@@ -28,6 +28,7 @@ from common.replay import replay
 from common.replay import parameters
 from common.replay import reports
 from dice import builder as dice_builder
+from reactor import builder as reactor_builder
 from impala import builder as impala_builder
 from impala import config as impala_config
 from tests.system_helpers import (
@@ -348,8 +349,6 @@ def test_an_actor_host_on_a_held_range_fails_on_one_line_before_writing(claims_a
 
 
 def test_learner_threads_reach_the_experiment_and_take_effect_before_tensorflow_starts(tmp_path):
-    from reactor import builder as reactor_builder
-
     reactor = builder_lib.build_experiment(
         reactor_builder.ReactorBuilder(cli.make_config(reactor_builder.ReactorBuilder, {})),
         str(tmp_path / "reactor"),
