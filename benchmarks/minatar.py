@@ -56,7 +56,9 @@ that file where it has one. A run directory here always wins over the files; two
 one run only with the same curve (a report's curves.csv holds the runs it took from others).
 
 Reports (written at the end, or by `--report_only` from the run directories alone, also while a
-grid runs; the arguments after `--` are then only quoted in summary.md's commands):
+grid runs; the arguments after `--` are then only quoted in summary.md's commands). curves.csv and
+evaluations.csv are also rewritten each time a run reaches its budget, so that the runs finished so
+far can be committed while the grid goes on:
 
 * `<logdir>/curves.csv`: agent, game, seed, frames, return_last_100: at 100 frame counts spaced
   the budget/100 apart (up to what the run has trained), the mean return of the last 100
@@ -290,10 +292,12 @@ def run_grid(
     parallel: int = 2,
     check_flags: bool = True,
     curves: Curves | None = None,
+    on_finished: Callable[[], None] | None = None,
 ) -> dict[tuple[str, int], int]:
     """Runs the grid's unfinished runs, each to its agent's budget in `budgets` (module
-    docstring), but those `curves` holds as finished elsewhere; returns {(cell, seed): frames
-    trained before this call} of all its runs. AblationRunError naming the run when one fails."""
+    docstring), but those `curves` holds as finished elsewhere, calling `on_finished` each time a
+    run reaches its budget; returns {(cell, seed): frames trained before this call} of all its
+    runs. AblationRunError naming the run when one fails."""
     # choice: within a seed, game by game with every agent, so a partial grid compares agents on
     # the games it has.
     runs = {cell(a, g): GridRun.of(a, g) for g in games for a in agents}
@@ -345,6 +349,8 @@ def run_grid(
                 f"stdout (last lines of {stdout}):\n{ablation_runner._stderr_tail(stdout)}"
             )
         progress.end(variant, seed, frames)
+        if on_finished:
+            on_finished()
 
     ablation_runner.run_all(
         lambda variant, seed: runs[variant].command(seed, logdir, shared[cell_agent(variant)]),
@@ -487,6 +493,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         budgets,
         args.curves_from,
     )
+
+    def reports(curves_only: bool = False):
+        return write_reports(
+            args.logdir,
+            args.agents,
+            args.games,
+            args.seeds,
+            budgets,
+            command=command,
+            template=run_template(args.logdir, budgets, extra),
+            curves_from=args.curves_from,
+            curves_only=curves_only,
+        )
+
+    def reports_so_far() -> None:
+        try:
+            reports(curves_only=True)
+        except ValueError as error:  # a run's episodes.csv caught mid-row: the next end rewrites
+            print(f"[minatar] reports not rewritten this time: {error}", flush=True)
+
     try:
         curves = read_curves(args.curves_from)
         if not args.report_only:
@@ -499,17 +525,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 extra,
                 args.parallel,
                 curves=curves,
+                on_finished=reports_so_far,
             )
-        report = write_reports(
-            args.logdir,
-            args.agents,
-            args.games,
-            args.seeds,
-            budgets,
-            command=command,
-            template=run_template(args.logdir, budgets, extra),
-            curves_from=args.curves_from,
-        )
+        report = reports()
     except dataclass_flags.FlagError as error:
         dataclass_flags.fail(str(error))
     except (ablation_runner.AblationRunError, ValueError) as error:

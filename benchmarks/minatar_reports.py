@@ -392,10 +392,11 @@ def write_reports(
     template: str | None = None,
     references: str = REFERENCES_CSV,
     curves_from: Sequence[str] = (),
+    curves_only: bool = False,
 ) -> GridReport:
-    """curves.csv, summary.md and <game>.png in `logdir` from the run directories of the grid
-    that exist and the runs of `curves_from` finished elsewhere (module docstring); ValueError if
-    there is none."""
+    """curves.csv, evaluations.csv, summary.md and <game>.png in `logdir` (with `curves_only`
+    the two csv files alone) from the run directories of the grid that exist and the runs of
+    `curves_from` finished elsewhere (module docstring); ValueError if there is none."""
     if not os.path.isdir(logdir):
         raise ValueError(f"logdir {logdir!r} is not a directory")
     table = read_references(references)
@@ -435,11 +436,16 @@ def write_reports(
         budgets={a: budgets[a] for a in agents},
         results=results,
         references=table,
-        aggregates={a: _aggregate(results, a, games, seeds, table) for a in agents},
+        # choice: the aggregates' bootstrap intervals are only for summary.md.
+        aggregates={
+            a: None if curves_only else _aggregate(results, a, games, seeds, table) for a in agents
+        },
         curves_from=tuple(curves_from),
     )
     _write_curves_csv(report)
     _write_evaluations_csv(report)
+    if curves_only:
+        return report
     with open(report.summary_md, "w") as f:
         f.write(_summary_markdown(report, command, template))
     for game in games:

@@ -17,13 +17,20 @@ four runs reached the budget, or whose grid stopped on a run's error, is written
 `--results_dir/<agent>.csv` (one row each, rewritten after every trial, to be committed as trials
 finish; the rows of trials run elsewhere are kept, and a trial with a row and no run directory here
 is not run again: a result is never replaced), and the choice so far is printed: the highest score,
-a tie within 0.01 going to the lower trial index. The protocol's tables are not read from the
+a tie within 0.01 going to the lower trial index.
+
+A trial outlives the machine it started on through its runs' curves: while its grid runs, the
+grid's curves.csv and evaluations.csv (rewritten each time a run reaches the budget) are copied to
+`--results_dir/<agent>/trial<k>/`, to be committed with the agent's csv; the same command on
+another machine passes that curves.csv to the grid (`--curves_from`), which does not run again the
+runs it holds to the budget, and scores them from it. The protocol's tables are not read from the
 markdown: they are built here and `tests/benchmarks/test_protocol.py` checks that they equal it.
 """
 
 import csv
 import math
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -39,6 +46,7 @@ from benchmarks import minatar_runs
 TUNING_GAMES = ("breakout", "space_invaders")
 TUNING_SEEDS = (100, 101)
 TIE = 0.01  # scores within this of the best tie (the protocol's selection rule)
+POLL_S = 30.0  # how often a running trial's curves are copied to the results
 
 
 def impala_trials() -> list[dict[str, float]]:
@@ -127,8 +135,29 @@ def trial_logdir(logdir: str, agent: str, index: int) -> str:
     return os.path.join(logdir, agent, f"trial{index}")
 
 
+def kept_curves(path: str, index: int) -> str:
+    """Where the curves of a trial's runs are kept beside the agent's results file `path`:
+    <results_dir>/<agent>/trial<k>/curves.csv."""
+    return os.path.join(os.path.splitext(path)[0], f"trial{index}", minatar_runs.CURVES_CSV)
+
+
+def keep_curves(logdir: str, agent: str, index: int, path: str) -> None:
+    """Copies the trial grid's curves.csv and evaluations.csv (those it has) beside `path`."""
+    kept = os.path.dirname(kept_curves(path, index))
+    for name in (minatar_runs.CURVES_CSV, minatar_runs.EVALUATIONS_CSV):
+        source = os.path.join(trial_logdir(logdir, agent, index), name)
+        if os.path.isfile(source):
+            os.makedirs(kept, exist_ok=True)
+            shutil.copyfile(source, os.path.join(kept, name))
+
+
 def grid_command(
-    agent: str, trial: Mapping[str, float], index: int, logdir: str, parallel: int
+    agent: str,
+    trial: Mapping[str, float],
+    index: int,
+    logdir: str,
+    parallel: int,
+    curves_from: str | None = None,
 ) -> list[str]:
     _, budget = AGENTS[agent]
     return [
@@ -141,6 +170,7 @@ def grid_command(
         f"--total_frames={budget}",
         f"--logdir={trial_logdir(logdir, agent, index)}",
         f"--parallel={parallel}",
+        *([f"--curves_from={curves_from}"] if curves_from else []),
         "--",
         *trial_flags(trial),
     ]
@@ -178,15 +208,21 @@ def choose(scores: Mapping[int, float]) -> int:
     return min(index for index, score in scores.items() if score >= best - TIE)
 
 
-def trial_returns(logdir: str, agent: str, index: int) -> dict[tuple[str, int], float]:
+def trial_returns(
+    logdir: str, agent: str, index: int, kept: str | None = None
+) -> dict[tuple[str, int], float]:
     """Final return of each tuning run of a trial that has a run directory (nan short of the
-    budget)."""
+    budget), or without one, whose curve in the kept curves.csv `kept` reaches the budget."""
     _, budget = AGENTS[agent]
+    curves = minatar_runs.read_curves([kept] if kept and os.path.isfile(kept) else [])
     returns = {}
     for game in TUNING_GAMES:
         for seed in TUNING_SEEDS:
             directory = minatar_runs.run_dir(trial_logdir(logdir, agent, index), agent, game, seed)
             if not os.path.isdir(directory):
+                elsewhere = minatar_runs.finished_elsewhere(curves, agent, game, seed, budget)
+                if elsewhere:
+                    returns[game, seed] = elsewhere.final
                 continue
             try:
                 result = minatar_runs.read_result(
@@ -282,16 +318,43 @@ def main(argv):
         ):
             print(f"[protocol] {FLAGS.agent} trial {index}: in {path} already, not run again")
             continue
-        command = grid_command(FLAGS.agent, trials[index], index, FLAGS.logdir, FLAGS.parallel)
+        kept = kept_curves(path, index)
+        command = grid_command(
+            FLAGS.agent,
+            trials[index],
+            index,
+            FLAGS.logdir,
+            FLAGS.parallel,
+            curves_from=kept if os.path.isfile(kept) else None,
+        )
         print(f"[protocol] {FLAGS.agent} trial {index}: {' '.join(command[1:])}", flush=True)
         failed = []
-        if subprocess.run(command).returncode > 0:  # a run failed (not a signal: a stop)
+        if run_keeping_curves(command, FLAGS.logdir, FLAGS.agent, index, path) > 0:
+            # A run failed (not a signal: a stop).
             print(f"[protocol] trial {index}: the grid stopped; its unfinished runs score 0")
             failed = [index]
-        elif not trial_returns(FLAGS.logdir, FLAGS.agent, index):
+        elif not trial_returns(FLAGS.logdir, FLAGS.agent, index, kept):
             sys.exit(f"[protocol] trial {index}: the grid exited 0 but started no run: {command}")
         report(FLAGS.agent, FLAGS.logdir, path, references, failed)
     report(FLAGS.agent, FLAGS.logdir, path, references)
+
+
+def run_keeping_curves(command: list[str], logdir: str, agent: str, index: int, path: str) -> int:
+    """Runs a trial's grid, copying its curves to the results every `POLL_S` seconds and at the
+    end; its exit status."""
+    process = subprocess.Popen(command)
+    try:
+        while True:
+            try:
+                process.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                keep_curves(logdir, agent, index, path)
+    except KeyboardInterrupt:  # the grid had the same signal: let it stop its runs
+        process.wait()
+        raise
+    keep_curves(logdir, agent, index, path)
+    return process.returncode
 
 
 def report(agent: str, logdir: str, path: str, references, failed: Sequence[int] = ()) -> None:
@@ -302,7 +365,7 @@ def report(agent: str, logdir: str, path: str, references, failed: Sequence[int]
     runs = len(TUNING_GAMES) * len(TUNING_SEEDS)
     results = {}
     for index in range(len(trials)):
-        returns = trial_returns(logdir, agent, index)
+        returns = trial_returns(logdir, agent, index, kept_curves(path, index))
         finished = len(returns) == runs and all(map(math.isfinite, returns.values()))
         if finished or (returns and index in failed):
             results[index] = returns

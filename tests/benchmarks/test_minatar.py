@@ -356,6 +356,28 @@ def test_a_failed_run_is_named_with_its_stderr(tmp_path, fake_agents):
     assert str(tmp_path / "broken" / "seaquest" / "seed0" / "stderr.log") in message
 
 
+def test_the_runs_finished_before_a_failure_are_in_the_reports_already(tmp_path, fake_agents):
+    # One at a time, seed-major: fast's seed 0 finishes, then broken's fails. The grid stops
+    # with an error, and curves.csv already holds the finished run to its budget (what a grid
+    # spanning machines commits as runs finish); the summary and figures wait for the end.
+    with pytest.raises(SystemExit, match="agent 'broken', game 'breakout', seed 0"):
+        minatar.main(
+            [
+                "--agents=fast,broken",
+                "--games=breakout",
+                "--seeds=2",
+                f"--total_frames={BUDGET}",
+                f"--logdir={tmp_path}",
+                "--parallel=1",
+            ]
+        )
+    rows = _read_csv(tmp_path / "curves.csv")
+    assert {(r["agent"], r["seed"]) for r in rows} == {("fast", "0")}
+    finals = [float(r["return_last_100"]) for r in rows if int(r["frames"]) == BUDGET]
+    assert finals == pytest.approx([20.0 * 150_500 / BUDGET])
+    assert (tmp_path / "evaluations.csv").exists() and not (tmp_path / "summary.md").exists()
+
+
 @pytest.mark.slow
 def test_command_line_failure_exits_with_one_error_and_no_report(tmp_path, fake_agents):
     with pytest.raises(SystemExit) as raised:

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from benchmarks import protocol
+from benchmarks import minatar, protocol
 
 from benchmarks import minatar_references
 
@@ -219,14 +219,76 @@ def test_rows_of_trials_run_elsewhere_are_kept_and_count_in_the_choice(tmp_path,
     assert "best so far trial 0" in capsys.readouterr().out
 
 
+def test_runs_kept_from_another_machine_are_not_run_again_and_score_as_there(tmp_path, capsys):
+    # Machine A finished two of trial 3's runs; its grid's curves.csv (the real report code) was
+    # kept beside the results. Machine B has no run directory for them: the kept curves count as
+    # finished, are passed to the grid, and score the trial together with B's own two runs.
+    references = minatar_references.read_references()
+    _, budget = protocol.AGENTS["dice"]
+    path = str(tmp_path / "results" / "dice.csv")
+    machine_a, machine_b = str(tmp_path / "a"), str(tmp_path / "b")
+    levels = {}
+    for game in protocol.TUNING_GAMES:
+        random, reference = minatar_references.normaliser(references, game)
+        for seed in protocol.TUNING_SEEDS:
+            levels[game, seed] = random + (0.2 + 0.1 * (seed - 100)) * (reference - random)
+            machine = machine_a if game == "breakout" else machine_b
+            trial = protocol.trial_logdir(machine, "dice", 3)
+            write_run(trial, "dice", game, seed, budget, [0.0] * 100 + [levels[game, seed]] * 100)
+    grid = ["--agents=dice", "--games=breakout", "--seeds=100,101", f"--total_frames={budget}"]
+    minatar.main(
+        [*grid, f"--logdir={protocol.trial_logdir(machine_a, 'dice', 3)}", "--report_only"]
+    )
+    protocol.keep_curves(machine_a, "dice", 3, path)
+    kept = protocol.kept_curves(path, 3)
+    assert kept == str(tmp_path / "results" / "dice" / "trial3" / "curves.csv")
+    assert os.path.isfile(os.path.join(os.path.dirname(kept), "evaluations.csv"))
+    capsys.readouterr()
+
+    on_a = protocol.trial_returns(machine_a, "dice", 3)
+    on_b = protocol.trial_returns(machine_b, "dice", 3, kept)
+    assert on_b == pytest.approx({**on_a, **protocol.trial_returns(machine_b, "dice", 3)})
+    assert on_b == pytest.approx(levels)
+    protocol.report("dice", machine_b, path, references)
+    (row,) = csv.DictReader(open(path))
+    assert row["trial"] == "3" and float(row["iqm"]) == pytest.approx(0.25, abs=1e-4)
+    command = protocol.grid_command("dice", protocol.AGENTS["dice"][0][3], 3, machine_b, 1, kept)
+    assert command[command.index("--") - 1] == f"--curves_from={kept}"
+    assert "--curves_from" not in " ".join(protocol.grid_command("dice", {}, 3, machine_b, 1))
+
+
+def test_a_running_trial_s_curves_are_kept_as_they_change(tmp_path, monkeypatch):
+    # The "grid" writes curves.csv, waits until the protocol has copied it (which it does while
+    # the grid runs), rewrites it and fails: the exit status comes back, the last copy kept.
+    monkeypatch.setattr(protocol, "POLL_S", 0.05)
+    logdir, path = str(tmp_path / "runs"), str(tmp_path / "results" / "lbc.csv")
+    written = os.path.join(protocol.trial_logdir(logdir, "lbc", 4), "curves.csv")
+    kept = protocol.kept_curves(path, 4)
+    grid = f"""
+import os, sys, time
+os.makedirs(os.path.dirname({written!r}))
+open({written!r}, "w").write("first")
+deadline = time.monotonic() + 60
+while not (os.path.exists({kept!r}) and open({kept!r}).read() == "first"):
+    if time.monotonic() > deadline:
+        sys.exit(4)
+    time.sleep(0.01)
+open({written!r}, "w").write("second")
+sys.exit(3)
+"""
+    status = protocol.run_keeping_curves([sys.executable, "-c", grid], logdir, "lbc", 4, path)
+    assert status == 3
+    assert open(kept).read() == "second"
+    assert not os.path.exists(os.path.join(os.path.dirname(kept), "evaluations.csv"))
+
+
 def test_a_grid_that_exits_0_without_starting_a_run_stops_the_protocol(tmp_path):
     # The grid tool once did nothing and exited 0 (its `__main__` block lost); the protocol must
     # stop on that, not score nothing and go on to the next trial.
     code = f"""
-import subprocess
 from absl import app
 from benchmarks import protocol
-protocol.subprocess.run = lambda command: subprocess.CompletedProcess(command, 0)
+protocol.run_keeping_curves = lambda command, *where: 0
 protocol.define_flags()
 app.run(protocol.main, argv=["protocol", "--agent=dice", "--trials=0-1",
         "--logdir={tmp_path / "runs"}", "--results_dir={tmp_path / "results"}"])
