@@ -34,6 +34,7 @@ class ImpalaBuilder(builder.Builder[config_lib.ImpalaConfig]):
         "MinAtar": config_lib.MINATAR_OVERRIDES,
     }
     cartpole = True
+    multitask = True  # §5.3: one agent for all games (common.environments.multitask)
 
     config: config_lib.ImpalaConfig
 

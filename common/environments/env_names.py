@@ -2,6 +2,11 @@
 (gym ids `MinAtar/<Game>-v<N>` and the other spellings in use) and every Atari game ale-py has a
 ROM for. `canonical_env` gives the one name a config holds; `env_family` says which of the three
 families a name belongs to, which decides frames per step, the protocol and the scores.
+
+Several games written comma-separated ("MinAtar/Breakout-v0,MinAtar/Asterix-v0") name the
+environments of IMPALA's multi-task agent (`common.environments.multitask`): `games` splits
+them, and the functions below take such a list where it has one answer (its canonical names,
+its family: the games must share one).
 """
 
 from __future__ import annotations
@@ -74,7 +79,32 @@ def minatar_game(env: str) -> tuple[str, int] | None:
     )
 
 
+def games(env: str) -> tuple[str, ...]:
+    """The games `env` names: one, or several written comma-separated."""
+    return tuple(part.strip() for part in env.split(","))
+
+
 def canonical_env(env: str) -> str | None:
+    """`canonical_game` of each game of `env` (`games`), comma-separated; None if one is
+    unknown; ValueError for a game named twice or a list that mixes families."""
+    found = [canonical_game(game) for game in games(env)]
+    names = [name for name in found if name is not None]
+    if len(names) < len(found):
+        return None
+    if len(names) > 1:
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"{env!r} names {', '.join(twice)} twice: list each game once")
+        families = {name: _family(name) for name in names}
+        if len(set(families.values())) > 1:
+            raise ValueError(
+                f"{env!r} mixes families ({', '.join(f'{n}: {f}' for n, f in families.items())})"
+                ": a multi-task agent's games are all MinAtar or all Atari"
+            )
+    return ",".join(names)
+
+
+def canonical_game(env: str) -> str | None:
     """The one name a config holds for an env as users write it: CARTPOLE for "CartPole",
     "CartPole-v1" or "cartpole"; "MinAtar/<Game>-v<N>" (the gym id, e.g. "MinAtar/SpaceInvaders-v0")
     for any spelling `minatar_game` accepts; an Atari game's ale-py name ("Pong", "MsPacman") for
@@ -98,20 +128,28 @@ def env_family(env: str) -> str:
     name = canonical_env(env)
     if name is None:
         raise ValueError(f"unknown env {env!r}: use {CARTPOLE!r}, a MinAtar game or an Atari game")
+    return _family(games(name)[0])
+
+
+def _family(name: str) -> str:
     if name == CARTPOLE:
         return "cartpole"
     return "minatar" if name.startswith(f"{MINATAR}/") else "atari"
 
 
 def is_minatar(env: str) -> bool:
-    """Whether `env` is one of MinAtar's games (any spelling; False for an unknown env)."""
+    """Whether `env` is one of MinAtar's games, or a list of them (any spelling; False for an
+    unknown env)."""
     try:
-        return minatar_game(env) is not None
+        return all(minatar_game(game) is not None for game in games(env))
     except ValueError:
         return False
 
 
 def hns_game(env: str) -> str | None:
     """The Atari game whose human-normalised score `env` reports, None on CartPole and MinAtar
-    (MinAtar's games have no human reference scores; Atari Breakout's would be wrong for them)."""
+    (MinAtar's games have no human reference scores; Atari Breakout's would be wrong for them)
+    and on a list of games (each game has its own)."""
+    if len(games(env)) > 1:
+        return None
     return canonical_env(env) if env_family(env) == "atari" else None

@@ -67,6 +67,8 @@ from common.environments.protocols import (
     AtariProtocol,
     MinAtarProtocol,
 )
+from common.environments import env_names, multitask
+from common.environments.batch import BatchedEnv, StepResult
 from common.environments.env_names import (
     CARTPOLE,
     ROM_IDS,
@@ -83,42 +85,6 @@ ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
 
 BACKENDS = ("vector", "gym")
-
-
-class StepResult(NamedTuple):
-    """One batched step. Arrays are [B] unless noted.
-
-    After a game ends (`terminated` at game over, or `truncated`), `observation` is already the
-    first observation of the next game; after a life loss under a protocol that ends episodes on
-    life loss, it is the next life's observation (the game continues).
-    """
-
-    observation: np.ndarray  # [B, ...]
-    # [B, ...]; where a game ended, the observation it ended on (before the auto-reset), which a
-    # truncated episode bootstraps from (docs/architecture.md#conventions); elsewhere the same as
-    # `observation`.
-    final_observation: np.ndarray
-    reward: np.ndarray  # float32, processed by the protocol (e.g. clipped)
-    raw_reward: np.ndarray  # float32, the game's reward
-    terminated: np.ndarray  # bool; game over, or a life lost when the protocol says so
-    truncated: np.ndarray  # bool; episode cap reached
-    episode_return: np.ndarray  # float32; raw whole-game score where a game ended, else NaN
-    episode_length: np.ndarray  # int32; agent steps of the game that ended here, else 0
-
-
-class BatchedEnv(Protocol):
-    """What the actor needs from a batch of environments."""
-
-    num_envs: int
-    num_actions: int
-    observation_shape: tuple[int, ...]
-    observation_dtype: np.dtype
-
-    def reset(self) -> np.ndarray: ...
-
-    def step(self, actions: np.ndarray) -> StepResult: ...
-
-    def close(self) -> None: ...
 
 
 class _RawStep(NamedTuple):
@@ -496,9 +462,18 @@ def make_env(
     `AtariProtocol`; it does not apply to CartPole; MinAtar plays `protocol` if it is a
     `MinAtarProtocol`, else `MINATAR_PROTOCOL` with the Atari protocol's reward clipping. `backend`
     (Atari only): "vector" (ale-py C++) or "gym" (gymnasium wrappers), see the module docstring.
+    Several games, comma-separated, make one `common.environments.multitask.MultiTaskEnv`.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    games = env_names.games(env)
+    if len(games) > 1:
+        # ValueError for a game named twice or families mixed; None: a game is unknown, which
+        # its own make_env names.
+        games = env_names.games(canonical_env(env) or env)
+        return multitask.MultiTaskEnv(
+            games, num_envs, seed, lambda game, n, s: make_env(game, n, s, protocol, backend)
+        )
     minatar = minatar_game(env)
     if minatar is not None:
         game, version = minatar

@@ -4,7 +4,7 @@
 Every paper package has a `builder.py` with a `Builder` for its config (the model is Acme's agent
 builders: one object per agent that makes each of its pieces). The builder class is the paper:
 its class attributes say what the command line needs to know (`name`, `config_class`,
-`ablations`, `default_ablation`, `env_defaults`, `cartpole`): the command line
+`ablations`, `default_ablation`, `env_defaults`, `cartpole`, `multitask`): the command line
 (`common.experiments.cli.main`) and the benchmarks take the class, the ablation runner its
 `module()`. The code that assembles the pieces is written once, here: `build_agent` turns a
 builder into the `common.runtime.agent.Agent` the actors and the learner run, and
@@ -95,6 +95,9 @@ class Builder(Protocol[ConfigT]):
     env_defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     # Whether --env=CartPole is allowed besides Atari and MinAtar games.
     cartpole: ClassVar[bool] = False
+    # Whether --env may list several games, comma-separated, for one agent trained on all of them
+    # (common.environments.multitask; IMPALA's multi-task agent, §5.3).
+    multitask: ClassVar[bool] = False
 
     config: ConfigT
 

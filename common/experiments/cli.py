@@ -278,15 +278,21 @@ def define_flags(
 # --------------------------------------------------------------------------- config and plan
 
 
-def normalise_env(env: str, cartpole: bool = True) -> str:
+def normalise_env(env: str, cartpole: bool = True, multitask: bool = True) -> str:
     """The canonical name of `env` (`common.environments.env_names.canonical_env`); FlagError if it
     names no env the paper runs (every paper runs Atari and MinAtar games, CartPole where
-    `cartpole`). Imports gymnasium and ale-py, not TensorFlow."""
+    `cartpole`, a comma-separated list of games where `multitask`). Imports gymnasium and ale-py,
+    not TensorFlow."""
     from common.environments import env_names
 
+    if len(env_names.games(env)) > 1 and not multitask:
+        raise FlagError(
+            f"--env={env!r} lists several games: this paper trains on one (a list is IMPALA's "
+            "multi-task agent)"
+        )
     try:
         name = env_names.canonical_env(env)
-    except ValueError as error:  # a MinAtar name with an unknown game: the error lists them
+    except ValueError as error:  # an unknown MinAtar game (listed), a game twice, mixed families
         raise FlagError(f"--env={error}") from None
     if name is None or (name == env_names.CARTPOLE and not cartpole):
         allowed = "CartPole or an Atari game" if cartpole else "an Atari game"
@@ -326,7 +332,7 @@ def make_config(
     is `Derived` (e.g. MinAtar's warm-up) is computed from the config the others make. FlagError
     naming the flag if a value is not allowed."""
     env_field = {f.name: f for f in dataclasses.fields(paper.config_class)}["env"]
-    env = normalise_env(given.get("env", env_field.default), paper.cartpole)
+    env = normalise_env(given.get("env", env_field.default), paper.cartpole, paper.multitask)
     values = env_defaults_for(paper.env_defaults, env)
     if ablation is not None:
         _check_ablation(paper, ablation, "ablation")
@@ -337,9 +343,18 @@ def make_config(
     try:
         config = paper.config_class(**{k: v for k, v in values.items() if k not in derived})
         config = dataclasses.replace(config, **{k: v.resolve(config) for k, v in derived.items()})
-        return config.validate()
+        config = config.validate()
     except ValueError as error:
         raise FlagError(str(error)) from None
+    from common.environments import env_names  # imported already by `normalise_env`
+
+    games = len(env_names.games(env))
+    if games > 1 and config.envs_per_actor < games:
+        raise FlagError(
+            f"--envs_per_actor={config.envs_per_actor} must be at least the {games} games of "
+            "--env: every actor plays every game"
+        )
+    return config
 
 
 def config_from_flags(

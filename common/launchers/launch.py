@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import reverb
 
+from common.environments import env_names
 from common.runtime import acting
 
 from common.runtime import evaluation
@@ -93,10 +94,14 @@ def experiment_from_config(
     with `--role=evaluate`; `evaluate=False`: the paper has none."""
     evaluator = None
     if evaluate:
+        eval_envs = min(config.eval_round_episodes, config.envs_per_actor)
+        games = len(env_names.games(config.env))
+        if games > 1:  # a multi-task run: the same environments per game, so the same episodes
+            eval_envs = games * max(1, eval_envs // games)
         evaluator = evaluation.EvaluatorSettings(
             env=config.env,
             protocol=protocol if eval_protocol is None else eval_protocol,
-            num_envs=min(config.eval_round_episodes, config.envs_per_actor),
+            num_envs=eval_envs,
             round_episodes=config.eval_round_episodes,
             final_episodes=config.eval_episodes,
             interval_s=config.eval_interval_s,
@@ -128,6 +133,7 @@ def experiment_from_config(
             checkpoint_interval_s=config.checkpoint_interval_s,
             log_interval_s=config.log_interval_s,
             name=name,
+            games=env_names.games(config.env),
         ),
         evaluator=evaluator,
         replay_port=replay_port,

@@ -4,7 +4,8 @@ Whatever a replay pattern does with the steps (a queue consumes each once; prior
 samples overlapping sequences many times; sample-k items are padded and sampled k times), each
 finished game must be logged once, when it finished. So games do not travel with the experience:
 each actor inserts a small report per finished game (raw whole-game score, length in agent steps,
-the game's mean behaviour entropy where the policy reports one, the game's behaviour parameters)
+the game's mean behaviour entropy where the policy reports one, the index of the game played in a
+multi-task run's list, the game's behaviour parameters)
 into the `reports` table, plus a heartbeat every
 `heartbeat_steps` steps; every report carries the environment frames the actor produced since
 its previous report. The learner reads the table (each report is sampled once and then
@@ -48,6 +49,8 @@ class Report(NamedTuple):
     behaviour: tuple[np.ndarray, ...]  # the game's behaviour parameters (empty without any)
     # H[mu(.|x_t)] averaged over the game's steps; NaN for a heartbeat or a policy without it.
     behaviour_entropy: float = float("nan")
+    # Which of a multi-task run's games was played (its index in the run's list; 0 for one game).
+    task: int = 0
 
     @property
     def is_game(self) -> bool:
@@ -65,9 +68,13 @@ class Reporter:
         frames_per_step: int,
         table: str = REPORTS_TABLE,
         heartbeat_steps: int = HEARTBEAT_STEPS,
+        tasks: np.ndarray | None = None,
     ) -> None:
+        """`tasks[i]`: the game environment i plays in a multi-task batch (its index in the
+        run's list; `common.environments.multitask.MultiTaskEnv.tasks`); all 0 without one."""
         self._sink = writers.ItemSink(client, (table,))
         self._num_envs = num_envs
+        self._tasks = np.zeros(num_envs, np.int32) if tasks is None else np.asarray(tasks, np.int32)
         self._frames_per_env_step = num_envs * frames_per_step
         self._heartbeat_steps = heartbeat_steps
         self._pending_frames = 0
@@ -110,6 +117,7 @@ class Reporter:
                 np.asarray(returns, np.float32),
                 np.asarray(lengths, np.int32),
                 np.asarray(entropy, np.float32),
+                self._tasks,
                 *(np.asarray(p, np.float32) for p in params),
             ],
             1.0,
@@ -130,7 +138,7 @@ def reports_in(data: Sequence) -> list[Report]:
     """The reports one item of the table holds (`Reporter`): a game per environment whose game
     ended, in environment order, the first carrying the item's frames; a heartbeat (no game)
     where none ended."""
-    frames, returns, lengths, entropy, *params = (np.asarray(column) for column in data)
+    frames, returns, lengths, entropy, tasks, *params = (np.asarray(column) for column in data)
     games = np.flatnonzero(~np.isnan(returns))
     if not games.size:
         return [Report(int(frames), float("nan"), 0, tuple(p[0] for p in params))]
@@ -141,6 +149,7 @@ def reports_in(data: Sequence) -> list[Report]:
             int(lengths[env]),
             tuple(p[env] for p in params),
             float(entropy[env]),
+            int(tasks[env]),
         )
         for i, env in enumerate(games)
     ]

@@ -45,6 +45,7 @@ import tensorflow as tf
 
 from common.control import behaviour as behaviour_lib
 from common.environments import envs as envs_lib
+from common.environments import multitask
 from common.environments import protocols
 from common.replay import patterns
 from common.equations import policies
@@ -374,7 +375,10 @@ def run_actor(
         policy.set_weights(latest.weights)
     writer = pattern.writer(client, settings.num_envs, settings.flush_timeout_ms)
     reporter = reports.Reporter(
-        client, settings.num_envs, protocols.frames_per_step(settings.env, settings.protocol)
+        client,
+        settings.num_envs,
+        protocols.frames_per_step(settings.env, settings.protocol),
+        tasks=multitask.tasks_of(env),
     )
     B = settings.num_envs
     observation = env.reset()

@@ -19,6 +19,7 @@ import reverb
 
 from common.runtime import acting
 from common.control import behaviour as behaviour_lib
+from common.environments import env_names
 from common.environments import envs as envs_lib
 from common.environments import protocols
 from common.runtime import learning
@@ -36,8 +37,8 @@ class EnvSpec(NamedTuple):
 def probe_env(
     env: str, protocol: str | protocols.AtariProtocol | protocols.MinAtarProtocol
 ) -> EnvSpec:
-    """Actions and observation format of `env`, from a one-env batch."""
-    probe = envs_lib.make_env(env, 1, 0, protocol)
+    """Actions and observation format of `env`, from a batch of one env per game."""
+    probe = envs_lib.make_env(env, len(env_names.games(env)), 0, protocol)
     try:
         return EnvSpec(
             probe.num_actions, tuple(probe.observation_shape), np.dtype(probe.observation_dtype)

@@ -16,6 +16,7 @@ import numpy as np
 from common.control import behaviour as behaviour_lib
 from common.environments import envs as envs_lib
 from common.environments import env_names
+from common.environments import multitask
 from common.equations import metrics
 from common.replay import replay
 from common.replay import parameters
@@ -65,10 +66,24 @@ def evaluate(
     selector: behaviour_lib.Behaviour | None = None,
     recorder: "recording.GameRecorder | None" = None,
 ) -> list[float]:
-    """Raw whole-game scores of `num_episodes` episodes.
+    """Raw whole-game scores of `num_episodes` episodes, env by env (`evaluate_per_env`)."""
+    per_env = evaluate_per_env(env, policy, num_episodes, should_stop, selector, recorder)
+    return [score for env_scores in per_env for score in env_scores]
 
-    Env i contributes its first quota_i episodes (quotas split `num_episodes` evenly), so that
-    short episodes are not over-represented as they would be by taking the first to finish.
+
+def evaluate_per_env(
+    env: envs_lib.BatchedEnv,
+    policy: Policy,
+    num_episodes: int,
+    should_stop: Callable[[], bool] = lambda: False,
+    selector: behaviour_lib.Behaviour | None = None,
+    recorder: "recording.GameRecorder | None" = None,
+) -> list[list[float]]:
+    """Raw whole-game scores of `num_episodes` episodes, a list per env.
+
+    Env i contributes its first quota_i episodes (`episode_quotas`: even over the games of a
+    multi-task batch, then over their envs), so that short episodes are not over-represented as
+    they would be by taking the first to finish.
     `selector` (evaluation mode) gives agents with a behaviour selector their parameters; it
     sees every game that ends, so an "own" selector also learns from the games an env plays
     after its quota is met, while the others finish theirs.
@@ -76,7 +91,8 @@ def evaluate(
     with the quotas) and every step's result (`step`), and only reads them.
     """
     B = env.num_envs
-    quotas = np.full(B, num_episodes // B) + (np.arange(B) < num_episodes % B)
+    tasks = multitask.tasks_of(env)
+    quotas = episode_quotas(num_episodes, np.zeros(B, int) if tasks is None else tasks)
     scores: list[list[float]] = [[] for _ in range(B)]
     observation = env.reset()
     if recorder is not None:
@@ -102,7 +118,20 @@ def evaluate(
             selector.end_games(result.episode_return)
         inputs = StepInputs.after(result, action)
         observation = result.observation
-    return [score for env_scores in scores for score in env_scores]
+    return scores
+
+
+def episode_quotas(num_episodes: int, tasks: np.ndarray) -> np.ndarray:
+    """Episodes per env: `num_episodes` split evenly over the games of `tasks` (the game each env
+    plays; the first games one more where it does not divide), then each game's share over its
+    envs the same way."""
+    quotas = np.zeros(len(tasks), np.int64)
+    games = np.unique(tasks)
+    for g, game in enumerate(games):
+        envs = np.flatnonzero(tasks == game)
+        share = num_episodes // len(games) + (g < num_episodes % len(games))
+        quotas[envs] = share // len(envs) + (np.arange(len(envs)) < share % len(envs))
+    return quotas
 
 
 def human_normalized_or_nan(env: str, score: float) -> float:
@@ -138,7 +167,10 @@ class Evaluator:
             settings.seed,
             settings.greedy,
         )
-        self.log = run_logging.EvalLogger(logdir)
+        # A multi-task batch's games, each evaluated in its environments and logged by name.
+        tasks = multitask.tasks_of(self.env)
+        self.games = env_names.games(settings.env) if tasks is not None else ()
+        self.log = run_logging.EvalLogger(logdir, self.games)
         self.behaviour = behaviour
         self.selector: behaviour_lib.Behaviour | None = None
         self.start_time = time.time() if start_time is None else start_time
@@ -171,15 +203,24 @@ class Evaluator:
             from common.environments import recording
 
             recorder = recording.GameRecorder(record, settings.env, frames, self.env)
-        scores = evaluate(self.env, self.policy, episodes, should_stop, self.selector, recorder)
+        per_env = evaluate_per_env(
+            self.env, self.policy, episodes, should_stop, self.selector, recorder
+        )
         if self.selector is not None:
             self.selector.save()  # "own" controllers only (a frozen selector writes nothing)
-        hns = [human_normalized_or_nan(settings.env, s) for s in scores]
+        tasks = multitask.tasks_of(self.env)
+        games = [
+            settings.env if tasks is None else self.games[tasks[i]]
+            for i, env_scores in enumerate(per_env)
+            for _ in env_scores
+        ]
+        scores = [score for env_scores in per_env for score in env_scores]
+        hns = [human_normalized_or_nan(game, s) for game, s in zip(games, scores)]
         wall_time = time.time() - self.start_time  # one per round: it tells rounds apart
-        for score, h in zip(scores, hns):
-            self.log.episode(frames, score, h, wall_time)
+        for score, h, game in zip(scores, hns, games):
+            self.log.episode(frames, score, h, wall_time, game)
         if scores:
-            self.log.round(frames, scores, hns)
+            self.log.round(frames, scores, hns, games)
         return scores
 
     def close(self) -> None:

@@ -97,6 +97,8 @@ class LearnerSettings:
     max_checkpoints: int = 3  # choice: a few, in case the newest is from a diverged run
     sample_timeout_ms: int = 2000  # choice: wake up this often to notice a stop request
     name: str = "learner"
+    # A multi-task run's games (common.environments.env_names.games), logged per game.
+    games: tuple[str, ...] = ()
 
 
 class Learner:
@@ -165,7 +167,9 @@ class Learner:
         self.reports: reports.ReportSource = reports.ReportReader(client)
         # The Published weights of the last publish_lag + 1 steps: the oldest is published.
         self._snapshots: collections.deque = collections.deque(maxlen=settings.publish_lag + 1)
-        self.logger = run_logging.RunLogger(settings.logdir, settings.total_frames, settings.name)
+        self.logger = run_logging.RunLogger(
+            settings.logdir, settings.total_frames, settings.name, games=settings.games
+        )
         self.last_stats: dict[str, float] = {}
         self.games_logged = 0
         # The mean params step of the items of each recent batch (policy lag diagnostics).
@@ -432,6 +436,7 @@ class Learner:
             [report.episode_length for report in played],
             self._elapsed(),
             behaviour,
+            [report.task for report in played],
         )
         self.games_logged += len(games)
 

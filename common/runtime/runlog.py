@@ -51,9 +51,15 @@ GAME_TAGS = ("episode/return", "episode/length")
 BEHAVIOUR_TAG_PREFIX = "behaviour/"
 
 
+GAME_COLUMN = "game"  # episodes.csv's column of a multi-task run: the game each row played
+
+
 def is_game_tag(tag: str) -> bool:
-    """Whether a TensorBoard tag of the learner is logged per game, at the produced frames."""
-    return tag in GAME_TAGS or tag.startswith(BEHAVIOUR_TAG_PREFIX)
+    """Whether a TensorBoard tag of the learner is logged per game, at the produced frames: the
+    game tags, a multi-task run's per-game ones (`<game tag>/<game>`), and the behaviour's."""
+    return tag.startswith(tuple(f"{t}/" for t in GAME_TAGS) + (BEHAVIOUR_TAG_PREFIX,)) or (
+        tag in GAME_TAGS
+    )
 
 
 class CsvLog:
@@ -118,15 +124,24 @@ class RunLogger:
     """TensorBoard + episodes.csv + console progress for the learner of one run."""
 
     def __init__(
-        self, logdir: str, total_frames: int, name: str = "learner", return_window: int = 100
+        self,
+        logdir: str,
+        total_frames: int,
+        name: str = "learner",
+        return_window: int = 100,
+        games: Sequence[str] = (),
     ) -> None:
+        """`games`: a multi-task run's list (`common.environments.env_names.games`); with more
+        than one, episodes.csv has a `game` column and each game its own TensorBoard tags."""
         self.logdir = logdir
         self.total_frames = total_frames
         self.name = name
+        self.games = tuple(games) if len(games) > 1 else ()
         import tensorflow as tf
 
         self._summary = tf.summary.create_file_writer(logdir)
-        self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), EPISODES_HEADER)
+        header = EPISODES_HEADER + ((GAME_COLUMN,) if self.games else ())
+        self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), header)
         self._recent_returns: collections.deque = collections.deque(maxlen=return_window)
         self._episode_count = 0
         # Behaviour parameters of the games since the last `scalars` call, for the histograms.
@@ -139,27 +154,35 @@ class RunLogger:
         lengths: Sequence[int] | np.ndarray,
         wall_time: float,
         behaviour: Mapping[str, np.ndarray] | None = None,
+        tasks: Sequence[int] | np.ndarray | None = None,
     ) -> None:
         """Records finished games, oldest first, one entry per game in each array: a CSV row and
         a TensorBoard point each, with the behaviour parameters each was played with
         (`behaviour[name][g]`: a scalar logs `behaviour/<name>`, a vector one tag per component;
-        a NaN logs no point, e.g. an entropy the policy does not report)."""
+        a NaN logs no point, e.g. an entropy the policy does not report). In a multi-task run,
+        `tasks[g]` is the index in `games` of the game played: its row names it, and it is also
+        logged under `<game tag>/<game>`."""
         frame_array = np.asarray(frames, np.int64).reshape(-1)
         return_array = np.asarray(returns, np.float64).reshape(-1)
         length_array = np.asarray(lengths, np.int64).reshape(-1)
         if not frame_array.size:
             return
         wall_time = round(float(wall_time), 3)
-        self._episodes.extend(
-            (frame, episode_return, length, wall_time)
-            for frame, episode_return, length in zip(
-                frame_array.tolist(), return_array.tolist(), length_array.tolist()
-            )
-        )
+        rows = zip(frame_array.tolist(), return_array.tolist(), length_array.tolist())
+        task_array = np.zeros(frame_array.size, np.int64) if tasks is None else np.asarray(tasks)
+        if self.games:
+            names = [self.games[task] for task in task_array.tolist()]
+            self._episodes.extend((*row, wall_time, name) for row, name in zip(rows, names))
+        else:
+            self._episodes.extend((*row, wall_time) for row in rows)
         self._recent_returns.extend(return_array.tolist())
         self._episode_count += frame_array.size
         return_tag, length_tag = GAME_TAGS
         points = {return_tag: (frame_array, return_array), length_tag: (frame_array, length_array)}
+        for task, game in enumerate(self.games):
+            played = task_array == task
+            points[f"{return_tag}/{game}"] = (frame_array[played], return_array[played])
+            points[f"{length_tag}/{game}"] = (frame_array[played], length_array[played])
         for name, values in (behaviour or {}).items():
             values = np.asarray(values, np.float64)
             columns = values.reshape(frame_array.size, -1)
@@ -235,14 +258,21 @@ class RunLogger:
 class EvalLogger:
     """eval.csv rows and TensorBoard scalars under `<logdir>/eval` for the evaluator."""
 
-    def __init__(self, logdir: str) -> None:
+    def __init__(self, logdir: str, games: Sequence[str] = ()) -> None:
+        """`games`: a multi-task run's list; with more than one, eval.csv has a `game` column."""
         import tensorflow as tf
 
         self._summary = tf.summary.create_file_writer(os.path.join(logdir, EVAL_DIR))
-        self._csv = CsvLog(os.path.join(logdir, EVAL_CSV), EVAL_HEADER)
+        self._multitask = len(games) > 1
+        header = EVAL_HEADER + ((GAME_COLUMN,) if self._multitask else ())
+        self._csv = CsvLog(os.path.join(logdir, EVAL_CSV), header)
 
-    def episode(self, frames: int, episode_return: float, hns: float, wall_time: float) -> None:
-        self._csv.append(int(frames), float(episode_return), float(hns), round(float(wall_time), 3))
+    def episode(
+        self, frames: int, episode_return: float, hns: float, wall_time: float, game: str = ""
+    ) -> None:
+        """One evaluation game; a multi-task run's row names its `game`."""
+        row = (int(frames), float(episode_return), float(hns), round(float(wall_time), 3))
+        self._csv.append(*row, *((game,) if self._multitask else ()))
 
     def scalars(self, values: Mapping[str, float], frames: int) -> None:
         import tensorflow as tf
@@ -251,14 +281,27 @@ class EvalLogger:
             for key, value in values.items():
                 tf.summary.scalar(key, float(value))
 
-    def round(self, frames: int, returns: Sequence[float], hns: Sequence[float]) -> str:
-        """TensorBoard means of one evaluation round, and its console line."""
+    def round(
+        self,
+        frames: int,
+        returns: Sequence[float],
+        hns: Sequence[float],
+        games: Sequence[str] = (),
+    ) -> str:
+        """TensorBoard means of one evaluation round, and its console line; in a multi-task run
+        (`games[i]`: the game of episode i), each game's mean return too."""
         import tensorflow as tf
 
+        by_game: dict[str, list[float]] = {}
+        if self._multitask:
+            for game, value in zip(games, returns):
+                by_game.setdefault(game, []).append(value)
         with self._summary.as_default(step=int(frames)):
             tf.summary.scalar("eval/return", float(np.mean(returns)))
             if np.isfinite(hns).any():
                 tf.summary.scalar("eval/hns", float(np.nanmean(hns)))
+            for game, values in by_game.items():
+                tf.summary.scalar(f"eval/return/{game}", float(np.mean(values)))
         self._summary.flush()
         line = (
             f"[eval] frames {format_count(frames)} | {len(returns)} episodes | return "
@@ -266,6 +309,7 @@ class EvalLogger:
         )
         if np.isfinite(hns).any():
             line += f" | hns {np.nanmean(hns):.1f}%"
+        line += "".join(f" | {game} {np.mean(v):.1f}" for game, v in sorted(by_game.items()))
         print(line, flush=True)
         return line
 

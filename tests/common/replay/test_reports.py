@@ -17,7 +17,10 @@ def test_each_game_is_reported_once_and_every_frame_reaches_the_reader():
     client = replay.connect(replay.address_of(server))
     try:
         reader = reports.ReportReader(client)
-        reporter = reports.Reporter(client, NUM_ENVS, FRAMES_PER_STEP, heartbeat_steps=3)
+        # A multi-task batch: environments 0-1 play the run's game 0, 2-3 its game 2.
+        reporter = reports.Reporter(
+            client, NUM_ENVS, FRAMES_PER_STEP, heartbeat_steps=3, tasks=np.array([0, 0, 2, 2])
+        )
         eta = np.arange(NUM_ENVS * 2, dtype=np.float32).reshape(NUM_ENVS, 2)
         steps = [
             [NAN, 5.0, NAN, -2.0],  # two games end in one step: one item
@@ -46,6 +49,7 @@ def test_each_game_is_reported_once_and_every_frame_reaches_the_reader():
         (1.0, 14),
     ]
     assert [r.behaviour_entropy for r in games] == np.float32([0.2, 0.4, 0.5]).tolist()
+    assert [r.task for r in games] == [0, 2, 0]
     np.testing.assert_array_equal([r.behaviour[0] for r in games], eta[[1, 3, 0]])
     # Frames: the first step's on its first game, three steps' on the heartbeat, the last one's
     # on the last game; a step's second game carries none.

@@ -148,6 +148,18 @@ def test_evaluate_takes_each_envs_quota_not_the_first_to_finish():
     assert sorted(scores) == [1, 1, 1, 2, 2]
 
 
+def test_episode_quotas_are_even_over_the_games_then_over_their_envs():
+    # One game: even over the envs, the first ones one more (the quotas above).
+    np.testing.assert_array_equal(evaluation.episode_quotas(5, np.zeros(2, int)), [3, 2])
+    # Two games of 4 envs each: 6 episodes are 3 a game, not 6 of the first six envs.
+    np.testing.assert_array_equal(
+        evaluation.episode_quotas(6, np.array([0, 0, 0, 0, 1, 1, 1, 1])), [1, 1, 1, 0, 1, 1, 1, 0]
+    )
+    # Three games, unevenly split envs (a batch of 7: 3, 2, 2), 10 episodes: 4, 3, 3.
+    quotas = evaluation.episode_quotas(10, np.array([0, 0, 0, 1, 1, 2, 2]))
+    np.testing.assert_array_equal(quotas, [2, 1, 1, 2, 1, 2, 1])
+
+
 # --- A real actor on CartPole against a real Reverb server --------------------------------------
 
 UNROLL, NUM_ENVS, MAX_STEPS, PUBLISHED_STEP = 5, 2, 41, 7

@@ -68,6 +68,35 @@ def test_games_logged_together_are_the_games_logged_one_by_one(tmp_path):
     ]
 
 
+def test_a_multitask_run_logs_each_game_under_its_name(tmp_path):
+    games = ("MinAtar/Breakout-v0", "MinAtar/Asterix-v0", "MinAtar/Seaquest-v0")
+    logger = runlog.RunLogger(str(tmp_path), total_frames=1000, games=games)
+    logger.episodes([40, 40, 72, 96], [1.0, 0.5, 3.0, 2.0], [5, 5, 9, 12], 3.0, tasks=[2, 0, 2, 0])
+    logger.close()
+    with open(tmp_path / runlog.EPISODES_CSV, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows == [
+        [*runlog.EPISODES_HEADER, "game"],
+        ["40", "1.0", "5", "3.0", "MinAtar/Seaquest-v0"],
+        ["40", "0.5", "5", "3.0", "MinAtar/Breakout-v0"],
+        ["72", "3.0", "9", "3.0", "MinAtar/Seaquest-v0"],
+        ["96", "2.0", "12", "3.0", "MinAtar/Breakout-v0"],
+    ]
+    scalars = runlog.read_scalars(str(tmp_path))
+    assert scalars["episode/return"] == [(40, 1.0), (40, 0.5), (72, 3.0), (96, 2.0)]
+    assert scalars["episode/return/MinAtar/Seaquest-v0"] == [(40, 1.0), (72, 3.0)]
+    assert scalars["episode/length/MinAtar/Breakout-v0"] == [(40, 5), (96, 12)]
+    assert "episode/return/MinAtar/Asterix-v0" not in scalars  # no game of it yet
+    assert all(runlog.is_game_tag(tag) for tag in scalars)
+    assert not runlog.is_game_tag("episode/returns") and not runlog.is_game_tag("loss/total")
+    # One game is not a multi-task run: no column, no per-game tags.
+    single = runlog.RunLogger(str(tmp_path / "one"), total_frames=1000, games=games[:1])
+    single.episodes([40], [1.0], [5], 3.0, tasks=[0])
+    single.close()
+    header = (tmp_path / "one" / runlog.EPISODES_CSV).read_text().splitlines()[0]
+    assert header == ",".join(runlog.EPISODES_HEADER)
+
+
 def test_format_duration():
     assert [runlog.format_duration(s) for s in (0, 75, 3660, 90_000)] == [
         "0m00s",
