@@ -232,11 +232,14 @@ def plot(path: str, multitask: Mapping, experts: minatar_runs.Curves, seeds, fra
             ("experts", [experts.get((EXPERT, game, s)) for s in seeds]),
             ("multi-task", [multitask.get((game, s)) for s in seeds]),
         ):
-            rows = [
-                np.interp(grid, *c, right=np.nan, left=np.nan) for c in curves if c and c[0].size
-            ]
-            if rows:
-                axis.plot(grid, np.nanmean(rows, axis=0), label=label)
+            values = np.full((len(seeds), grid.size), np.nan)
+            for row, curve in zip(values, curves):
+                points, returns = curve if curve else NO_CURVE
+                on_grid = np.isin(points, grid)  # an expert's longer curve has other points
+                row[np.searchsorted(grid, points[on_grid])] = returns[on_grid]
+            mean = np.ma.masked_invalid(values).mean(axis=0).filled(np.nan)
+            if np.isfinite(mean).any():
+                axis.plot(grid, mean, label=label)
         axis.set_title(game)
         axis.set_xlabel("frames per game")
     axes[0].set_ylabel("return, last 100 games")

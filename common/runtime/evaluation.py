@@ -65,19 +65,6 @@ def evaluate(
     should_stop: Callable[[], bool] = lambda: False,
     selector: behaviour_lib.Behaviour | None = None,
     recorder: "recording.GameRecorder | None" = None,
-) -> list[float]:
-    """Raw whole-game scores of `num_episodes` episodes, env by env (`evaluate_per_env`)."""
-    per_env = evaluate_per_env(env, policy, num_episodes, should_stop, selector, recorder)
-    return [score for env_scores in per_env for score in env_scores]
-
-
-def evaluate_per_env(
-    env: envs_lib.BatchedEnv,
-    policy: Policy,
-    num_episodes: int,
-    should_stop: Callable[[], bool] = lambda: False,
-    selector: behaviour_lib.Behaviour | None = None,
-    recorder: "recording.GameRecorder | None" = None,
 ) -> list[list[float]]:
     """Raw whole-game scores of `num_episodes` episodes, a list per env.
 
@@ -203,9 +190,7 @@ class Evaluator:
             from common.environments import recording
 
             recorder = recording.GameRecorder(record, settings.env, frames, self.env)
-        per_env = evaluate_per_env(
-            self.env, self.policy, episodes, should_stop, self.selector, recorder
-        )
+        per_env = evaluate(self.env, self.policy, episodes, should_stop, self.selector, recorder)
         if self.selector is not None:
             self.selector.save()  # "own" controllers only (a frozen selector writes nothing)
         tasks = multitask.tasks_of(self.env)

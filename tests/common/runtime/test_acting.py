@@ -142,7 +142,9 @@ def test_game_mean_averages_each_envs_steps_over_its_own_games():
 
 def test_evaluate_takes_each_envs_quota_not_the_first_to_finish():
     policy = acting.CategoricalPolicy(FixedLogitsNet(np.log(PROBS)), (1,), np.float32, seed=0)
-    scores = evaluation.evaluate(CountdownEnv(2), policy, num_episodes=5)
+    per_env = evaluation.evaluate(CountdownEnv(2), policy, num_episodes=5)
+    assert [len(scores) for scores in per_env] == [3, 2]
+    scores = [score for env_scores in per_env for score in env_scores]
     # Quotas [3, 2]: three 1-step episodes of env 0 and two 2-step episodes of env 1. Taking the
     # first five to finish would give four 1s and one 2.
     assert sorted(scores) == [1, 1, 1, 2, 2]
