@@ -1,10 +1,12 @@
 """common.environments.multitask and the names of several games: a multi-task batch is each
 game's own batch, side by side, its frames padded to one shape."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from common.environments import env_names, envs, multitask
+from common.environments import env_names, envs, multitask, protocols
 
 BREAKOUT, SEAQUEST = "MinAtar/Breakout-v0", "MinAtar/Seaquest-v0"
 
@@ -82,3 +84,14 @@ def test_games_one_network_cannot_share_are_refused_in_one_line():
         envs.make_env(f"{BREAKOUT},{SEAQUEST}", 1, 0)
     with pytest.raises(ValueError, match="unknown env 'no_such_game'"):
         envs.make_env("pong,no_such_game", 2, 0)
+
+
+def test_atari_games_share_a_batch_under_the_full_action_set():
+    with pytest.raises(ValueError, match=r"\(Pong: 6, Breakout: 4\).*--full_action_set"):
+        envs.make_env("Pong,Breakout", 2, 0, "impala")
+    full = dataclasses.replace(protocols.PROTOCOLS["impala"], full_action_space=True)
+    batch = envs.make_env("Pong,Breakout", 4, 0, full)
+    assert (batch.num_actions, batch.observation_shape) == (18, (84, 84, 4))
+    np.testing.assert_array_equal(batch.tasks, [0, 0, 1, 1])
+    assert batch.reset().shape == (4, 84, 84, 4)
+    batch.close()
