@@ -34,6 +34,7 @@ import functools
 import glob
 import math
 import os
+import re
 import struct
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -60,6 +61,11 @@ def is_game_tag(tag: str) -> bool:
     return tag.startswith(tuple(f"{t}/" for t in GAME_TAGS) + (BEHAVIOUR_TAG_PREFIX,)) or (
         tag in GAME_TAGS
     )
+
+
+def short_game_name(game: str) -> str:
+    """A game's name without its family prefix and version: "MinAtar/Breakout-v0" -> "Breakout"."""
+    return re.sub(r"-v\d+$", "", game.rsplit("/", 1)[-1])
 
 
 class CsvLog:
@@ -143,6 +149,10 @@ class RunLogger:
         header = EPISODES_HEADER + ((GAME_COLUMN,) if self.games else ())
         self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), header)
         self._recent_returns: collections.deque = collections.deque(maxlen=return_window)
+        # A multi-task run's recent returns per game, for the progress line.
+        self._recent_by_game = {
+            game: collections.deque(maxlen=return_window) for game in self.games
+        }
         self._episode_count = 0
         # Behaviour parameters of the games since the last `scalars` call, for the histograms.
         self._behaviour_values: dict[str, list[float]] = collections.defaultdict(list)
@@ -173,6 +183,8 @@ class RunLogger:
         if self.games:
             names = [self.games[task] for task in task_array.tolist()]
             self._episodes.extend((*row, wall_time, name) for row, name in zip(rows, names))
+            for name, episode_return in zip(names, return_array.tolist()):
+                self._recent_by_game[name].append(episode_return)
         else:
             self._episodes.extend((*row, wall_time) for row in rows)
         self._recent_returns.extend(return_array.tolist())
@@ -243,7 +255,11 @@ class RunLogger:
             f"{format_count(self.total_frames)} ({100 * frames / self.total_frames:.1f}%) | "
             f"{format_count(fps)} fps | return {self.mean_recent_return:.1f} "
             f"(last {len(self._recent_returns)} of {self._episode_count} eps) | "
-            f"loss {loss:.3g}{' | ' + extra if extra else ''} | "
+            + "".join(
+                f"{short_game_name(game)} {np.mean(recent) if recent else float('nan'):.1f} | "
+                for game, recent in self._recent_by_game.items()
+            )
+            + f"loss {loss:.3g}{' | ' + extra if extra else ''} | "
             f"eta {format_duration(remaining)}"
         )
         print(line, flush=True)

@@ -88,6 +88,11 @@ def test_a_multitask_run_logs_each_game_under_its_name(tmp_path):
     assert scalars["episode/length/MinAtar/Breakout-v0"] == [(40, 5), (96, 12)]
     assert "episode/return/MinAtar/Asterix-v0" not in scalars  # no game of it yet
     assert all(runlog.is_game_tag(tag) for tag in scalars)
+    # The progress line: each game's recent mean (Asterix has had no game yet).
+    line = logger.progress(step=3, frames=100, fps=10.0, loss=1.0)
+    assert (
+        "| return 1.6 (last 4 of 4 eps) | Breakout 1.2 | Asterix nan | Seaquest 2.0 | loss" in line
+    )
     assert not runlog.is_game_tag("episode/returns") and not runlog.is_game_tag("loss/total")
     # One game is not a multi-task run: no column, no per-game tags.
     single = runlog.RunLogger(str(tmp_path / "one"), total_frames=1000, games=games[:1])
