@@ -279,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     budget = args.frames_per_game * len(GAMES)
     command = " ".join(["python -m", TOOL, *argv])
     if not args.report_only:
+        print(
+            f"[multitask] {len(args.seeds)} runs of {budget:,} frames (seeds "
+            f"{', '.join(map(str, args.seeds))}; a lone --seeds=N means seeds 0..N-1) under "
+            f"{args.logdir}",
+            flush=True,
+        )
         try:
             ablation_runner.run_all(
                 lambda variant, seed: run_command(seed, args.logdir, args.frames_per_game, extra),

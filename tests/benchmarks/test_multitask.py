@@ -119,7 +119,7 @@ def test_bad_flags_fail_on_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_real_multitask_run_reports_every_game(tmp_path):
+def test_a_real_multitask_run_reports_every_game(tmp_path, capsys):
     logdir = tmp_path / "runs"
     multitask.main(
         [
@@ -136,6 +136,7 @@ def test_a_real_multitask_run_reports_every_game(tmp_path):
             "--log_interval_s=1",
         ]
     )
+    assert "[multitask] 1 runs of 30,000 frames (seeds 0;" in capsys.readouterr().out
     with open(logdir / "curves.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert {row["game"] for row in rows} == set(GAMES)
