@@ -150,7 +150,7 @@ class RunLogger:
         self._episodes = CsvLog(os.path.join(logdir, EPISODES_CSV), header)
         self._recent_returns: collections.deque = collections.deque(maxlen=return_window)
         # A multi-task run's recent returns per game, for the progress line.
-        self._recent_by_game = {
+        self._recent_by_game: dict[str, collections.deque] = {
             game: collections.deque(maxlen=return_window) for game in self.games
         }
         self._episode_count = 0
