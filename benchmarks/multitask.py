@@ -140,19 +140,13 @@ def compare_agents(
     multitask: Mapping, experts: minatar_runs.Curves, seeds: Sequence[int], frames_per_game: int
 ) -> Comparison:
     references = minatar_references.read_references()
+
+    def finals(curve_of) -> np.ndarray:
+        return np.array([[final(curve_of(g, s), frames_per_game) for g in GAMES] for s in seeds])
+
     returns = {
-        AGENT: np.array(
-            [
-                [final(multitask.get((g, s), NO_CURVE), frames_per_game) for g in GAMES]
-                for s in seeds
-            ]
-        ),
-        EXPERT: np.array(
-            [
-                [final(experts.get((EXPERT, g, s), NO_CURVE), frames_per_game) for g in GAMES]
-                for s in seeds
-            ]
-        ),
+        AGENT: finals(lambda g, s: multitask.get((g, s), NO_CURVE)),
+        EXPERT: finals(lambda g, s: experts.get((EXPERT, g, s), NO_CURVE)),
     }
     normalisers = [minatar_references.normaliser(references, game) for game in GAMES]
     scores = {

@@ -166,9 +166,7 @@ class CommandLine:
         if self.parallel < 1:
             raise dataclass_flags.FlagError(f"--parallel={self.parallel} must be >= 1")
         try:
-            protocol.parse_trials(
-                self.combinations or f"0-{len(COMBINATIONS) - 1}", len(COMBINATIONS)
-            )
+            self.indices()
         except ValueError as error:
             raise dataclass_flags.FlagError(
                 str(error).replace("--trials", "--combinations")
