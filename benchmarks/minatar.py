@@ -145,9 +145,11 @@ from benchmarks.minatar_runs import (
     agent_spec,
     cell,
     cell_agent,
+    check_names,
     finished_elsewhere,
     frame_budgets,
     grid_command,
+    parse_games,
     read_curves,
     run_template,
     shared_arguments,
@@ -370,19 +372,6 @@ def run_grid(
 # Command line.
 
 
-def _names(values: Sequence[str], allowed: Sequence[str], flag: str) -> tuple[str, ...]:
-    if not values:
-        raise dataclass_flags.FlagError(f"--{flag} names at least one of {', '.join(allowed)}")
-    for value in values:
-        if value not in allowed:
-            raise dataclass_flags.FlagError(
-                f"--{flag}: {value!r} is not one of {', '.join(allowed)}"
-            )
-    if len(set(values)) != len(values):
-        raise dataclass_flags.FlagError(f"--{flag}={','.join(values)} names one twice")
-    return tuple(values)
-
-
 @dataclasses.dataclass(frozen=True)
 class CommandLine:
     """The flags of `python -m benchmarks.minatar`."""
@@ -419,19 +408,13 @@ class CommandLine:
         """Raises dataclass_flags.FlagError naming the flag; returns the command line with the games and
         seeds spelt out."""
         # --agents is open-ended (any <paper>.<ablation>): agent_spec knows the names, and
-        # _names checks only that none is named twice.
+        # check_names checks only that none is named twice.
         if not self.agents:
             raise dataclass_flags.FlagError(f"--agents names at least one of {', '.join(AGENTS)}")
         for agent in self.agents:
             agent_spec(agent)
-        agents = _names(self.agents, self.agents, "agents")
-        games = (
-            tuple(GAMES)
-            if tuple(self.games) == (ALL,)
-            else _names(self.games, tuple(GAMES) + (ALL,), "games")
-        )
-        if ALL in games:
-            raise dataclass_flags.FlagError(f"--games={','.join(self.games)}: {ALL} stands alone")
+        agents = check_names(self.agents, self.agents, "agents")
+        games = parse_games(self.games)
         seeds = tuple(cli.parse_seeds(self.seeds))
         if self.total_frames <= 0:
             raise dataclass_flags.FlagError(f"--total_frames={self.total_frames} must be > 0")

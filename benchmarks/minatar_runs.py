@@ -40,6 +40,30 @@ def env_id(game: str) -> str:
     return f"MinAtar/{GAMES[game]}-v0"
 
 
+def check_names(values: Sequence[str], allowed: Sequence[str], flag: str) -> tuple[str, ...]:
+    """`values` of a list flag, each one of `allowed` and none twice; FlagError naming the flag."""
+    if not values:
+        raise dataclass_flags.FlagError(f"--{flag} names at least one of {', '.join(allowed)}")
+    for value in values:
+        if value not in allowed:
+            raise dataclass_flags.FlagError(
+                f"--{flag}: {value!r} is not one of {', '.join(allowed)}"
+            )
+    if len(set(values)) != len(values):
+        raise dataclass_flags.FlagError(f"--{flag}={','.join(values)} names one twice")
+    return tuple(values)
+
+
+def parse_games(values: Sequence[str]) -> tuple[str, ...]:
+    """A tool's --games: the games named, or all five for `all` (alone)."""
+    if tuple(values) == (ALL,):
+        return tuple(GAMES)
+    games = check_names(values, tuple(GAMES) + (ALL,), "games")
+    if ALL in games:
+        raise dataclass_flags.FlagError(f"--games={','.join(values)}: {ALL} stands alone")
+    return games
+
+
 class AgentSpec(NamedTuple):
     """How an agent runs: `python -m <module or paper.main> [--ablation=<ablation>]`."""
 

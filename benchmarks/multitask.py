@@ -266,10 +266,7 @@ class CommandLine:
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args, extra = ablation_runner.parse_tool_command_line(argv, CommandLine, TOOL, __doc__)
-    except dataclass_flags.FlagError as error:
-        dataclass_flags.fail(str(error))
+    args, extra = ablation_runner.tool_command_line(argv, CommandLine, TOOL, __doc__)
     budget = args.frames_per_game * len(GAMES)
     command = " ".join(["python -m", TOOL, *argv])
     if not args.report_only:

@@ -155,12 +155,7 @@ class CommandLine:
     report_only: bool = field(False, "Only write the report from the runs there are.")
 
     def validate(self) -> "CommandLine":
-        games = tuple(minatar_runs.GAMES) if self.games == ("all",) else self.games
-        unknown = [g for g in games if g not in minatar_runs.GAMES]
-        if unknown:
-            raise dataclass_flags.FlagError(
-                f"--games: {unknown} are not of {', '.join(minatar_runs.GAMES)}, or all"
-            )
+        games = minatar_runs.parse_games(self.games)
         if self.total_frames <= 0:
             raise dataclass_flags.FlagError(f"--total_frames={self.total_frames} must be > 0")
         if self.parallel < 1:

@@ -34,4 +34,5 @@ LAYERS = (
     "burn_in",  # what DiCE, GDI and LBC share: learner, dueling critic, dynamics, acting
     "launchers",  # a run's processes: one machine, several hosts, Ray
     "experiments",  # builders, command lines, ablation studies, comparisons
+    "population",  # population based training on Ray Tune: App. F's rules, members, scheduler
 )

@@ -339,6 +339,16 @@ def parse_tool_command_line(
     )
 
 
+def tool_command_line(
+    argv: Sequence[str], command_line: type, module: str, doc: str
+) -> tuple[Any, list[str]]:
+    """`parse_tool_command_line`, a bad flag ending the process with its one line."""
+    try:
+        return parse_tool_command_line(argv, command_line, module, doc)
+    except dataclass_flags.FlagError as error:
+        dataclass_flags.fail(str(error))
+
+
 def parse_command_line(argv: Sequence[str]) -> tuple[CommandLine, list[str]]:
     """This tool's flags and the arguments of every run (`parse_tool_command_line`)."""
     return parse_tool_command_line(argv, CommandLine, "common.experiments.ablation_runner", __doc__)

@@ -77,7 +77,7 @@ def test_each_game_takes_the_best_unless_the_protocol_s_is_within_a_standard_err
     "flags, message",
     [
         (["--combinations=24"], "--combinations=24: the table has trials 0-23"),
-        (["--games=tetris"], "--games: ['tetris'] are not of"),
+        (["--games=tetris"], "--games: 'tetris' is not one of"),
         (["--", "--learning_rate=1"], "nothing goes after --"),
     ],
 )

@@ -1,0 +1,1 @@
+"""Population based training (IMPALA App. F) on Ray Tune: the rules, a member, the scheduler."""

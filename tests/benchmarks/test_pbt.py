@@ -1,0 +1,142 @@
+"""benchmarks.pbt: a real population on Ray Tune (two IMPALA members on MinAtar Breakout), whose
+every decision follows App. F's rules, whose copies show in the runs' lineage, and which finishes
+with a member killed mid-run resumed from its checkpoint; and its refusals of bad flags."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks import minatar_runs, pbt
+from common.population import member, scheduler
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUDGET = 20_000
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def kill_a_running_segment(logdir, name, process, deadline):
+    """SIGKILLs the member's run once the member has reported once and runs again (so there is
+    a checkpoint to resume from): returns the pid killed."""
+    decisions = os.path.join(logdir, scheduler.DECISIONS_CSV)
+    pid_file = os.path.join(logdir, pbt.MEMBERS, name, member.PID_FILE)
+    reported = None
+    while time.monotonic() < deadline and process.poll() is None:
+        if reported is None and os.path.isfile(decisions):
+            if any(row["member"] == name for row in read_csv(decisions)):
+                reported = os.stat(pid_file).st_mtime
+        elif reported is not None and os.stat(pid_file).st_mtime > reported:
+            time.sleep(3)  # into the segment: its Reverb server and actors up
+            pid = int(open(pid_file).read())
+            try:
+                os.kill(pid, signal.SIGKILL)
+                return pid
+            except ProcessLookupError:
+                reported = os.stat(pid_file).st_mtime  # that segment ended: the next one
+        time.sleep(0.2)
+    raise AssertionError(f"{name} never ran again after reporting")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # choice: about 3 minutes quiet, 3 times that beside two training runs
+def test_a_population_follows_appendix_f_and_survives_a_member_killed_mid_run(tmp_path):
+    logdir = str(tmp_path / "pbt")
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.pbt",
+        "--games=breakout",
+        "--population=2",
+        f"--frames_per_game={BUDGET}",
+        "--ready_episodes=600",
+        "--burn_in_frames=0",
+        "--copy_margin=-1",  # every draw copies: the copies are certain to happen
+        "--concurrent=2",
+        f"--logdir={logdir}",
+        "--",
+        "--num_actors=1",
+        "--envs_per_actor=16",
+    ]
+    with open(tmp_path / "pbt.log", "w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            kill_a_running_segment(logdir, "member00", process, time.monotonic() + 240)
+            process.wait(timeout=840)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    log = (tmp_path / "pbt.log").read_text()
+    assert process.returncode == 0, log[-3000:]
+
+    # The killed member's trial failed once, and it and every restart resumed a checkpoint.
+    error = os.path.join(logdir, pbt.EXPERIMENT, "member00", "error.txt")
+    assert "exited with status -9" in open(error).read()
+    for name in ("member00", "member01"):
+        run_dir = os.path.join(logdir, pbt.MEMBERS, name, member.RUN_DIR)
+        assert minatar_runs.trained_frames(run_dir) >= BUDGET
+        console = open(os.path.join(logdir, pbt.MEMBERS, name, member.LOG)).read()
+        starts = console.count("[impala] MinAtar/Breakout-v0:")
+        assert starts >= 3 and console.count(" resumed ") == starts - 1
+        frames = [f for _, f, _ in member.EpisodeLog(run_dir + "/episodes.csv", "x").refresh().rows]
+        assert frames == sorted(frames) and frames[-1] >= BUDGET
+
+    # Every decision is App. F's: a member drawn, copied when more than the margin fitter (here
+    # -1: always), and the values it continues with its source's, each x1, x1.2 or /1.2.
+    decisions = read_csv(os.path.join(logdir, scheduler.DECISIONS_CSV))
+    assert len(decisions) >= 4
+    for row in decisions:
+        drawn = row["other"] != ""
+        fitter = drawn and float(row["other_fitness"]) > float(row["fitness"]) - 1
+        assert int(row["copied"]) == int(fitter)
+        for name in pbt.ADAPTED:
+            ratio = float(row[f"new_{name}"]) / float(row[f"from_{name}"])
+            assert min(abs(ratio - r) for r in (1.0, 1.2, 1 / 1.2)) < 1e-9
+    assert any(int(row["copied"]) for row in decisions)
+
+    # A copy shows in the lineage the runs carry: the copier's start continues the other's run.
+    lineages = [
+        member.read_lineage(os.path.join(logdir, pbt.MEMBERS, name, member.RUN_DIR))
+        for name in ("member00", "member01")
+    ]
+    copies = [row for rows in lineages for row in rows if row["member"] != row["source"]]
+    assert copies
+    for rows in lineages:
+        assert int(rows[0]["frames"]) == 0 and rows[0]["member"] == rows[0]["source"]
+        for before, after in zip(rows, rows[1:]):
+            assert after["source"] == before["member"]
+            assert int(after["frames"]) >= int(before["frames"])
+
+    summary = open(os.path.join(logdir, "summary.md")).read()
+    assert "| member00 |" in summary and "| member01 |" in summary
+    assert os.path.isfile(os.path.join(logdir, "population.png"))
+
+
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("--population=1", "--population=1 must be 2 to 24"),
+        ("--population=25", "--population=25 must be 2 to 24"),
+        ("--games=pong", "--games: 'pong' is not one of"),
+        ("--ready_episodes=0", "--ready_episodes=0 must be > 0"),
+        ("--adapted=learning_rate,momentum", "--adapted=learning_rate,momentum: each must be"),
+        ("--experts=/no/such.csv", "--experts=/no/such.csv: no such file"),
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_it(tmp_path, flag, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.pbt", flag, f"--logdir={tmp_path}/pbt"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not os.path.exists(tmp_path / "pbt")
