@@ -163,7 +163,9 @@ def member_name(trial) -> str:
     return f"member{trial.config['member']:02d}"
 
 
-def run_population(args: CommandLine, extra: Sequence[str]) -> None:
+def run_population(args: CommandLine, extra: Sequence[str]) -> str:
+    """Runs (or resumes) the population; what stopped it short, or "" when every member reached
+    its budget."""
     import ray
     from ray import tune
 
@@ -193,6 +195,7 @@ def run_population(args: CommandLine, extra: Sequence[str]) -> None:
                     args.adapted,
                     os.path.join(args.logdir, scheduler.DECISIONS_CSV),
                     args.seed,
+                    slots=int(ray.cluster_resources().get("CPU", 1) // args.member_cpus),
                     margin=args.copy_margin,
                 ),
                 trial_name_creator=member_name,
@@ -208,11 +211,15 @@ def run_population(args: CommandLine, extra: Sequence[str]) -> None:
                 verbose=1,
             ),
         )
-    results = tuner.fit()
+    results = [member for member in tuner.fit()]  # type: ignore[attr-defined]
     ray.shutdown()
-    failed = [results[i] for i in range(len(results)) if results[i].error]
+    failed = [r for r in results if r.error]
     if failed:
-        sys.exit(f"error: {len(failed)} members failed: {failed[0].error}")
+        return f"error: {len(failed)} members failed: {failed[0].error}"
+    # Tune ends fit() on Ctrl-C, with the population's state saved: the members short of the
+    # budget (their last report not `budget_reached`) were stopped.
+    stopped = [r for r in results if not (r.metrics or {}).get("budget_reached")]
+    return f"interrupted: {len(stopped)} members were stopped" if stopped else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,6 +368,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = ablation_runner.tool_command_line(argv, CommandLine, TOOL, __doc__)
     command = " ".join(["python -m", TOOL, *argv])
+    stopped = ""
     if not args.report_only:
         print(
             f"[pbt] {args.population} members of {args.frames_per_game * len(args.games):,} "
@@ -368,15 +376,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             flush=True,
         )
         try:
-            run_population(args, extra)
+            stopped = run_population(args, extra)
         except KeyboardInterrupt:
-            sys.exit(f"interrupted: `{command}` resumes the population")
+            stopped = "interrupted"
     members = read_members(args)
     summary = summary_markdown(args, members, command)
     with open(os.path.join(args.logdir, minatar_runs.SUMMARY_MD), "w") as f:
         f.write(summary)
     plot(os.path.join(args.logdir, "population.png"), args, members)
     print(summary)
+    if stopped:
+        sys.exit(f"{stopped}; `{command}` resumes the population")
 
 
 if __name__ == "__main__":

@@ -239,8 +239,15 @@ def train_member(config: dict, spec: MemberSpec) -> None:
             "fitness": log.fitness(spec.references, spec.ready_episodes),
             "frames": log.frames,
             "episodes": len(log.rows),
-            "done": not ready,
+            "budget_reached": not ready,  # not "done", which Tune sets itself
         }
+        _note(member_dir, f"reports {metrics}")
         tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(run_dir))
+        _note(member_dir, "goes on")
         if not ready:
             return
+
+
+def _note(member_dir: str, line: str) -> None:
+    with open(os.path.join(member_dir, LOG), "a") as f:
+        f.write(f"[pbt] {time.strftime('%H:%M:%S')} {os.path.basename(member_dir)} {line}\n")

@@ -17,7 +17,14 @@ one place Tune makes it (`_checkpoint_or_exploit`, called at each member's ready
 
 The ready points themselves are the members' (`common.population.member`: 5,000 games, after the
 burn-in), so each result a member reports is one (time attribute: Tune's `training_iteration`,
-interval 1, no burn-in here). Every decision is a row of `decisions.csv`, written as it is made.
+interval 1, no burn-in here), except a member's last (its run reached its budget), which ends it.
+Every decision is a row of `decisions.csv`, written as it is made.
+
+Sharing the machine: with more members than `slots` (the members that can train at once), a
+member at its ready point pauses when another waits, and the one that waited longest starts
+(upstream's rule). Upstream pauses it whenever another waits, also when a slot is free because
+the waiting member is only being restarted with a copy; that would restart this one too for
+nothing, so here it pauses only when every slot is taken.
 """
 
 import csv
@@ -28,7 +35,7 @@ import time
 from collections.abc import Sequence
 
 from ray.tune.experiment import Trial
-from ray.tune.schedulers import PopulationBasedTraining
+from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 
 from common.population import rules
 
@@ -42,6 +49,7 @@ class AppendixF(PopulationBasedTraining):
         adapted: Sequence[str],
         decisions_path: str,
         seed: int,
+        slots: int,
         margin: float = rules.COPY_MARGIN,
         probability: float = rules.PERTURB_PROBABILITY,
         factor: float = rules.PERTURB_FACTOR,
@@ -49,6 +57,7 @@ class AppendixF(PopulationBasedTraining):
         self._adapted = tuple(adapted)
         self._margin, self._probability, self._factor = margin, probability, factor
         self._rng = random.Random(seed)
+        self._slots = slots  # members that can train at once
         self._decisions_path = decisions_path
         self._new_configs: dict[Trial, dict] = {}
         super().__init__(
@@ -63,6 +72,17 @@ class AppendixF(PopulationBasedTraining):
     def explore(self, config: dict) -> dict:
         """`config` with its adapted hyperparameters perturbed (App. F)."""
         return rules.perturb(config, self._adapted, self._rng, self._probability, self._factor)
+
+    def on_trial_result(self, tune_controller, trial, result):
+        # A member's last report (its run reached the budget) is no ready point: it ends.
+        if result.get("budget_reached"):
+            return TrialScheduler.CONTINUE
+        decision = super().on_trial_result(tune_controller, trial, result)
+        # A pause only when every slot is taken (module docstring).
+        running = sum(t.status == Trial.RUNNING for t in tune_controller.get_trials())
+        if decision == TrialScheduler.PAUSE and running < self._slots:
+            return TrialScheduler.CONTINUE
+        return decision
 
     def _checkpoint_or_exploit(self, trial, tune_controller, upper_quantile, lower_quantile):
         super()._checkpoint_or_exploit(trial, tune_controller, [trial], [])
