@@ -1,7 +1,7 @@
 """benchmarks.pbt: a real population on Ray Tune (three IMPALA members on MinAtar Breakout, two at a
 time), whose every decision follows App. F's rules, whose copies show in the runs' lineage, and
-which finishes with a member killed mid-run resumed from its checkpoint; its refusals of bad
-flags."""
+which finishes with a member killed mid-run resumed from its checkpoint; its report by hand; its
+refusals of bad flags."""
 
 import csv
 import os
@@ -147,3 +147,47 @@ def test_a_bad_flag_is_one_line_naming_it(tmp_path, flag, message):
     assert result.returncode != 0
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not os.path.exists(tmp_path / "pbt")
+
+
+def test_the_report_puts_the_best_member_beside_the_experts_by_hand(tmp_path):
+    from benchmarks import minatar_references, multitask
+    from tests.benchmarks.test_multitask import write_multitask_run
+
+    references = minatar_references.read_references()
+    normalisers = [minatar_references.normaliser(references, g) for g in multitask.GAMES]
+
+    def at_score(score, g):
+        low, high = normalisers[g]
+        return low + score * (high - low)
+
+    # Two members on all five games, 200 games each (run frames 5,000 (k + 1) + g: 200,000 a
+    # game): member00 plays at score 0.8 on every game, member01 at 0.2.
+    members = []
+    for name, score in (("member00", 0.8), ("member01", 0.2)):
+        run_dir = write_multitask_run(tmp_path / name, 0, 200, lambda g, k: at_score(score, g))
+        lineage = [{"frames": "0", "member": name, "source": name, "learning_rate": "0.001"}]
+        members.append(pbt.Member(name, run_dir, score, 1_000_004, lineage))
+    # Experts: seed 200 at score 0.5 on every game, seed 201 at 1.5 (capped to 1).
+    experts = tmp_path / "curves.csv"
+    with open(experts, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(minatar_runs.CURVES_COLUMNS)
+        for seed, score in ((200, 0.5), (201, 1.5)):
+            for g, game in enumerate(multitask.GAMES):
+                for frames in minatar_runs.curve_grid(200_000):
+                    writer.writerow(["impala", game, seed, int(frames), at_score(score, g)])
+    args = pbt.CommandLine(
+        frames_per_game=200_000, experts=str(experts), logdir=str(tmp_path)
+    ).validate()
+    summary = pbt.summary_markdown(args, members, "the command")
+    rows = [line for line in summary.splitlines() if line.startswith("| member00 |")]
+    assert len(rows) == 2  # in the members' table, and beside the experts
+    cells = rows[1].split(" | ")[1:]
+    for g in range(len(multitask.GAMES)):  # the member's return, the experts' mean (score 1)
+        mine, experts_mean = (float(v) for v in cells[g].replace("(", "").split()[:2])
+        assert mine == pytest.approx(at_score(0.8, g), abs=0.006)
+        assert experts_mean == pytest.approx(at_score(1.0, g), abs=0.006)
+    assert cells[-1].startswith("0.800 (experts 0.750 [") and cells[-1].endswith(", 2 seeds) |")
+    assert summary.index("| member00 | 0.800") < summary.index("| member01 | 0.200")
+    pbt.plot(str(tmp_path / "population.png"), args, members)
+    assert os.path.getsize(tmp_path / "population.png") > 10_000
