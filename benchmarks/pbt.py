@@ -333,16 +333,17 @@ def plot(path: str, args: CommandLine, members: Sequence[Member]) -> None:
 
     games = list(args.games)
     figure, axes = plt.subplots(1, len(games) + 1, figsize=(4 * (len(games) + 1), 3.2))
+    rows = {
+        m.name: member_lib.EpisodeLog(
+            os.path.join(m.run_dir, member_lib.EPISODES_CSV), minatar_runs.env_id(games[0])
+        )
+        .refresh()
+        .rows
+        for m in members
+    }
     for axis, game in zip(axes, games):
         for m in members:
-            rows = (
-                member_lib.EpisodeLog(
-                    os.path.join(m.run_dir, member_lib.EPISODES_CSV), minatar_runs.env_id(games[0])
-                )
-                .refresh()
-                .rows
-            )
-            mine = [(f, r) for g, f, r in rows if g == minatar_runs.env_id(game)]
+            mine = [(f, r) for g, f, r in rows[m.name] if g == minatar_runs.env_id(game)]
             if len(mine) >= 100:
                 frames = np.array([f for f, _ in mine]) / len(games)
                 returns = np.convolve([r for _, r in mine], np.ones(100) / 100, mode="valid")

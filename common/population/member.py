@@ -39,10 +39,10 @@ import time
 from collections.abc import Mapping
 
 from common.population import rules
+from common.runtime.runlog import EPISODES_CSV
 
 RUN_DIR = "run"
 LINEAGE_CSV = "pbt_lineage.csv"
-EPISODES_CSV = "episodes.csv"  # common.runtime.runlog's (not imported: it needs no TensorFlow)
 LOG = "member.log"  # the runs' console output, outside the run directory: not copied
 PID_FILE = "run.pid"  # the pid of the run going now
 
@@ -59,7 +59,8 @@ class MemberSpec:
     references: Mapping[str, tuple[float, float]]  # game id -> (random, reference)
     ready_episodes: int = 5000  # App. F
     burn_in_frames: int = 0
-    poll_s: float = 2.0
+    poll_s: float = 2.0  # choice: a ready point is seen within 2 s; a read costs the new rows only
+    # choice: a stopped run checkpoints and shuts down in seconds; 10 minutes means it hangs
     stop_timeout_s: float = 600.0
 
     def command(self, config: Mapping, logdir: str) -> list[str]:
